@@ -1,0 +1,71 @@
+"""pbmarl: population-based multi-agent RL (PSRO and relatives), stepped from notebooks.
+
+    import pbmarl as pb
+    game = pb.load_game("kuhn_poker")
+    psro = pb.PSRO(game, solver="nash")
+    for record in psro.run(10):
+        print(record)
+
+Names are imported lazily: ``import pbmarl`` loads neither torch nor Ray.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+from pbmarl._version import __version__
+
+#: public name -> module that defines it
+_EXPORTS: dict[str, str] = {
+    # games
+    "Game": "pbmarl.games.base",
+    "VecEnv": "pbmarl.games.base",
+    "MatrixGame": "pbmarl.games.matrix",
+    "load_game": "pbmarl.games.registry",
+    # policies
+    "Policy": "pbmarl.policies.base",
+    "RandomPolicy": "pbmarl.policies.simple",
+    "FixedPolicy": "pbmarl.policies.simple",
+    "TabularPolicy": "pbmarl.policies.tabular",
+    "Mixture": "pbmarl.policies.mixture",
+    "MLPPolicy": "pbmarl.policies.neural",
+    # data
+    "Population": "pbmarl.population",
+    "PayoffTable": "pbmarl.payoffs",
+    # solvers
+    "MetaSolver": "pbmarl.solvers",
+    "MetaStrategy": "pbmarl.solvers",
+    "meta_nash_conv": "pbmarl.solvers",
+    # evaluation
+    "ExactEvaluator": "pbmarl.evaluation",
+    "exploitability": "pbmarl.evaluation",
+    "to_openspiel_policy": "pbmarl.evaluation",
+    "RolloutPool": "pbmarl.rollout",
+    "init_ray": "pbmarl.rollout",
+    # learners
+    "ExactBestResponse": "pbmarl.learners.exact",
+    "DQN": "pbmarl.learners",
+    "PPO": "pbmarl.learners",
+    "A2C": "pbmarl.learners",
+    # algorithms
+    "PSRO": "pbmarl.algorithms",
+    "SelfPlay": "pbmarl.algorithms",
+    "FictitiousPlay": "pbmarl.algorithms",
+    "League": "pbmarl.algorithms",
+}
+
+__all__ = sorted(_EXPORTS) + ["__version__"]
+
+
+def __getattr__(name: str) -> Any:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'pbmarl' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return __all__

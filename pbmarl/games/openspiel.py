@@ -1,0 +1,50 @@
+"""Adapter for OpenSpiel games (turn-based and simultaneous-move)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from pbmarl.games.base import Game, State
+
+
+class OpenSpielGame(Game):
+    """An OpenSpiel game behind the `Game` interface; its states are pyspiel states.
+
+    Observations are OpenSpiel's information-state tensors where the game provides
+    them (observation tensors otherwise); info keys are its information-state strings.
+    """
+
+    def __init__(self, name: str, pyspiel_game: "object") -> None:
+        import pyspiel
+
+        self.name = name
+        self.pyspiel_game = pyspiel_game
+        gtype = pyspiel_game.get_type()
+        self.num_players = pyspiel_game.num_players()
+        self.num_actions = pyspiel_game.num_distinct_actions()
+        self.turn_based = gtype.dynamics != pyspiel.GameType.Dynamics.SIMULTANEOUS
+        self.zero_sum = gtype.utility == pyspiel.GameType.Utility.ZERO_SUM
+        self._use_info_tensor = gtype.provides_information_state_tensor
+        self._use_info_string = gtype.provides_information_state_string
+        if self._use_info_tensor:
+            self.observation_shape = tuple(pyspiel_game.information_state_tensor_shape())
+        elif gtype.provides_observation_tensor:
+            self.observation_shape = tuple(pyspiel_game.observation_tensor_shape())
+        else:
+            self.observation_shape = (1,)
+        self._has_obs_tensor = self._use_info_tensor or gtype.provides_observation_tensor
+
+    def new_initial_state(self) -> State:
+        return self.pyspiel_game.new_initial_state()
+
+    def observation(self, state: State, player: int) -> np.ndarray:
+        if self._use_info_tensor:
+            return np.asarray(state.information_state_tensor(player), dtype=np.float32)
+        if self._has_obs_tensor:
+            return np.asarray(state.observation_tensor(player), dtype=np.float32)
+        return np.zeros(1, dtype=np.float32)
+
+    def info_key(self, state: State, player: int) -> str:
+        if self._use_info_string:
+            return state.information_state_string(player)
+        return state.observation_string(player)

@@ -1,0 +1,152 @@
+"""The batched `Policy` protocol and the helpers every implementation shares."""
+
+from __future__ import annotations
+
+import abc
+from typing import Any, ClassVar, Sequence
+
+import numpy as np
+
+from pbmarl.games.base import Game, as_rng
+
+#: kind name -> Policy subclass, filled by `Policy.__init_subclass__`; used to load policies back.
+POLICY_KINDS: dict[str, type["Policy"]] = {}
+
+
+class Policy(abc.ABC):
+    """Maps a batch of observations and legal masks to action probabilities.
+
+    ``action_probabilities(obs [B, ...], legal_mask [B, A], keys=None) -> [B, A]``;
+    rows sum to one and put no mass on illegal actions. ``keys`` are the
+    information-state strings of the rows (tabular policies need them, others ignore
+    them). A policy serialises to ``(arrays, meta)``: a dict of ndarrays and a
+    JSON-able dict, loaded back by `policy_from_state` without executing code.
+
+    `version` counts parameter changes, so workers can cache a policy by (id, version).
+    """
+
+    kind: ClassVar[str] = "policy"
+    #: whether `action_probabilities` needs the info-state keys
+    needs_keys: ClassVar[bool] = False
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        if "kind" in cls.__dict__:
+            POLICY_KINDS[cls.kind] = cls
+
+    def __init__(self, game: Game) -> None:
+        self.game_name = game.name
+        self.num_actions = game.num_actions
+        self.observation_shape = tuple(game.observation_shape)
+        self.version = 0
+
+    @abc.abstractmethod
+    def _probs(self, obs: np.ndarray, legal_mask: np.ndarray, keys: Sequence[str] | None) -> np.ndarray:
+        """Unchecked probabilities; `action_probabilities` masks and validates them."""
+
+    def action_probabilities(
+        self, obs: np.ndarray, legal_mask: np.ndarray, keys: Sequence[str] | None = None
+    ) -> np.ndarray:
+        """Action probabilities ``[B, A]`` for a batch; illegal actions get exactly zero."""
+        legal_mask = np.asarray(legal_mask, dtype=bool)
+        if legal_mask.ndim != 2 or legal_mask.shape[1] != self.num_actions:
+            raise ValueError(
+                f"legal_mask must have shape [batch, {self.num_actions}] for {self.game_name!r}, "
+                f"got {legal_mask.shape}"
+            )
+        probs = np.asarray(self._probs(obs, legal_mask, keys), dtype=float)
+        if probs.shape != legal_mask.shape:
+            raise ValueError(
+                f"{type(self).__name__} returned probabilities of shape {probs.shape}; "
+                f"expected {legal_mask.shape} (batch, num_actions) for {self.game_name!r}"
+            )
+        return masked_normalize(probs, legal_mask)
+
+    def act(
+        self,
+        obs: np.ndarray,
+        legal_mask: np.ndarray,
+        rng: int | np.random.Generator | None = None,
+        keys: Sequence[str] | None = None,
+    ) -> np.ndarray:
+        """Sample one action per row with `rng`."""
+        return sample_actions(self.action_probabilities(obs, legal_mask, keys), as_rng(rng))
+
+    # -- serialisation ---------------------------------------------------
+    def arrays(self) -> dict[str, np.ndarray]:
+        """The policy's parameters as named ndarrays."""
+        return {}
+
+    def meta(self) -> dict[str, Any]:
+        """JSON-able description: kind, game, and whatever the constructor needs."""
+        return {"kind": self.kind, "game": self.game_name, "version": self.version}
+
+    @classmethod
+    def from_state(cls, game: Game, arrays: dict[str, np.ndarray], meta: dict[str, Any]) -> "Policy":
+        """Rebuild from `arrays()` and `meta()`; the default suits policies without parameters."""
+        policy = cls(game)  # type: ignore[call-arg]
+        policy.version = int(meta.get("version", 0))
+        return policy
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.game_name!r})"
+
+
+def masked_normalize(probs: np.ndarray, legal_mask: np.ndarray) -> np.ndarray:
+    """Zero illegal actions and renormalise; rows with no legal mass become uniform over legal."""
+    probs = np.where(legal_mask, np.clip(probs, 0.0, None), 0.0)
+    total = probs.sum(axis=1, keepdims=True)
+    uniform = legal_mask / np.maximum(legal_mask.sum(axis=1, keepdims=True), 1)
+    safe = np.where(total > 0, total, 1.0)
+    return np.where(total > 0, probs / safe, uniform)
+
+
+def sample_actions(probs: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+    """One categorical draw per row (inverse CDF, vectorised)."""
+    cdf = np.cumsum(probs, axis=1)
+    u = rng.random(len(probs))[:, None] * cdf[:, -1:]
+    return np.minimum((u >= cdf).sum(axis=1), probs.shape[1] - 1).astype(np.int64)
+
+
+def check_policy(policy: Any, game: Game) -> "Policy":
+    """Check that `policy` is a Policy for `game` and answers with the right shape.
+
+    Raises TypeError/ValueError naming what is wrong; returns the policy.
+    """
+    if not isinstance(policy, Policy):
+        raise TypeError(f"expected a pbmarl Policy, got {type(policy).__name__}: {policy!r}")
+    if policy.game_name != game.name:
+        raise ValueError(f"{policy!r} was made for game {policy.game_name!r}, not {game.name!r}")
+    if policy.num_actions != game.num_actions:
+        raise ValueError(
+            f"{policy!r} has {policy.num_actions} actions but {game.name!r} has {game.num_actions}"
+        )
+    state = game.new_initial_state()
+    rng = np.random.default_rng(0)
+    while state.is_chance_node():
+        outcomes = state.chance_outcomes()
+        state.apply_action(outcomes[int(rng.integers(len(outcomes)))][0])
+    if not state.is_terminal():
+        player = 0 if state.is_simultaneous_node() else state.current_player()
+        obs = game.observation(state, player)[None]
+        mask = game.legal_mask(state, player)[None]
+        probs = policy.action_probabilities(obs, mask, [game.info_key(state, player)])
+        if not np.allclose(probs.sum(axis=1), 1.0):
+            raise ValueError(f"{policy!r} returned probabilities that do not sum to one: {probs}")
+    return policy
+
+
+def new_policy_from_state(game: Game, arrays: dict[str, np.ndarray], meta: dict[str, Any]) -> Policy:
+    """Load any policy saved with `arrays()`/`meta()`, dispatching on ``meta['kind']``."""
+    kind = meta.get("kind")
+    cls = POLICY_KINDS.get(str(kind))
+    if cls is None:
+        if kind == "mlp":  # registered on import of the torch module
+            import pbmarl.policies.neural  # noqa: F401
+
+            cls = POLICY_KINDS.get("mlp")
+        if cls is None:
+            raise ValueError(f"unknown policy kind {kind!r}; known kinds: {sorted(POLICY_KINDS)}")
+    if meta.get("game") not in (None, game.name):
+        raise ValueError(f"policy was saved for game {meta.get('game')!r}, not {game.name!r}")
+    return cls.from_state(game, arrays, meta)

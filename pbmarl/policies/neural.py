@@ -1,0 +1,73 @@
+"""Neural policies (torch). The only policies module that imports torch."""
+
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+import numpy as np
+import torch
+from torch import nn
+
+from pbmarl.games.base import Game
+from pbmarl.policies.base import Policy
+
+
+def build_mlp(in_dim: int, hidden: Sequence[int], out_dim: int, *, activation: type[nn.Module] = nn.ReLU) -> nn.Sequential:
+    """A plain MLP: Linear-activation blocks, then a Linear head."""
+    layers: list[nn.Module] = []
+    last = in_dim
+    for width in hidden:
+        layers += [nn.Linear(last, int(width)), activation()]
+        last = int(width)
+    layers.append(nn.Linear(last, out_dim))
+    return nn.Sequential(*layers)
+
+
+def masked_logits(logits: torch.Tensor, legal_mask: torch.Tensor) -> torch.Tensor:
+    """Logits with illegal actions pushed to the dtype's minimum (so softmax gives them 0)."""
+    return logits.masked_fill(~legal_mask, torch.finfo(logits.dtype).min)
+
+
+class MLPPolicy(Policy):
+    """Softmax over an MLP's logits, masked to the legal actions.
+
+    Example:
+        >>> pi = MLPPolicy(game, hidden=(128, 128), seed=0)
+        >>> probs = pi.action_probabilities(obs, mask)
+    """
+
+    kind = "mlp"
+
+    def __init__(self, game: Game, hidden: Sequence[int] = (128, 128), *, seed: int | None = 0) -> None:
+        super().__init__(game)
+        self.hidden = tuple(int(h) for h in hidden)
+        self.in_dim = int(np.prod(game.observation_shape))
+        with torch.random.fork_rng(devices=[]):
+            if seed is not None:
+                torch.manual_seed(int(seed))  # scoped by fork_rng: no global seeding leaks
+            self.net = build_mlp(self.in_dim, self.hidden, game.num_actions)
+
+    def logits(self, obs: torch.Tensor) -> torch.Tensor:
+        return self.net(obs.reshape(obs.shape[0], -1))
+
+    def _probs(self, obs: np.ndarray, legal_mask: np.ndarray, keys: Sequence[str] | None) -> np.ndarray:
+        with torch.no_grad():
+            x = torch.as_tensor(np.asarray(obs, dtype=np.float32))
+            logits = masked_logits(self.logits(x), torch.as_tensor(legal_mask))
+            return torch.softmax(logits, dim=-1).double().numpy()
+
+    def arrays(self) -> dict[str, np.ndarray]:
+        return {k: v.detach().cpu().numpy() for k, v in self.net.state_dict().items()}
+
+    def meta(self) -> dict[str, Any]:
+        return {**super().meta(), "hidden": list(self.hidden)}
+
+    @classmethod
+    def from_state(cls, game: Game, arrays: dict[str, np.ndarray], meta: dict[str, Any]) -> "MLPPolicy":
+        policy = cls(game, hidden=meta["hidden"], seed=None)
+        policy.net.load_state_dict({k: torch.as_tensor(np.array(v)) for k, v in arrays.items()})
+        policy.version = int(meta.get("version", 0))
+        return policy
+
+    def __repr__(self) -> str:
+        return f"MLPPolicy({self.game_name!r}, hidden={self.hidden})"

@@ -1,0 +1,168 @@
+"""`Population`: per player, an ordered list of named policies with metadata."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Iterator, Sequence
+
+import numpy as np
+import pandas as pd
+
+from pbmarl.games.base import Game
+from pbmarl.games.registry import game_from_spec, game_spec
+from pbmarl.io import read_json, read_npz, write_json, write_npz
+from pbmarl.policies.base import Policy, check_policy, new_policy_from_state
+from pbmarl.policies.mixture import Mixture, check_distribution
+
+
+@dataclass(frozen=True)
+class Member:
+    """One population member: its id (``"p0/3"``), name, policy and free-form metadata."""
+
+    id: str
+    player: int
+    index: int
+    name: str
+    policy: Policy
+    meta: dict[str, Any] = field(default_factory=dict)
+
+
+def member_id(player: int, index: int) -> str:
+    return f"p{player}/{index}"
+
+
+class Population:
+    """Per player, an ordered list of policies.
+
+    Example:
+        >>> pop = Population(game)
+        >>> pid = pop.add(0, RandomPolicy(game), name="random", iteration=0)   # "p0/0"
+        >>> pop[0], pop.sizes, pop.mixture(sigma)
+    """
+
+    def __init__(self, game: Game) -> None:
+        self.game = game
+        self.num_players = game.num_players
+        self._members: list[list[Member]] = [[] for _ in range(game.num_players)]
+        self._by_id: dict[str, Member] = {}
+        self._saved_versions: dict[str, int] = {}
+
+    # -- growing -----------------------------------------------------------
+    def add(self, player: int, policy: Policy, name: str | None = None, **meta: Any) -> str:
+        """Append `policy` to `player`'s list; returns its id, e.g. ``"p0/3"``.
+
+        Keyword arguments are stored as the member's metadata (iteration, origin, stats).
+        The policy is checked against the game first; a bad policy changes nothing.
+        """
+        player = self.game.check_player(player)
+        check_policy(policy, self.game)
+        index = len(self._members[player])
+        pid = member_id(player, index)
+        if name is not None and not isinstance(name, str):
+            raise TypeError(f"name must be a string, got {name!r}")
+        member = Member(pid, player, index, name or f"{type(policy).__name__}#{index}", policy, dict(meta))
+        self._members[player].append(member)
+        self._by_id[pid] = member
+        return pid
+
+    # -- reading -------------------------------------------------------------
+    def __getitem__(self, player: int) -> list[Policy]:
+        player = self.game.check_player(player)
+        return [m.policy for m in self._members[player]]
+
+    def __iter__(self) -> Iterator[list[Policy]]:
+        return (self[p] for p in range(self.num_players))
+
+    def __len__(self) -> int:
+        return self.num_players
+
+    @property
+    def sizes(self) -> tuple[int, ...]:
+        return tuple(len(ms) for ms in self._members)
+
+    def ids(self, player: int) -> list[str]:
+        player = self.game.check_player(player)
+        return [m.id for m in self._members[player]]
+
+    @property
+    def all_ids(self) -> tuple[tuple[str, ...], ...]:
+        return tuple(tuple(m.id for m in ms) for ms in self._members)
+
+    def member(self, pid: str) -> Member:
+        try:
+            return self._by_id[pid]
+        except KeyError:
+            raise KeyError(f"no member {pid!r}; ids are {[i for ids in self.all_ids for i in ids]}") from None
+
+    def members(self, player: int) -> list[Member]:
+        return list(self._members[self.game.check_player(player)])
+
+    def mixture(self, sigma: Any) -> list[Mixture]:
+        """One `Mixture` per player from a meta-strategy (a MetaStrategy or one distribution per player)."""
+        return [Mixture(self[p], w) for p, w in enumerate(as_distributions(sigma, self.sizes))]
+
+    def to_frame(self) -> pd.DataFrame:
+        """One row per member: id, player, index, name, policy kind and metadata columns."""
+        rows = [
+            {"id": m.id, "player": m.player, "index": m.index, "name": m.name, "policy": type(m.policy).__name__, **m.meta}
+            for ms in self._members
+            for m in ms
+        ]
+        return pd.DataFrame(rows).set_index("id") if rows else pd.DataFrame(columns=["player", "index", "name", "policy"])
+
+    def _repr_html_(self) -> str:
+        return self.to_frame()._repr_html_()  # type: ignore[no-any-return]
+
+    def __repr__(self) -> str:
+        return f"Population({self.game.name!r}, sizes={self.sizes})"
+
+    # -- files -----------------------------------------------------------------
+    def save(self, path: str | os.PathLike[str]) -> Path:
+        """Write the population to folder `path` (one `.npz` per member, then `population.json`).
+
+        Member files are written only when new or changed, and the JSON index last, so
+        an interrupted save leaves the previous index valid.
+        """
+        folder = Path(path)
+        (folder / "policies").mkdir(parents=True, exist_ok=True)
+        index = []
+        for ms in self._members:
+            for m in ms:
+                filename = f"policies/{m.id.replace('/', '_')}.npz"
+                key = f"{folder.resolve()}::{m.id}"
+                if self._saved_versions.get(key) != m.policy.version or not (folder / filename).exists():
+                    write_npz(folder / filename, m.policy.arrays())
+                    self._saved_versions[key] = m.policy.version
+                index.append({"id": m.id, "player": m.player, "name": m.name, "meta": m.meta,
+                              "policy": m.policy.meta(), "file": filename})
+        write_json(folder / "population.json", {"game": game_spec(self.game), "members": index})
+        return folder
+
+    @classmethod
+    def load(cls, path: str | os.PathLike[str], game: Game | None = None) -> "Population":
+        """Read a population written by `save`; policies are rebuilt without executing code."""
+        folder = Path(path)
+        if not (folder / "population.json").exists():
+            raise FileNotFoundError(f"no population.json in {str(folder)!r}")
+        data = read_json(folder / "population.json")
+        if game is None:
+            game = game_from_spec(data["game"])
+        elif game_spec(game)["name"] != data["game"]["name"]:
+            raise ValueError(f"population in {str(folder)!r} is for game {data['game']['name']!r}, not {game.name!r}")
+        pop = cls(game)
+        for entry in data["members"]:
+            policy = new_policy_from_state(game, read_npz(folder / entry["file"]), entry["policy"])
+            pid = pop.add(int(entry["player"]), policy, name=entry["name"], **entry["meta"])
+            if pid != entry["id"]:
+                raise ValueError(f"population file {str(folder)!r} is out of order: expected {entry['id']!r}, got {pid!r}")
+            pop._saved_versions[f"{folder.resolve()}::{pid}"] = policy.version
+        return pop
+
+
+def as_distributions(sigma: Any, sizes: Sequence[int]) -> list[np.ndarray]:
+    """Validate one distribution per player against population `sizes`."""
+    if len(sigma) != len(sizes):
+        raise ValueError(f"expected {len(sizes)} distributions (one per player), got {len(sigma)}")
+    return [check_distribution(sigma[p], n, what=f"player {p}'s distribution") for p, n in enumerate(sizes)]
