@@ -52,7 +52,6 @@ _EXPORTS: dict[str, str] = {
     "PSRO": "pbmarl.algorithms",
     "SelfPlay": "pbmarl.algorithms",
     "FictitiousPlay": "pbmarl.algorithms",
-    "League": "pbmarl.algorithms",
 }
 
 __all__ = sorted(_EXPORTS) + ["__version__"]

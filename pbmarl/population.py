@@ -141,8 +141,14 @@ class Population:
         return folder
 
     @classmethod
-    def load(cls, path: str | os.PathLike[str], game: Game | None = None) -> "Population":
-        """Read a population written by `save`; policies are rebuilt without executing code."""
+    def load(
+        cls, path: str | os.PathLike[str], game: Game | None = None, *, sizes: Sequence[int] | None = None
+    ) -> "Population":
+        """Read a population written by `save`; policies are rebuilt without executing code.
+
+        `sizes` keeps only the first ``sizes[p]`` members of each player (a run resuming
+        from its last completed iteration ignores members saved after it).
+        """
         folder = Path(path)
         if not (folder / "population.json").exists():
             raise FileNotFoundError(f"no population.json in {str(folder)!r}")
@@ -153,11 +159,15 @@ class Population:
             raise ValueError(f"population in {str(folder)!r} is for game {data['game']['name']!r}, not {game.name!r}")
         pop = cls(game)
         for entry in data["members"]:
+            if sizes is not None and int(entry["id"].split("/")[1]) >= sizes[int(entry["player"])]:
+                continue
             policy = new_policy_from_state(game, read_npz(folder / entry["file"]), entry["policy"])
             pid = pop.add(int(entry["player"]), policy, name=entry["name"], **entry["meta"])
             if pid != entry["id"]:
                 raise ValueError(f"population file {str(folder)!r} is out of order: expected {entry['id']!r}, got {pid!r}")
             pop._saved_versions[f"{folder.resolve()}::{pid}"] = policy.version
+        if sizes is not None and tuple(pop.sizes) != tuple(sizes):
+            raise ValueError(f"population in {str(folder)!r} has sizes {pop.sizes}, fewer than the {tuple(sizes)} asked for")
         return pop
 
 

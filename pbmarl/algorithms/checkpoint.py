@@ -1,0 +1,178 @@
+"""Saving and resuming a PSRO run folder.
+
+Layout::
+
+    run.json             what the run is and where it stands (written LAST, atomically)
+    population/          one .npz per member + population.json (members are append-only)
+    table-NNNN.npz       the payoff table after iteration NNNN (older ones removed)
+    learner-NNNN/        the learner's state after iteration NNNN, when it has any
+    history.csv          one row per iteration, for people and pandas
+
+`run.json` names the iteration, the population sizes and the table file it belongs
+to, so a process killed at any instant leaves a folder that resumes from its last
+completed iteration: members written after it are ignored, older files are still there.
+Nothing here unpickles: JSON, `.npz` with ``allow_pickle=False``, torch ``weights_only``.
+"""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from pbmarl.algorithms.records import IterationRecord
+from pbmarl.games.registry import game_from_spec, game_spec
+from pbmarl.io import read_json, write_json
+from pbmarl.payoffs import PayoffTable
+from pbmarl.population import Population
+
+if TYPE_CHECKING:  # pragma: no cover
+    from pbmarl.algorithms.psro import PSRO
+
+FORMAT = 1
+
+
+def _solver_spec(solver: Any) -> dict[str, Any]:
+    name = getattr(solver, "name", None)
+    if not isinstance(name, str):
+        raise ValueError(f"cannot save a run whose solver {solver!r} has no name; use pb.MetaSolver(name)")
+    return {"name": name, "options": dict(getattr(solver, "options", {}) or {})}
+
+
+def _learner_spec(learner: Any) -> dict[str, Any]:
+    if hasattr(learner, "spec"):
+        return dict(learner.spec())
+    return {"name": getattr(learner, "name", type(learner).__name__)}
+
+
+def _evaluator_spec(evaluator: Any) -> dict[str, Any]:
+    if hasattr(evaluator, "spec"):
+        return dict(evaluator.spec())
+    return {"kind": type(evaluator).__name__}
+
+
+def save_run(run: "PSRO", folder: Path) -> Path:
+    """Write `run` into `folder`; see the module doc for the layout and the write order."""
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        probe = folder / ".write-test"
+        probe.write_text("")
+        probe.unlink()
+    except OSError as exc:
+        raise OSError(f"cannot write the run folder {str(folder)!r}: {exc.strerror or exc}") from None
+    iteration = run.iteration
+    run.population.save(folder / "population")
+    table_file = f"table-{iteration:04d}.npz"
+    run.table.save(folder / table_file)
+    learner_dir = None
+    if hasattr(run.learner, "save"):
+        learner_dir = f"learner-{iteration:04d}"
+        run.learner.save(folder / learner_dir)
+    history = run.history
+    tmp = folder / ".history.csv.tmp"
+    history.to_csv(tmp)
+    tmp.replace(folder / "history.csv")
+    write_json(folder / "run.json", {
+        "format": FORMAT,
+        "kind": type(run).__name__,
+        "game": game_spec(run.game),
+        "solver": _solver_spec(run.solver),
+        "learner": _learner_spec(run.learner),
+        "evaluator": _evaluator_spec(run.evaluator),
+        "options": {"stop_exploitability": run.stop_exploitability, "max_iterations": run.max_iterations,
+                    "eval_episodes": run.eval_episodes,
+                    "measure": run.measure, "seed": run.seed},
+        "iteration": iteration,
+        "sizes": list(run.population.sizes),
+        "table": table_file,
+        "learner_state": learner_dir,
+        "rng": run.rng.bit_generator.state,
+        "wall_time": run._wall,
+        "env_steps": run._env_steps,
+        "records": [r.to_json() for r in run.records],
+    })
+    _remove_stale(folder, keep={table_file, learner_dir})
+    return folder
+
+
+def _remove_stale(folder: Path, keep: set[str | None]) -> None:
+    for path in list(folder.glob("table-*.npz")) + list(folder.glob("learner-*")):
+        if path.name not in keep:
+            if path.is_dir():
+                shutil.rmtree(path, ignore_errors=True)
+            else:
+                path.unlink(missing_ok=True)
+
+
+def load_run(cls: type["PSRO"], folder: Path, **overrides: Any) -> "PSRO":
+    """Rebuild a run from `folder` at its last completed iteration.
+
+    `overrides` replace saved options (e.g. ``learner=``, ``evaluator=``, ``save_dir=``,
+    ``stop_exploitability=``); a learner or evaluator that cannot be rebuilt from its
+    saved spec must be passed here.
+    """
+    if not (folder / "run.json").exists():
+        raise FileNotFoundError(f"{str(folder)!r} is not a pbmarl run folder (no run.json)")
+    data = read_json(folder / "run.json")
+    if data.get("format") != FORMAT:
+        raise ValueError(f"run folder {str(folder)!r} has format {data.get('format')!r}; this pbmarl reads {FORMAT}")
+    game = overrides.pop("game", None) or game_from_spec(data["game"])
+    if game.name != data["game"]["name"]:
+        raise ValueError(f"run folder {str(folder)!r} is for game {data['game']['name']!r}, not {game.name!r}")
+    from pbmarl.solvers import MetaSolver
+
+    options = dict(data["options"])
+    options.update({k: overrides.pop(k) for k in list(overrides) if k in options})
+    solver = overrides.pop("solver", None) or MetaSolver(data["solver"]["name"], **data["solver"]["options"])
+    learner = overrides.pop("learner", None) or _rebuild_learner(game, data["learner"])
+    evaluator = overrides.pop("evaluator", None) or _rebuild_evaluator(game, data["evaluator"])
+    save_dir = overrides.pop("save_dir", folder)
+    if overrides:
+        raise TypeError(f"unknown overrides {sorted(overrides)}; accepted: game, solver, learner, evaluator, "
+                        f"save_dir, {', '.join(sorted(options))}")
+    run = cls.__new__(cls)
+    run._configure(game, solver, learner, evaluator, save_dir=save_dir, **options)
+    run.population = Population.load(folder / "population", game, sizes=data["sizes"])
+    run.table = PayoffTable.load(folder / data["table"], run.population)
+    if data.get("learner_state") and hasattr(run.learner, "load"):
+        run.learner.load(folder / data["learner_state"])
+    run.records = [IterationRecord.from_json(r) for r in data["records"]]
+    run.rng = np.random.default_rng()
+    run.rng.bit_generator.state = data["rng"]
+    run._wall = float(data["wall_time"])
+    run._env_steps = int(data["env_steps"])
+    run.meta_strategy = run.solver(run.table)
+    saved = run.records[-1].meta_strategy
+    for p, dist in enumerate(saved):
+        if not np.allclose(run.meta_strategy[p], dist, atol=1e-9):
+            raise ValueError(f"re-solving the saved table in {str(folder)!r} gave a different meta-strategy for "
+                             f"player {p}: {np.round(run.meta_strategy[p], 6).tolist()} vs saved {list(dist)}")
+    return run
+
+
+def _rebuild_learner(game: Any, spec: dict[str, Any]) -> Any:
+    if spec.get("name") == "exact":
+        from pbmarl.learners.exact import ExactBestResponse
+
+        return ExactBestResponse(game)
+    try:
+        from pbmarl.learners import make_learner
+    except ImportError:
+        make_learner = None
+    if make_learner is None:
+        raise ValueError(f"cannot rebuild learner {spec!r}; pass learner= to PSRO.load")
+    return make_learner(game, spec)
+
+
+def _rebuild_evaluator(game: Any, spec: dict[str, Any]) -> Any:
+    if spec.get("kind") in ("exact", "ExactEvaluator"):
+        from pbmarl.evaluation import ExactEvaluator
+
+        return ExactEvaluator(game)
+    if spec.get("kind") == "rollout":
+        from pbmarl.rollout import RolloutPool
+
+        return RolloutPool(game, **{k: v for k, v in spec.items() if k != "kind"})
+    raise ValueError(f"cannot rebuild evaluator {spec!r}; pass evaluator= to PSRO.load")
