@@ -112,10 +112,45 @@ def _child(state: object, action: int) -> object:
     return child
 
 
+def estimate_tree_size(game: "Game", *, probes: int = 64, seed: int = 0) -> float:
+    """Knuth's unbiased estimate of the number of histories: mean over random paths of the
+    summed products of branching factors along the path. Cheap: `probes` random playouts."""
+    rng = np.random.default_rng(seed)
+    total = 0.0
+    for _ in range(probes):
+        state, product, count = game.new_initial_state(), 1.0, 1.0
+        while not state.is_terminal():  # type: ignore[attr-defined]
+            if state.is_chance_node():  # type: ignore[attr-defined]
+                actions = [a for a, p in state.chance_outcomes() if p > 0]  # type: ignore[attr-defined]
+                state.apply_action(actions[rng.integers(len(actions))])  # type: ignore[attr-defined]
+                product *= len(actions)
+            elif state.is_simultaneous_node():  # type: ignore[attr-defined]
+                legal = [state.legal_actions(p) or [0] for p in range(game.num_players)]  # type: ignore[attr-defined]
+                state.apply_actions([a[rng.integers(len(a))] for a in legal])  # type: ignore[attr-defined]
+                product *= float(np.prod([len(a) for a in legal]))
+            else:
+                legal = state.legal_actions(state.current_player())  # type: ignore[attr-defined]
+                state.apply_action(legal[rng.integers(len(legal))])  # type: ignore[attr-defined]
+                product *= len(legal)
+            count += product
+        total += count
+    return total / probes
+
+
 def build_tree(game: "Game", *, max_nodes: int = 5_000_000) -> GameTree:
-    """Walk the whole tree of `game` once; raise if it has more than `max_nodes` histories."""
+    """Walk the whole tree of `game` once; raise if it has more than `max_nodes` histories.
+
+    A cheap estimate of the tree size is made first, so a game far too large fails in
+    milliseconds rather than after walking `max_nodes` histories.
+    """
     if not game.enumerable:
-        raise ValueError(f"game {game.name!r} cannot be enumerated; use a sampling evaluator (RolloutPool)")
+        raise ValueError(f"game {game.name!r} cannot be enumerated; use a sampling evaluator (pb.RolloutPool)")
+    estimate = estimate_tree_size(game)
+    if estimate > 20 * max_nodes:
+        raise ValueError(
+            f"game {game.name!r} has about {estimate:.2g} histories: too large for the exact engine "
+            f"(limit {max_nodes:,}); use a sampling evaluator (pb.RolloutPool) and an RL oracle (pb.DQN, pb.PPO)"
+        )
     P, A = game.num_players, game.num_actions
     builder = _Builder(game)
     reach: list[float] = []

@@ -1,0 +1,100 @@
+"""The `pbmarl` command: the main job end to end, resume, errors, and kill -9 mid-run."""
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _pbmarl(*args, **kwargs):
+    env = {**os.environ, "PYTHONPATH": str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", "")}
+    return subprocess.run([sys.executable, "-m", "pbmarl.cli", *map(str, args)], capture_output=True,
+                          text=True, env=env, timeout=300, **kwargs)
+
+
+def _start(*args):
+    env = {**os.environ, "PYTHONPATH": str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", "")}
+    return subprocess.Popen([sys.executable, "-m", "pbmarl.cli", *map(str, args)], stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL, env=env)
+
+
+def test_psro_main_job_writes_a_run_folder(tmp_path):
+    out = tmp_path / "kuhn"
+    result = _pbmarl("psro", "--game", "kuhn_poker", "--out", out)
+    assert result.returncode == 0, result.stderr
+    assert "converged" in result.stdout and "exploitability" in result.stdout
+    history = pd.read_csv(out / "history.csv", index_col="iteration")
+    assert history["exploitability"].iloc[-1] <= 1e-6
+    assert len(history) <= 51
+    assert (out / "exploitability.png").stat().st_size > 1000
+    assert (out / "population" / "population.json").exists()
+    run = json.loads((out / "run.json").read_text())
+    assert run["game"]["name"] == "kuhn_poker" and run["solver"]["name"] == "nash"
+
+
+def test_resume_continues_to_the_budget(tmp_path):
+    out = tmp_path / "leduc"
+    assert _pbmarl("psro", "--game", "leduc_poker", "--iterations", "2", "--out", out, "--quiet").returncode == 0
+    result = _pbmarl("resume", out, "--iterations", "2", "--quiet")
+    assert result.returncode == 0, result.stderr
+    history = pd.read_csv(out / "history.csv", index_col="iteration")
+    assert list(history.index) == [0, 1, 2, 3, 4]
+
+
+@pytest.mark.parametrize("args, message", [
+    (["psro", "--game", "kuhn_pokr"], "did you mean 'kuhn_poker'"),
+    (["psro", "--game", "connect_four"], "too large for the exact"),
+    (["psro", "--game", "kuhn_poker", "--out", "/dev/null/run"], "cannot write the run folder"),
+    (["resume", "/nonexistent/run"], "not a pbmarl run folder"),
+])
+def test_clear_errors(args, message):
+    result = _pbmarl(*args)
+    assert result.returncode == 2
+    assert message in result.stderr
+    assert "Traceback" not in result.stderr
+
+
+def test_refuses_a_run_folder_of_another_game(tmp_path):
+    out = tmp_path / "run"
+    assert _pbmarl("psro", "--game", "kuhn_poker", "--iterations", "1", "--out", out, "--quiet").returncode == 0
+    result = _pbmarl("psro", "--game", "leduc_poker", "--out", out)
+    assert result.returncode == 2 and "holds a run of 'kuhn_poker'" in result.stderr
+
+
+@pytest.mark.slow
+def test_kill_minus_nine_resumes_to_the_same_result(tmp_path):
+    iterations = 12
+    reference = tmp_path / "reference"
+    assert _pbmarl("psro", "--game", "leduc_poker", "--iterations", iterations, "--stop", "0",
+                   "--out", reference, "--quiet").returncode == 0
+    out = tmp_path / "killed"
+    rng = np.random.default_rng(0)
+    kills = 0
+    proc = _start("psro", "--game", "leduc_poker", "--iterations", iterations, "--stop", "0", "--out", out, "--quiet")
+    for _ in range(20):
+        time.sleep(float(rng.uniform(0.05, 0.6)))
+        if proc.poll() is not None:
+            break
+        proc.send_signal(signal.SIGKILL)
+        proc.wait()
+        kills += 1
+        if not (out / "run.json").exists():
+            proc = _start("psro", "--game", "leduc_poker", "--iterations", iterations, "--stop", "0",
+                          "--out", out, "--quiet")
+        else:
+            proc = _start("resume", out, "--quiet")
+    assert proc.wait(timeout=300) == 0
+    assert kills >= 2
+    expected = pd.read_csv(reference / "history.csv", index_col="iteration")
+    got = pd.read_csv(out / "history.csv", index_col="iteration")
+    assert list(got.index) == list(range(iterations + 1))
+    np.testing.assert_allclose(got["nash_conv"], expected["nash_conv"], atol=1e-12)

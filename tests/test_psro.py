@@ -1,0 +1,99 @@
+"""PSRO stepped with the exact oracle: convergence, records, save/resume."""
+
+import dataclasses
+
+import numpy as np
+import pytest
+from open_spiel.python.algorithms import exploitability as os_exploitability
+
+import pbmarl as pb
+
+
+def test_kuhn_nash_converges_within_seven_iterations():
+    psro = pb.PSRO("kuhn_poker", solver="nash")
+    records = list(psro.run(7))
+    best = min(r.exploitability for r in records)
+    assert best < 1e-9
+    # the first iteration is the uniform random profile, far from equilibrium
+    assert psro.records[0].exploitability > 0.4
+
+
+def test_record_is_frozen_and_history_has_one_row_per_iteration():
+    psro = pb.PSRO("kuhn_poker", solver="nash")
+    record = psro.step()
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        record.iteration = 5
+    assert record.iteration == 1 and record.sizes == (2, 2)
+    assert record.exploitability == pytest.approx(record.nash_conv / 2)
+    assert set(record.seconds) == {"oracle", "evaluate", "solve", "measure"}
+    psro.step()
+    history = psro.history
+    assert list(history.index) == [0, 1, 2]
+    assert {"nash_conv", "exploitability", "meta_nash_conv", "wall_time", "size_0", "size_1", "sigma_0"} <= set(history.columns)
+    assert list(history["size_0"]) == [1, 2, 3]
+    assert "NashConv" in str(record) and "exploitability" in str(record)
+
+
+def test_recorded_nash_conv_matches_openspiel():
+    game = pb.load_game("leduc_poker")
+    psro = pb.PSRO(game, solver="nash")
+    list(psro.run(3))
+    policy = pb.to_openspiel_policy(game, psro.population, psro.meta_strategy)
+    expected = os_exploitability.nash_conv(game.pyspiel_game, policy)
+    assert psro.records[-1].nash_conv == pytest.approx(expected, abs=1e-9)
+
+
+def test_three_player_kuhn_runs_and_improves():
+    psro = pb.PSRO("kuhn_poker(players=3)", solver="uniform")
+    list(psro.run(4))
+    assert psro.population.sizes == (5, 5, 5)
+    assert psro.records[-1].nash_conv < psro.records[0].nash_conv
+
+
+@pytest.mark.parametrize("cls, solver", [(pb.SelfPlay, "last"), (pb.FictitiousPlay, "uniform")])
+def test_named_relatives_use_their_solver(cls, solver):
+    run = cls("kuhn_poker")
+    run.step()
+    assert run.solver.name == solver
+    if solver == "last":
+        assert run.meta_strategy[0].tolist() == [0.0, 1.0]
+    else:
+        np.testing.assert_allclose(run.meta_strategy[0], [0.5, 0.5])
+
+
+def test_stop_threshold_and_max_iterations():
+    psro = pb.PSRO("kuhn_poker", stop_exploitability=1e-6, max_iterations=30)
+    records = list(psro.run())
+    assert psro.converged and records[-1].exploitability <= 1e-6
+    assert len(records) < 30
+    capped = pb.PSRO("leduc_poker", max_iterations=2)
+    assert len(list(capped.run())) == 2 and len(list(capped.run(5))) == 0
+
+
+def test_bad_options_are_named():
+    with pytest.raises(ValueError, match="stop_exploitability"):
+        pb.PSRO("kuhn_poker", stop_exploitability=-1)
+    with pytest.raises(ValueError, match="did you mean 'nash'"):
+        pb.PSRO("kuhn_poker", solver="nsh")
+    with pytest.raises(ValueError, match="initial_policies needs one entry per player"):
+        pb.PSRO("kuhn_poker", initial_policies=[pb.RandomPolicy(pb.load_game("kuhn_poker"))])
+    with pytest.raises(ValueError, match="too large for the exact"):
+        pb.PSRO("connect_four")
+
+
+def test_save_and_load_continue_the_same_run(tmp_path):
+    straight = pb.PSRO("leduc_poker", solver="nash")
+    list(straight.run(5))
+    first = pb.PSRO("leduc_poker", solver="nash")
+    list(first.run(3))
+    first.save(tmp_path / "run")
+    resumed = pb.PSRO.load(tmp_path / "run")
+    assert resumed.iteration == 3 and resumed.population.sizes == (4, 4)
+    list(resumed.run(2))
+    np.testing.assert_allclose(resumed.history["nash_conv"], straight.history["nash_conv"], atol=1e-12)
+    assert resumed.records[-1].meta_strategy == pytest.approx(straight.records[-1].meta_strategy)
+
+
+def test_load_rejects_a_folder_that_is_not_a_run(tmp_path):
+    with pytest.raises(FileNotFoundError, match="not a pbmarl run folder"):
+        pb.PSRO.load(tmp_path)
