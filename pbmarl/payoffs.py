@@ -77,10 +77,10 @@ class PayoffTable:
     def sync(self) -> "PayoffTable":
         """Grow to the bound population's sizes (done automatically on every read)."""
         if self.population is not None:
-            for p in range(self.num_players):
-                ids = self.population.ids(p)
-                for pid in ids[len(self._ids[p]):]:
-                    self.add_policy(p, pid)
+            sizes = self.population.sizes
+            if any(n != len(ids) for n, ids in zip(sizes, self._ids)):
+                new = [self.population.ids(p)[len(self._ids[p]):] for p in range(self.num_players)]
+                self._grow(new)
         return self
 
     def add_policy(self, player: int, pid: str | None = None) -> None:
@@ -89,13 +89,19 @@ class PayoffTable:
         pid = pid if pid is not None else f"p{player}/{len(self._ids[player])}"
         if pid in self._ids[player]:
             raise ValueError(f"policy id {pid!r} is already in the table for player {player}")
-        grow = [(0, 0)] * self.num_players
-        grow[player] = (0, 1)
+        new: list[list[str]] = [[] for _ in range(self.num_players)]
+        new[player] = [pid]
+        self._grow(new)
+
+    def _grow(self, new_ids: list[list[str]]) -> None:
+        """Append rows for every player at once: one copy of the arrays however many are added."""
+        grow = [(0, len(ids)) for ids in new_ids]
         self._mean = np.pad(self._mean, grow + [(0, 0)], constant_values=np.nan)
         self._m2 = np.pad(self._m2, grow + [(0, 0)])
         self._count = np.pad(self._count, grow)
         self._exact = np.pad(self._exact, grow)
-        self._ids[player].append(pid)
+        for p, ids in enumerate(new_ids):
+            self._ids[p].extend(ids)
 
     @property
     def sizes(self) -> tuple[int, ...]:

@@ -196,9 +196,7 @@ class PSRO:
         t0 = time.perf_counter()
         nash_conv = exploitability = None
         if self.measure:
-            from pbmarl.evaluation import exploitability as measure
-
-            result = measure(self.game, self.population, self.meta_strategy)
+            result = self._measurer().exploitability(self.population, self.meta_strategy)
             nash_conv, exploitability = float(result.nash_conv), float(result.exploitability)
         seconds["measure"] = time.perf_counter() - t0
         self._wall += sum(seconds.values())
@@ -221,6 +219,17 @@ class PSRO:
         if self.save_dir is not None:
             self.save(self.save_dir)
         return record
+
+    def _measurer(self) -> Any:
+        """The exact evaluator that measures NashConv: the run's own when it has one (its cache
+        of realisation plans then serves both), else one kept for measuring."""
+        from pbmarl.evaluation import ExactEvaluator
+
+        if isinstance(self.evaluator, ExactEvaluator):
+            return self.evaluator
+        if getattr(self, "_measure_evaluator", None) is None:
+            self._measure_evaluator = ExactEvaluator(self.game)
+        return self._measure_evaluator
 
     def _fill(self) -> None:
         from pbmarl.evaluation import ExactEvaluator

@@ -82,6 +82,11 @@ class Game(abc.ABC):
 
             cached = build_tree(self, max_nodes=max_nodes)
             self._tree_cache = cached
+        elif cached.num_nodes > max_nodes:
+            raise ValueError(
+                f"game {self.name!r} has {cached.num_nodes:,} histories, more than max_nodes={max_nodes:,}; "
+                "use a sampling evaluator (pb.RolloutPool) instead"
+            )
         return cached
 
     def legal_mask(self, state: State, player: int) -> np.ndarray:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 from typing import Any
 
 import numpy as np
@@ -65,10 +66,14 @@ class MatrixGame(Game):
         >>> pd = MatrixGame([[[3, 0], [5, 1]], [[3, 5], [0, 1]]])      # one array per player
     """
 
-    def __init__(self, payoffs: Any, *, name: str = "matrix") -> None:
+    def __init__(self, payoffs: Any, *, name: str | None = None) -> None:
         self.payoffs = _as_payoff_array(payoffs)
         self.payoffs.setflags(write=False)
         self.action_counts = self.payoffs.shape[:-1]
+        if name is None:
+            # named by content, so a policy made for one matrix game is not taken for another's
+            digest = hashlib.sha1(np.ascontiguousarray(self.payoffs).tobytes()).hexdigest()[:8]
+            name = "matrix_" + "x".join(map(str, self.action_counts)) + "_" + digest
         self.name = name
         self.num_players = self.payoffs.shape[-1]
         self.num_actions = int(max(self.action_counts))

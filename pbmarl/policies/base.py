@@ -60,6 +60,9 @@ class Policy(abc.ABC):
                 f"{type(self).__name__} returned probabilities of shape {probs.shape}; "
                 f"expected {legal_mask.shape} (batch, num_actions) for {self.game_name!r}"
             )
+        if not np.all(np.isfinite(probs)):
+            bad = int((~np.isfinite(probs)).any(axis=1).sum())
+            raise ValueError(f"{self!r} returned non-finite probabilities in {bad} of {len(probs)} rows")
         return masked_normalize(probs, legal_mask)
 
     def act(

@@ -1,0 +1,70 @@
+"""`ExactBestResponse`: the exact best response to a profile of (mixed) opponent strategies.
+
+For games whose tree fits in memory: opponents' terminal reach comes from the
+exact engine, then one backward pass over the learner's information sets gives a
+pure best response (`pbmarl.evaluation.engine.best_response_values`).
+
+Example:
+    >>> learner = ExactBestResponse(game)
+    >>> br = learner.best_response(player=0, opponents=pop.mixture(sigma))
+    >>> learner.last_value                     # what the best response earns against them
+"""
+
+from __future__ import annotations
+
+from typing import ClassVar, Sequence
+
+from pbmarl.evaluation.exact import ExactEvaluator, Strategy
+from pbmarl.games.base import Game
+from pbmarl.policies.tabular import TabularPolicy
+
+
+class ExactBestResponse:
+    """Exact best responses, as `TabularPolicy` objects over the whole game.
+
+    Args:
+        game: an enumerable game.
+        evaluator: an `ExactEvaluator` of `game` to share (and its cache of plans);
+            a new one by default.
+
+    The returned policy is one-hot on the best response at every information state
+    of `player` (ties and unreachable states go to the lowest legal action) and
+    uniform at the other players' states.
+    """
+
+    name: ClassVar[str] = "exact"
+
+    def __init__(self, game: Game, *, evaluator: ExactEvaluator | None = None) -> None:
+        if evaluator is None:
+            evaluator = ExactEvaluator(game)
+        elif evaluator.game is not game:
+            raise ValueError(f"the evaluator is for {evaluator.game!r}, not {game!r}")
+        self.game = game
+        self.evaluator = evaluator
+        #: value of the last best response against the opponents it was computed for
+        self.last_value: float | None = None
+        #: environment steps the last best response took: none, it reads the tree
+        self.last_env_steps = 0
+
+    def best_response_with_value(self, player: int, opponents: Sequence[Strategy | None]) -> tuple[TabularPolicy, float]:
+        """``(policy, value)``: a best response of `player` and its expected return.
+
+        Args:
+            player: the best-responding player.
+            opponents: one Policy or Mixture per player (what ``pop.mixture(sigma)``
+                returns); entry `player` is ignored and may be None.
+        """
+        value, br = self.evaluator.best_response(player, opponents)
+        policy = TabularPolicy(self.game)
+        infos = self.evaluator.tree.infosets[player]
+        rows = [policy.index[k] for k in infos.keys]
+        policy.table[rows] = br
+        self.last_value = value
+        return policy, value
+
+    def best_response(self, player: int, opponents: Sequence[Strategy | None]) -> TabularPolicy:
+        """A best response of `player` to `opponents`; its value is kept in `last_value`."""
+        return self.best_response_with_value(player, opponents)[0]
+
+    def __repr__(self) -> str:
+        return f"ExactBestResponse({self.game.name!r})"
