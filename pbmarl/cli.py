@@ -92,8 +92,8 @@ def _drive(run: Any, iterations: int, out: Path, quiet: bool) -> int:
     last = run.records[-1]
     if not quiet:
         status = "converged" if run.converged else "stopped"
-        print(f"{status} after iteration {last.iteration}: exploitability {last.exploitability} "
-              f"(NashConv {last.nash_conv}); wrote {out / 'history.csv'} and {out / 'exploitability.png'}")
+        print(f"{status} after iteration {last.iteration}: exploitability {last.exploitability:.3g} "
+              f"(NashConv {last.nash_conv:.3g}); wrote {out / 'history.csv'} and {out / 'exploitability.png'}")
     return 0
 
 

@@ -96,8 +96,8 @@ class PSRO:
         """Set every option and the empty population; shared by `__init__` and `load`."""
         self.game = load_game(game) if isinstance(game, str) else game
         self.solver = _make_solver(solver if solver is not None else self.default_solver)
-        self.learner = learner if learner is not None else _default_learner(self.game)
         self.evaluator = evaluator if evaluator is not None else _default_evaluator(self.game)
+        self.learner = learner if learner is not None else _default_learner(self.game, self.evaluator)
         if stop_exploitability is not None and not stop_exploitability >= 0:
             raise ValueError(f"stop_exploitability must be a non-negative number, got {stop_exploitability!r}")
         self.stop_exploitability = stop_exploitability
@@ -335,15 +335,17 @@ def _exact_capable(game: Game) -> bool:
     return True
 
 
-def _default_learner(game: Game) -> Any:
+def _default_learner(game: Game, evaluator: Any) -> Any:
     if not _exact_capable(game):
         raise ValueError(
             f"game {game.name!r} is too large for the exact best-response oracle; "
             "pass learner=pb.DQN(game) or pb.PPO(game)"
         )
+    from pbmarl.evaluation import ExactEvaluator
     from pbmarl.learners.exact import ExactBestResponse
 
-    return ExactBestResponse(game)
+    # sharing the evaluator shares its cache of realisation plans with the oracle
+    return ExactBestResponse(game, evaluator=evaluator if isinstance(evaluator, ExactEvaluator) else None)
 
 
 def _default_evaluator(game: Game) -> Any:
