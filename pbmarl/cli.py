@@ -92,8 +92,10 @@ def _drive(run: Any, iterations: int, out: Path, quiet: bool) -> int:
     last = run.records[-1]
     if not quiet:
         status = "converged" if run.converged else "stopped"
-        print(f"{status} after iteration {last.iteration}: exploitability {last.exploitability:.3g} "
-              f"(NashConv {last.nash_conv:.3g}); wrote {out / 'history.csv'} and {out / 'exploitability.png'}")
+        measured = (f"exploitability {last.exploitability:.3g} (NashConv {last.nash_conv:.3g})"
+                    if last.exploitability is not None else "no exact exploitability for this game")
+        print(f"{status} after iteration {last.iteration}: {measured}; wrote {out / 'history.csv'}"
+              + (f" and {out / 'exploitability.png'}" if (out / "exploitability.png").exists() else ""))
     return 0
 
 
