@@ -56,20 +56,14 @@ def _make_learner(game: Any, oracle: str, seed: int) -> Any:
 
 
 def _check_out(out: Path, game_name: str) -> None:
-    if (out / "run.json").exists():
-        from pbmarl.io import read_json
+    from pbmarl.io import ensure_writable_folder, read_json
 
+    if (out / "run.json").exists():
         saved = read_json(out / "run.json")["game"]["name"]
         if saved != game_name:
             raise CliError(f"run folder {str(out)!r} holds a run of {saved!r}, not {game_name!r}; pick another --out")
         raise CliError(f"run folder {str(out)!r} already holds a run of {saved!r}; continue it with: pbmarl resume {out}")
-    try:
-        out.mkdir(parents=True, exist_ok=True)
-        probe = out / ".write-test"
-        probe.write_text("")
-        probe.unlink()
-    except OSError as exc:
-        raise CliError(f"cannot write the run folder {str(out)!r}: {exc.strerror or exc}") from None
+    ensure_writable_folder(out, what="run folder")
 
 
 def _drive(run: Any, iterations: int, out: Path, quiet: bool) -> int:

@@ -33,6 +33,19 @@ def _atomic(path: str | os.PathLike[str], write: Callable[[Any], None], mode: st
     return path
 
 
+def ensure_writable_folder(path: str | os.PathLike[str], *, what: str = "folder") -> Path:
+    """Create `path` if needed and check a file can be written there; raise OSError naming it."""
+    folder = Path(path)
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        probe = folder / ".write-test"
+        probe.write_text("")
+        probe.unlink()
+    except OSError as exc:
+        raise OSError(f"cannot write the {what} {str(folder)!r}: {exc.strerror or exc}") from None
+    return folder
+
+
 def write_json(path: str | os.PathLike[str], data: Any) -> Path:
     """Write `data` as JSON, atomically."""
     text = json.dumps(data, indent=1, sort_keys=True, default=_json_default)

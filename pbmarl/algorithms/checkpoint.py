@@ -24,7 +24,7 @@ import numpy as np
 
 from pbmarl.algorithms.records import IterationRecord
 from pbmarl.games.registry import game_from_spec, game_spec
-from pbmarl.io import read_json, write_json
+from pbmarl.io import ensure_writable_folder, read_json, write_json
 from pbmarl.payoffs import PayoffTable
 from pbmarl.population import Population
 
@@ -55,13 +55,7 @@ def _evaluator_spec(evaluator: Any) -> dict[str, Any]:
 
 def save_run(run: "PSRO", folder: Path) -> Path:
     """Write `run` into `folder`; see the module doc for the layout and the write order."""
-    try:
-        folder.mkdir(parents=True, exist_ok=True)
-        probe = folder / ".write-test"
-        probe.write_text("")
-        probe.unlink()
-    except OSError as exc:
-        raise OSError(f"cannot write the run folder {str(folder)!r}: {exc.strerror or exc}") from None
+    ensure_writable_folder(folder, what="run folder")
     iteration = run.iteration
     run.population.save(folder / "population")
     table_file = f"table-{iteration:04d}.npz"
