@@ -37,11 +37,15 @@ _EXPORTS: dict[str, str] = {
     "MetaSolver": "pbmarl.solvers",
     "MetaStrategy": "pbmarl.solvers",
     "meta_nash_conv": "pbmarl.solvers",
+    "SolverError": "pbmarl.solvers",
     # evaluation
     "ExactEvaluator": "pbmarl.evaluation",
     "exploitability": "pbmarl.evaluation",
     "to_openspiel_policy": "pbmarl.evaluation",
     "RolloutPool": "pbmarl.rollout",
+    "EvalResult": "pbmarl.rollout",
+    "FillResult": "pbmarl.rollout",
+    "Trajectories": "pbmarl.rollout",
     "init_ray": "pbmarl.rollout",
     # learners
     "ExactBestResponse": "pbmarl.learners.exact",

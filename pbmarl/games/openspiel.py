@@ -39,10 +39,12 @@ class OpenSpielGame(Game):
 
     def observation(self, state: State, player: int) -> np.ndarray:
         if self._use_info_tensor:
-            return np.asarray(state.information_state_tensor(player), dtype=np.float32)
-        if self._has_obs_tensor:
-            return np.asarray(state.observation_tensor(player), dtype=np.float32)
-        return np.zeros(1, dtype=np.float32)
+            flat = state.information_state_tensor(player)
+        elif self._has_obs_tensor:
+            flat = state.observation_tensor(player)
+        else:
+            return np.zeros(1, dtype=np.float32)
+        return np.asarray(flat, dtype=np.float32).reshape(self.observation_shape)
 
     def info_key(self, state: State, player: int) -> str:
         if self._use_info_string:

@@ -1,0 +1,395 @@
+"""Adapter for PettingZoo environments (AEC and Parallel) behind the `Game` interface.
+
+``load_game("pettingzoo:connect_four_v3")`` finds the environment in PettingZoo's
+registry (``pettingzoo.make``) or among the MPE environments of `mpe2`, reads the
+agents from ``env.possible_agents`` and gives seat ``p`` to ``possible_agents[p]``.
+AEC environments become turn-based games, Parallel ones simultaneous-move games
+(``api="auto"`` picks Parallel where the module offers ``parallel_env``).
+
+Every state wraps one environment instance (environments are reused: a state
+hands its instance back to the game when its episode ends). Observations are
+flattened to float32 and zero-padded to the largest agent's size; for dict
+observations with ``"observation"``/``"action_mask"`` those two are used, and an
+``"action_mask"`` in the infos is honoured too. An episode ends when every agent
+is terminated or truncated (``max_cycles`` truncation included). The environment's
+own randomness is seeded at reset, so states cannot be cloned and the tree cannot
+be walked: these games are not enumerable.
+"""
+
+from __future__ import annotations
+
+import ast
+import difflib
+import importlib
+import pkgutil
+from dataclasses import dataclass
+from typing import Any, Callable
+
+import numpy as np
+
+from pbmarl.games.base import SIMULTANEOUS, TERMINAL, Game
+
+#: MPE lives in its own package, outside PettingZoo's registry
+MPE_PACKAGE = "mpe2"
+#: classic environments whose payoffs always sum to zero
+ZERO_SUM = {"rps", "tictactoe", "connect_four", "leduc_holdem", "texas_holdem", "texas_holdem_no_limit", "chess", "go"}
+APIS = ("auto", "aec", "parallel")
+
+
+@dataclass(frozen=True)
+class EnvSource:
+    """Where an environment comes from: PettingZoo's registry (`id`) or an mpe2 module (`module`)."""
+
+    name: str
+    apis: tuple[str, ...]
+    id: str | None = None
+    module: str | None = None
+
+    def factory(self, api: str) -> Callable[..., Any]:
+        if self.id is not None:
+            from pettingzoo import make
+
+            env_id = self.id
+            return lambda **kwargs: make(api, env_id, **kwargs)
+        module = importlib.import_module(str(self.module))
+        return getattr(module, "parallel_env" if api == "parallel" else "env")
+
+
+def available_environments() -> dict[str, EnvSource]:
+    """``{name: source}`` of the installed environments, named like ``"connect_four_v3"``.
+
+    PettingZoo's own environments come from its registry (``pettingzoo.make``); the
+    MPE environments from the `mpe2` package, found without importing them.
+    """
+    found: dict[str, EnvSource] = {}
+    try:
+        from pettingzoo import aec_registry, parallel_registry
+    except ImportError:
+        aec_registry, parallel_registry = {}, {}
+    for env_id in sorted(set(aec_registry) | set(parallel_registry)):
+        spec = aec_registry.get(env_id) or parallel_registry[env_id]
+        name = f"{spec.name}_v{spec.version}"
+        apis = tuple(api for api, reg in (("aec", aec_registry), ("parallel", parallel_registry)) if env_id in reg)
+        found[name] = EnvSource(name, apis, id=env_id)
+    try:
+        mpe = importlib.import_module(MPE_PACKAGE)
+    except ImportError:
+        return found
+    for info in pkgutil.iter_modules(mpe.__path__):
+        head, _, version = info.name.rpartition("_v")
+        if head and version.isdigit():
+            found[info.name] = EnvSource(info.name, ("aec", "parallel"), module=f"{MPE_PACKAGE}.{info.name}")
+    return found
+
+
+def parse_name(text: str) -> tuple[str, dict[str, Any]]:
+    """``"simple_push_v3(max_cycles=10)"`` -> ``("simple_push_v3", {"max_cycles": 10})``."""
+    text = text.strip()
+    if "(" not in text:
+        return text, {}
+    base, _, rest = text.partition("(")
+    try:
+        call = ast.parse(f"f({rest}", mode="eval").body
+        assert isinstance(call, ast.Call) and not call.args
+        params = {kw.arg: ast.literal_eval(kw.value) for kw in call.keywords if kw.arg}
+    except (SyntaxError, ValueError, AssertionError):
+        raise ValueError(f"cannot read parameters in {text!r}: write them as name(key=value, ...)") from None
+    return base.strip(), params
+
+
+def _canonical(name: str) -> str:
+    """``"classic/connect_four-v3"`` or ``"mpe/simple_push_v3"`` -> ``"connect_four_v3"``."""
+    short = name.rsplit("/", 1)[-1]
+    head, sep, version = short.rpartition("-v")
+    return f"{head}_v{version}" if sep and version.isdigit() else short
+
+
+def load_pettingzoo(name: str, *, api: str = "auto", **env_kwargs: Any) -> "PettingZooGame":
+    """Load a PettingZoo environment as a `Game`; keywords go to the environment's constructor.
+
+    Names follow the environment modules (``"connect_four_v3"``, ``"simple_push_v3"``);
+    registry ids (``"classic/connect_four-v3"``) work too.
+
+    Example:
+        >>> game = load_pettingzoo("connect_four_v3")
+        >>> game = load_pettingzoo("simple_push_v3", max_cycles=10)
+
+    Raises:
+        ValueError: unknown environment (with close matches), unknown `api`, or an
+            environment whose action spaces are not discrete.
+    """
+    base, params = parse_name(name)
+    api = params.pop("api", api)
+    params.update(env_kwargs)
+    if api not in APIS:
+        raise ValueError(f"unknown api {api!r}; use one of {APIS}")
+    short = _canonical(base)
+    known = available_environments()
+    if short not in known:
+        close = difflib.get_close_matches(short, list(known), n=3, cutoff=0.5)
+        hint = f"; did you mean {' or '.join(repr(c) for c in close)}?" if close else ""
+        raise ValueError(
+            f"unknown PettingZoo environment {short!r}{hint} (PettingZoo's registry and mpe2 "
+            f"environments such as 'connect_four_v3', 'simple_push_v3')"
+        )
+    source = known[short]
+    default = "parallel" if "parallel" in source.apis else "aec"
+    if api == "auto":
+        api = default
+    if api not in source.apis:
+        raise ValueError(f"{short!r} has no {api} version; use api={default!r}")
+    return PettingZooGame(short, source.factory(api), api=api, env_kwargs=params, default_api=default)
+
+
+class PettingZooGame(Game):
+    """A PettingZoo environment behind the `Game` interface; see the module doc."""
+
+    spec_kind = "pettingzoo"
+
+    def __init__(self, env_name: str, factory: Any, *, api: str, env_kwargs: dict[str, Any], default_api: str) -> None:
+        import gymnasium
+
+        self.env_name = env_name
+        self.api = api
+        self.env_kwargs = dict(env_kwargs)
+        extra = [f"{k}={v!r}" for k, v in sorted(self.env_kwargs.items())]
+        if api != default_api:
+            extra.insert(0, f"api={api!r}")
+        self.name = f"pettingzoo:{env_name}" + (f"({', '.join(extra)})" if extra else "")
+        self._factory = factory
+        try:
+            probe = factory(**self.env_kwargs)
+        except TypeError as exc:
+            raise ValueError(f"cannot create {env_name!r} with {self.env_kwargs}: {exc}") from None
+        probe.reset(seed=0)
+        self.agents: list[str] = list(probe.possible_agents)
+        self.seat = {agent: p for p, agent in enumerate(self.agents)}
+        self.num_players = len(self.agents)
+        self.turn_based = api == "aec"
+        self.zero_sum = env_name.rpartition("_v")[0] in ZERO_SUM
+        self._obs_spaces, counts = [], []
+        for agent in self.agents:
+            space = probe.action_space(agent)
+            if not isinstance(space, gymnasium.spaces.Discrete) or int(space.start) != 0:
+                raise ValueError(f"{env_name!r}: agent {agent!r} has action space {space}; only Discrete(n) is supported")
+            counts.append(int(space.n))
+            obs_space = probe.observation_space(agent)
+            if isinstance(obs_space, gymnasium.spaces.Dict) and "observation" in obs_space.spaces:
+                obs_space = obs_space["observation"]
+            self._obs_spaces.append(obs_space)
+        self.action_counts = tuple(counts)
+        self.num_actions = max(counts)
+        self._flat_dims = [int(gymnasium.spaces.flatdim(s)) for s in self._obs_spaces]
+        self.observation_shape = (max(self._flat_dims),)
+        self._free: list[Any] = [probe]
+
+    @property
+    def enumerable(self) -> bool:
+        return False
+
+    def new_initial_state(self, *, seed: int | None = None) -> "PettingZooState":
+        """A fresh episode; `seed` seeds the environment's own randomness."""
+        env = self._free.pop() if self._free else self._factory(**self.env_kwargs)
+        return PettingZooState(self, env, seed)
+
+    def observation(self, state: Any, player: int) -> np.ndarray:
+        return state.observation(player)
+
+    def legal_mask(self, state: Any, player: int) -> np.ndarray:
+        return state.legal_mask(player)
+
+    def info_key(self, state: Any, player: int) -> str:
+        return f"{self.agents[player]}:{state.observation(player).tobytes().hex()}"
+
+    def flatten(self, player: int, raw: Any) -> np.ndarray:
+        """The padded float32 observation of `player` from the environment's raw one."""
+        if isinstance(raw, dict) and "observation" in raw:
+            raw = raw["observation"]
+        if isinstance(raw, np.ndarray) and raw.dtype != object:
+            flat = raw.astype(np.float32, copy=False).ravel()
+        else:
+            import gymnasium
+
+            flat = np.asarray(gymnasium.spaces.flatten(self._obs_spaces[player], raw), dtype=np.float32).ravel()
+        size = self.observation_shape[0]
+        if len(flat) == size:
+            return flat
+        out = np.zeros(size, dtype=np.float32)
+        out[: len(flat)] = flat
+        return out
+
+    def mask_from(self, player: int, raw: Any, info: Any) -> np.ndarray:
+        """Legal actions of `player` from its raw observation or infos (all of its actions if neither has a mask)."""
+        mask = None
+        if isinstance(raw, dict) and "action_mask" in raw:
+            mask = raw["action_mask"]
+        elif isinstance(info, dict) and "action_mask" in info:
+            mask = info["action_mask"]
+        out = np.zeros(self.num_actions, dtype=bool)
+        if mask is None:
+            out[: self.action_counts[player]] = True
+        else:
+            m = np.asarray(mask).astype(bool).ravel()
+            out[: len(m)] = m
+        return out
+
+    def _release(self, env: Any) -> None:
+        self._free.append(env)
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (_rebuild, (self.env_name, self.api, self.env_kwargs))
+
+
+def _rebuild(env_name: str, api: str, env_kwargs: dict[str, Any]) -> PettingZooGame:
+    return load_pettingzoo(env_name, api=api, **env_kwargs)
+
+
+class PettingZooState:
+    """One episode of a PettingZoo environment, following the pyspiel-like state protocol.
+
+    Rewards are summed over every environment step an action causes (including the
+    steps that retire finished agents); `returns()` is their running total.
+    """
+
+    def __init__(self, game: PettingZooGame, env: Any, seed: int | None) -> None:
+        self.game = game
+        self.env: Any = env
+        self._base: Any = env.unwrapped  # reads skip the wrappers' __getattr__ chains; steps go through them
+        self._current = -1
+        P = game.num_players
+        self._returns = np.zeros(P)
+        self._rewards = np.zeros(P)
+        self._terminal = False
+        self._cache: dict[int, tuple[np.ndarray, np.ndarray]] = {}
+        self._parallel = game.api == "parallel"
+        if self._parallel:
+            self._obs, self._infos = env.reset(seed=seed)
+        else:
+            env.reset(seed=seed)
+            self._settle()
+
+    # -- environment bookkeeping -------------------------------------------------
+    def _collect(self, rewards: dict[str, float]) -> None:
+        r = np.array([float(rewards.get(a, 0.0)) for a in self.game.agents])
+        self._rewards += r
+        self._returns += r
+
+    def _settle(self) -> None:
+        """Retire finished AEC agents until a live one must act, or end the episode."""
+        base = self._base
+        while True:
+            alive = [a for a in base.agents if not (base.terminations[a] or base.truncations[a])]
+            if not alive:
+                self._end()
+                return
+            if base.agent_selection in alive:
+                self._current = self.game.seat[base.agent_selection]
+                return
+            self.env.step(None)
+            self._collect(base.rewards)
+
+    def _end(self) -> None:
+        self._terminal = True
+        self._cache.clear()
+        self.game._release(self.env)
+        self.env = self._base = None
+
+    def _check_live(self) -> None:
+        if self._terminal:
+            raise ValueError(f"the episode of {self.game.name!r} is over")
+
+    # -- the state protocol ---------------------------------------------------------
+    def is_terminal(self) -> bool:
+        return self._terminal
+
+    def is_chance_node(self) -> bool:
+        return False
+
+    def is_simultaneous_node(self) -> bool:
+        return self._parallel and not self._terminal
+
+    def current_player(self) -> int:
+        if self._terminal:
+            return TERMINAL
+        if self._parallel:
+            return SIMULTANEOUS
+        return self._current
+
+    def chance_outcomes(self) -> list[tuple[int, float]]:
+        return []
+
+    def _raw(self, player: int) -> tuple[np.ndarray, np.ndarray]:
+        hit = self._cache.get(player)
+        if hit is None:
+            self._check_live()
+            agent = self.game.agents[player]
+            if self._parallel:
+                raw, info = self._obs.get(agent), self._infos.get(agent)
+                if raw is None or agent not in self.env.agents:
+                    hit = (np.zeros(self.game.observation_shape, np.float32), np.zeros(self.game.num_actions, bool))
+                else:
+                    hit = (self.game.flatten(player, raw), self.game.mask_from(player, raw, info))
+            else:
+                raw = self.env.observe(agent)
+                hit = (self.game.flatten(player, raw), self.game.mask_from(player, raw, self._base.infos.get(agent)))
+            self._cache[player] = hit
+        return hit
+
+    def observation(self, player: int) -> np.ndarray:
+        return self._raw(player)[0]
+
+    def legal_mask(self, player: int) -> np.ndarray:
+        if self._terminal or (not self._parallel and player != self.current_player()):
+            return np.zeros(self.game.num_actions, dtype=bool)
+        return self._raw(player)[1]
+
+    def legal_actions(self, player: int) -> list[int]:
+        return np.flatnonzero(self.legal_mask(player)).tolist()
+
+    def apply_action(self, action: int) -> None:
+        self._check_live()
+        if self._parallel:
+            raise ValueError(f"{self.game.name!r} is a simultaneous-move (Parallel) game: use apply_actions")
+        player = self.current_player()
+        self._check_legal(player, action)
+        self._rewards = np.zeros(self.game.num_players)
+        self._cache.clear()
+        self.env.step(int(action))
+        self._collect(self._base.rewards)
+        self._settle()
+
+    def apply_actions(self, actions: list[int]) -> None:
+        self._check_live()
+        if not self._parallel:
+            raise ValueError(f"{self.game.name!r} is a turn-based (AEC) game: use apply_action")
+        joint = {}
+        for p, agent in enumerate(self.game.agents):
+            if agent in self.env.agents:
+                self._check_legal(p, actions[p])
+                joint[agent] = int(actions[p])
+        self._rewards = np.zeros(self.game.num_players)
+        self._cache.clear()
+        self._obs, rewards, terms, truncs, self._infos = self.env.step(joint)
+        self._collect(rewards)
+        if not self.env.agents or all(terms.get(a, False) or truncs.get(a, False) for a in self.env.agents):
+            self._end()
+
+    def _check_legal(self, player: int, action: int) -> None:
+        mask = self.legal_mask(player)
+        if not (0 <= int(action) < len(mask) and mask[int(action)]):
+            raise ValueError(
+                f"illegal action {action} for player {player} ({self.game.agents[player]!r}) in {self.game.name!r}; "
+                f"legal actions are {np.flatnonzero(mask).tolist()}"
+            )
+
+    def rewards(self) -> list[float]:
+        return self._rewards.tolist()
+
+    def returns(self) -> list[float]:
+        return self._returns.tolist()
+
+    def clone(self) -> "PettingZooState":
+        raise NotImplementedError(
+            f"PettingZoo states of {self.game.name!r} cannot be cloned (an environment's internal "
+            "state cannot be copied); use the rollout runner, which never clones"
+        )

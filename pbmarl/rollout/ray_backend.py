@@ -1,0 +1,252 @@
+"""Ray: `init_ray` and the Ray backend of `RolloutPool`. The ONLY module that imports ray.
+
+Ray is imported inside functions, so importing this module (and `pbmarl.rollout`)
+does not load Ray. Every entry point sets ``RAY_AUTH_MODE`` (default ``"disabled"``;
+Ray 2.60 accepts ``"disabled"`` and ``"token"``) before the first ``import ray``.
+
+The backend keeps `num_workers` actors, each a `RolloutWorker`. Units are handed
+out a few at a time per actor; a policy travels to an actor with the first unit
+that needs its current version. When an actor dies mid-call
+(`ray.exceptions.RayActorError`) it is replaced and only the units it held are
+run again, so every unit's result arrives exactly once.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import time
+from collections import deque
+from typing import Any, Callable, Sequence
+
+from pbmarl.games.base import Game
+from pbmarl.policies.base import Policy
+from pbmarl.rollout.units import UnitResult, WorkUnit
+from pbmarl.rollout.worker import RolloutWorker, game_for_worker
+
+AUTH_MODE_VAR = "RAY_AUTH_MODE"
+_CONTEXT: tuple[str, Any] | None = None  # (GCS address, context) of the session init_ray made or found
+
+
+def _import_ray() -> Any:
+    os.environ.setdefault(AUTH_MODE_VAR, "disabled")
+    import ray
+
+    return ray
+
+
+def init_ray(address: str | None = None, num_cpus: int | None = None, *, timeout_s: float = 5.0) -> Any:
+    """Start or join Ray, once per process; returns Ray's context (a second call returns the same).
+
+    * no `address` and no ``RAY_ADDRESS``: an embedded local Ray instance with
+      `num_cpus` CPUs (default: all of this machine's), dashboard off;
+    * ``"auto"``, ``"host:port"`` (or ``RAY_ADDRESS``): join that running cluster
+      (`num_cpus` must then be None: a cluster's size is set where it was started).
+
+    Raises:
+        ConnectionError: within about `timeout_s` seconds when no cluster answers at the address.
+        ValueError: `num_cpus` given together with a cluster address, or a bad `num_cpus`.
+
+    Example:
+        >>> pb.init_ray()                       # local, all cores
+        >>> pb.init_ray(address="auto")         # the cluster this machine belongs to
+    """
+    global _CONTEXT
+    ray = _import_ray()
+    target = address if address is not None else (os.environ.get("RAY_ADDRESS") or None)
+    if ray.is_initialized():
+        current = str(ray.get_runtime_context().gcs_address)
+        wanted = target[len("ray://"):] if target and target.startswith("ray://") else target
+        if wanted not in (None, "auto", "local", current):
+            raise ValueError(
+                f"Ray is already connected to the cluster at {current!r}, not {target!r}; "
+                "call ray.shutdown() first to switch clusters"
+            )
+        if _CONTEXT is None or _CONTEXT[0] != current:  # Ray was started by someone else
+            _CONTEXT = (current, ray.init(ignore_reinit_error=True))
+        return _CONTEXT[1]
+    if num_cpus is not None and (isinstance(num_cpus, bool) or not isinstance(num_cpus, int) or num_cpus < 1):
+        raise ValueError(f"num_cpus must be a positive int, got {num_cpus!r}")
+    if target is None or target == "local":
+        context = ray.init(address="local", num_cpus=num_cpus or os.cpu_count() or 1, include_dashboard=False)
+        _CONTEXT = (str(ray.get_runtime_context().gcs_address), context)
+        return context
+    if num_cpus is not None:
+        raise ValueError(
+            f"num_cpus={num_cpus} applies only to a local Ray instance; joining the cluster at {target!r} "
+            "uses the CPUs it was started with (leave num_cpus=None)"
+        )
+    gcs = _resolve(target)
+    _probe(gcs, target, timeout_s)
+    context = ray.init(address=target)
+    _CONTEXT = (str(ray.get_runtime_context().gcs_address), context)
+    return context
+
+
+def _resolve(address: str) -> str:
+    """host:port of the cluster's GCS for `address` ("auto" reads Ray's record of the running cluster)."""
+    if address.startswith("ray://"):
+        return address[len("ray://"):]
+    if address == "auto":
+        from ray._private import services
+
+        try:
+            return str(services.canonicalize_bootstrap_address_or_die("auto"))
+        except ConnectionError as exc:
+            raise ConnectionError(f"address='auto' found no running Ray cluster on this machine: {exc}") from None
+    return address
+
+
+def _probe(gcs: str, address: str, timeout_s: float) -> None:
+    host, sep, port = gcs.rpartition(":")
+    if not sep or not port.isdigit():
+        raise ValueError(f"cannot read a Ray address from {address!r}; expected 'host:port', 'ray://host:port' or 'auto'")
+    try:
+        with socket.create_connection((host or "127.0.0.1", int(port)), timeout=timeout_s):
+            pass
+    except OSError as exc:
+        raise ConnectionError(
+            f"no Ray cluster answers at {address!r} ({gcs}): {exc}. Start one with `ray start --head`, "
+            "or call init_ray() without an address for a local instance"
+        ) from None
+
+
+class _RayWorker(RolloutWorker):
+    """A RolloutWorker that can say where it runs."""
+
+    def node_id(self) -> str:
+        import ray
+
+        return str(ray.get_runtime_context().get_node_id())
+
+
+class RayBackend:
+    """Runs units on Ray actors; see the module doc."""
+
+    name = "ray"
+
+    def __init__(self, game: Game, *, num_workers: int, envs_per_worker: int, engine: str,
+                 worker_cpus: float = 1.0, inflight: int = 2, max_replacements: int | None = None) -> None:
+        self.ray = _import_ray()
+        if not self.ray.is_initialized():
+            init_ray()
+        self.num_workers = num_workers
+        free = _free_cpus(self.ray, num_workers * worker_cpus, grace_s=2.0)
+        if num_workers * worker_cpus > free + 1e-9:
+            total = float(self.ray.cluster_resources().get("CPU", 0.0))
+            raise ValueError(
+                f"{num_workers} workers with worker_cpus={worker_cpus} need {num_workers * worker_cpus:g} CPUs, "
+                f"but Ray has {free:g} of {total:g} free (other pools or tasks hold the rest); close() other pools, "
+                "or ask for fewer workers or a smaller worker_cpus"
+            )
+        self._spec = game_for_worker(game)
+        self._actor_class = self.ray.remote(_RayWorker).options(num_cpus=worker_cpus, max_restarts=0, max_task_retries=0)
+        self._args = {"envs": envs_per_worker, "engine": engine}
+        self.inflight = max(1, int(inflight))
+        self.max_replacements = max_replacements if max_replacements is not None else 2 * num_workers + 2
+        self.actors: list[Any] = [self._new_actor() for _ in range(num_workers)]
+        self._sent: list[dict[str, int]] = [{} for _ in range(num_workers)]
+        self.replacements = 0
+
+    def _new_actor(self) -> Any:
+        return self._actor_class.remote(self._spec, **self._args)
+
+    def node_ids(self) -> list[str]:
+        """The Ray node id of every worker actor."""
+        return list(self.ray.get([a.node_id.remote() for a in self.actors]))
+
+    def _shipments(self, w: int, unit: WorkUnit, policies: dict[str, Policy]) -> list[Any]:
+        sent = self._sent[w]
+        out = []
+        for token in sorted(unit.tokens):
+            pi = policies[token]
+            if sent.get(token) != pi.version:
+                out.append((token, pi.version, pi.arrays(), pi.meta()))
+                sent[token] = pi.version
+        return out
+
+    def run(self, units: Sequence[WorkUnit], policies: dict[str, Policy], on_result: Callable[[UnitResult], None]) -> None:
+        """Play every unit on the actors; `on_result` gets each unit's result exactly once."""
+        ray = self.ray
+        from ray.exceptions import RayActorError, RayTaskError
+
+        queue = deque(units)
+        running: dict[Any, tuple[int, WorkUnit]] = {}
+        load = [0] * len(self.actors)
+        replaced_here = 0
+        try:
+            while queue or running:
+                for w in range(len(self.actors)):
+                    while queue and load[w] < self.inflight:
+                        unit = queue.popleft()
+                        ref = self.actors[w].run.remote(unit, self._shipments(w, unit, policies))
+                        running[ref] = (w, unit)
+                        load[w] += 1
+                ready, _ = ray.wait(list(running), num_returns=1)
+                for ref in ready:
+                    w, unit = running.pop(ref)
+                    load[w] -= 1
+                    try:
+                        result = ray.get(ref)
+                    except RayActorError as exc:
+                        replaced_here += 1
+                        if replaced_here > self.max_replacements:
+                            raise RuntimeError(
+                                f"rollout workers died {replaced_here} times in one call (last: {exc}); giving up"
+                            ) from None
+                        lost = [unit] + [u for r, (v, u) in list(running.items()) if v == w]
+                        for r in [r for r, (v, _) in running.items() if v == w]:
+                            del running[r]
+                        queue.extendleft(reversed(lost))
+                        self._replace(w)
+                        load[w] = 0
+                        continue
+                    except RayTaskError as exc:
+                        raise exc.as_instanceof_cause() from None
+                    on_result(result)
+        except BaseException:
+            for ref in running:
+                try:
+                    ray.cancel(ref)
+                except Exception:  # noqa: BLE001 - best effort: the call is failing anyway
+                    pass
+            raise
+
+    def _replace(self, w: int) -> None:
+        try:
+            self.ray.kill(self.actors[w], no_restart=True)
+        except Exception:  # noqa: BLE001 - it is already gone
+            pass
+        self.actors[w] = self._new_actor()
+        self._sent[w] = {}
+        self.replacements += 1
+
+    def prune(self, live: set[str]) -> None:
+        """Let the actors drop policies whose tokens are no longer alive on this side."""
+        for actor, sent in zip(self.actors, self._sent):
+            dead = [t for t in sent if t not in live]
+            if dead:
+                actor.forget.remote(dead)  # ordered before this actor's next unit
+                for token in dead:
+                    del sent[token]
+
+    def close(self) -> None:
+        """Kill the actors and wait (briefly) until they are gone, so their CPUs are free again."""
+        for actor in self.actors:
+            try:
+                self.ray.kill(actor, no_restart=True)
+            except Exception:  # noqa: BLE001 - already gone
+                pass
+        if self.actors:
+            self.ray.wait([a.ping.remote() for a in self.actors], num_returns=len(self.actors), timeout=10)
+        self.actors = []
+
+
+def _free_cpus(ray: Any, wanted: float, *, grace_s: float) -> float:
+    """Ray's free CPUs, waiting up to `grace_s` for recently released ones to show up."""
+    deadline = time.monotonic() + grace_s
+    while True:
+        free = float(ray.available_resources().get("CPU", 0.0))
+        if free + 1e-9 >= wanted or time.monotonic() > deadline:
+            return free
+        time.sleep(0.2)

@@ -1,0 +1,108 @@
+"""`RolloutWorker`: runs work units with its own copy of the game and cached policies.
+
+The same class runs in-process (the local backend holds one) and as a Ray actor
+(the Ray backend wraps it). Policies reach a worker as ``(token, version, arrays,
+meta)`` and are rebuilt with `new_policy_from_state`, once per version; the local
+backend may hand over the policy objects themselves.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any, Sequence
+
+import numpy as np
+
+from pbmarl.games.base import Game
+from pbmarl.policies.base import Policy, new_policy_from_state
+from pbmarl.rollout.runner import Seat, run_episodes
+from pbmarl.rollout.units import UnitResult, WorkUnit
+
+#: what travels to a worker for one policy: (token, version, arrays, meta)
+Shipment = tuple[str, int, dict[str, np.ndarray], dict[str, Any]]
+
+
+def game_for_worker(game: Game) -> Any:
+    """What to send a worker so it can rebuild `game`: a JSON spec where one exists, else the game."""
+    from pbmarl.games.matrix import MatrixGame
+    from pbmarl.games.openspiel import OpenSpielGame
+    from pbmarl.games.pettingzoo import PettingZooGame
+    from pbmarl.games.registry import game_spec
+
+    if isinstance(game, (MatrixGame, OpenSpielGame, PettingZooGame)):
+        return game_spec(game)
+    return game
+
+
+class RolloutWorker:
+    """Plays work units; see the module doc.
+
+    Args:
+        game: a `Game`, or a spec from `game_for_worker`.
+        envs: game instances stepped together.
+        engine: the runner's engine ("auto", "tree" or "states").
+    """
+
+    def __init__(self, game: Game | dict[str, Any], *, envs: int = 256, engine: str = "auto") -> None:
+        if isinstance(game, dict):
+            from pbmarl.games.registry import game_from_spec
+
+            game = game_from_spec(game)
+        self.game = game
+        self.envs = int(envs)
+        self.engine = engine
+        self.policies: dict[str, Policy] = {}
+        self.versions: dict[str, int] = {}
+        self._tables: dict[Any, Any] = {}
+        self._call = -1
+        self._crash_after: int | None = None
+
+    # -- policies -------------------------------------------------------------
+    def load(self, shipments: Sequence[Shipment]) -> None:
+        """Rebuild shipped policies (replacing older versions of the same token)."""
+        for token, version, arrays, meta in shipments:
+            policy = new_policy_from_state(self.game, arrays, meta)
+            policy.version = int(version)
+            self.policies[token] = policy
+            self.versions[token] = int(version)
+
+    def bind(self, token: str, policy: Policy) -> None:
+        """Use `policy` itself for `token` (in-process workers)."""
+        self.policies[token] = policy
+        self.versions[token] = policy.version
+
+    def forget(self, tokens: Sequence[str]) -> None:
+        for token in tokens:
+            self.policies.pop(token, None)
+            self.versions.pop(token, None)
+
+    # -- work -----------------------------------------------------------------
+    def run(self, unit: WorkUnit, shipments: Sequence[Shipment] = ()) -> UnitResult:
+        """Load `shipments` (if any), then play `unit`."""
+        if shipments:
+            self.load(shipments)
+        if unit.call != self._call:  # probability tables live for one pool call
+            self._tables = {}
+            self._call = unit.call
+        seats = []
+        for ref in unit.seats:
+            missing = [t for t in ref.tokens if t not in self.policies]
+            if missing:
+                raise RuntimeError(f"worker has no policy for tokens {missing}; they were never shipped")
+            seats.append(Seat(tuple(self.policies[t] for t in ref.tokens), np.asarray(ref.weights, dtype=float)))
+        out = run_episodes(
+            self.game, seats, unit.rng(), episodes=unit.episodes, learner=unit.learner,
+            min_learner_steps=unit.min_learner_steps, num_envs=self.envs, engine=self.engine, tables=self._tables,
+        )
+        if self._crash_after is not None:
+            self._crash_after -= 1
+            if self._crash_after <= 0:
+                os._exit(1)  # test hook: die like a lost node, without a goodbye
+        return UnitResult(unit.key, out.returns, out.lengths, out.steps, out.trajectories, os.getpid())
+
+    def crash_after(self, units: int) -> None:
+        """Test hook: end this worker's process abruptly after `units` more units."""
+        self._crash_after = int(units)
+
+    def ping(self) -> int:
+        return os.getpid()
