@@ -52,6 +52,9 @@ _EXPORTS: dict[str, str] = {
     "DQN": "pbmarl.learners",
     "PPO": "pbmarl.learners",
     "A2C": "pbmarl.learners",
+    # faces
+    "Dashboard": "pbmarl.widgets",
+    "TableExplorer": "pbmarl.widgets",
     # algorithms
     "PSRO": "pbmarl.algorithms",
     "SelfPlay": "pbmarl.algorithms",

@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import os
 
+os.environ.setdefault("PBMARL_SMOKE", "1")  # notebooks executed by nbmake use small budgets
+os.environ.setdefault("MPLBACKEND", "Agg")
+
 import pytest
 
 
