@@ -7,31 +7,14 @@ import itertools
 import numpy as np
 import pytest
 from open_spiel.python import policy as osp
-from open_spiel.python.algorithms import best_response, expected_game_score, policy_aggregator
+from open_spiel.python.algorithms import best_response, policy_aggregator
 
 import pbmarl as pb
 from pbmarl.evaluation.engine import best_response_values, opponent_reach
 from pbmarl.evaluation.realization import realization_plans, terminal_reach
 from pbmarl.games.tree import GameTree, PlayerInfosets
 
-KUHN, LEDUC, KUHN3 = "kuhn_poker", "leduc_poker", "kuhn_poker(players=3)"
-GOOF3 = "goofspiel(num_cards=3,imp_info=True,points_order=descending)"
-
-
-def to_openspiel(game: pb.Game, profile: list[pb.TabularPolicy]) -> osp.TabularPolicy:
-    """One OpenSpiel TabularPolicy whose player-p rows come from ``profile[p]`` (by OpenSpiel's own keys)."""
-    out = osp.TabularPolicy(game.pyspiel_game)
-    for p, pi in enumerate(profile):
-        for key in out.states_per_player[p]:
-            out.policy_for_key(key)[:] = pi.table[pi.index[key]]
-    return out
-
-
-def openspiel_value(game: pb.Game, joint: osp.Policy) -> np.ndarray:
-    state = game.pyspiel_game.new_initial_state()
-    if game.turn_based:
-        return np.asarray(expected_game_score.policy_value(state, [joint] * game.num_players))
-    return np.asarray(expected_game_score.policy_value(state, joint))
+from openspiel_refs import GOOF3, KUHN, KUHN3, LEDUC, openspiel_value, to_openspiel
 
 
 def openspiel_br_value(game: pb.Game, player: int, joint: osp.Policy) -> float:

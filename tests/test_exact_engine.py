@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from open_spiel.python import policy as osp
-from open_spiel.python.algorithms import expected_game_score, policy_aggregator
+from open_spiel.python.algorithms import policy_aggregator
 from open_spiel.python.algorithms import exploitability as os_exploitability
 
 import pbmarl as pb
@@ -15,25 +15,8 @@ from pbmarl.evaluation.engine import expected_payoffs, payoffs_where
 from pbmarl.evaluation.realization import policy_tables, realization_plans, terminal_reach
 from pbmarl.policies.base import Policy
 
-KUHN, LEDUC, KUHN3 = "kuhn_poker", "leduc_poker", "kuhn_poker(players=3)"
-GOOF3 = "goofspiel(num_cards=3,imp_info=True,points_order=descending)"
+from openspiel_refs import GOOF3, KUHN, KUHN3, LEDUC, openspiel_value, to_openspiel
 GAMES = [KUHN, LEDUC, KUHN3, GOOF3, "matrix_rps"]
-
-
-def to_openspiel(game: pb.Game, profile: list[pb.TabularPolicy]) -> osp.TabularPolicy:
-    """One OpenSpiel TabularPolicy whose player-p rows come from ``profile[p]`` (by OpenSpiel's own keys)."""
-    out = osp.TabularPolicy(game.pyspiel_game)
-    for p, pi in enumerate(profile):
-        for key in out.states_per_player[p]:
-            out.policy_for_key(key)[:] = pi.table[pi.index[key]]
-    return out
-
-
-def openspiel_value(game: pb.Game, joint: osp.Policy) -> np.ndarray:
-    state = game.pyspiel_game.new_initial_state()
-    if game.turn_based:
-        return np.asarray(expected_game_score.policy_value(state, [joint] * game.num_players))
-    return np.asarray(expected_game_score.policy_value(state, joint))  # simultaneous games take one joint policy
 
 
 def random_population(game: pb.Game, n: int, seed: int) -> pb.Population:
