@@ -1,0 +1,434 @@
+"""The `Learner` base of the RL oracles: one best-response task at a time, stepped round by round.
+
+A task is "train `player` against these opponents". `start` opens one, every
+`step()` runs one round (collect with the `RolloutPool`, update) and returns a
+frozen record, and `finish` closes it with a fresh `MLPPolicy` and its estimated
+value. `best_response` does all three, stopping on the step budget or on a
+plateau of the learning curve. `history` is every round's record as a DataFrame.
+
+An algorithm (`DQN`, `PPO`, `A2C`) fills in five hooks: `_init_task` (networks,
+optimiser, buffer), `_round` (one collect-and-update), `_export` (the policy),
+`_warm_state` (what a warm start copies) and `_modules` (what `save` stores).
+
+All randomness comes from one `np.random.Generator` seeded by `seed`: network
+initialisation (through scoped torch seeds), replay sampling, minibatch order and
+the seeds handed to the pool. Its state is saved, so `load` resumes exactly.
+"""
+
+from __future__ import annotations
+
+import abc
+import dataclasses
+import math
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, ClassVar, Iterator, Sequence
+
+import numpy as np
+import pandas as pd
+
+from pbmarl.games.base import Game
+from pbmarl.learners.returns import learner_returns
+from pbmarl.policies.base import Policy
+from pbmarl.policies.mixture import Mixture
+from pbmarl.rollout.trajectories import Trajectories
+
+__all__ = ["Learner", "LearnerConfig", "StepRecord", "Task"]
+
+
+# -- configs -----------------------------------------------------------------
+def _check(ok: bool, name: str, value: Any, accepted: str) -> None:
+    if not ok:
+        raise ValueError(f"{name} must be {accepted}, got {value!r}")
+
+
+def _is_int(value: Any) -> bool:
+    return isinstance(value, (int, np.integer)) and not isinstance(value, (bool, np.bool_))
+
+
+def _is_real(value: Any) -> bool:
+    return isinstance(value, (int, float, np.integer, np.floating)) and not isinstance(value, (bool, np.bool_)) \
+        and math.isfinite(float(value))
+
+
+#: (test, what is accepted): the checks config fields declare in their class's `checks`
+Rule = tuple[Callable[[Any], bool], str]
+POSITIVE_INT: Rule = (lambda v: _is_int(v) and v >= 1, "a positive int")
+NON_NEGATIVE_INT: Rule = (lambda v: _is_int(v) and v >= 0, "a non-negative int")
+POSITIVE: Rule = (lambda v: _is_real(v) and v > 0, "a positive number")
+NON_NEGATIVE: Rule = (lambda v: _is_real(v) and v >= 0, "a non-negative number")
+UNIT: Rule = (lambda v: _is_real(v) and 0 <= v <= 1, "a number in [0, 1]")
+FLAG: Rule = (lambda v: isinstance(v, (bool, np.bool_)), "True or False")
+
+
+@dataclass(frozen=True)
+class LearnerConfig:
+    """Options every RL learner shares (algorithms extend it with their own fields).
+
+    Each config class lists the rules its fields must satisfy in `checks`; a bad
+    value raises ValueError naming the field, the value and what is accepted.
+    """
+
+    hidden: tuple[int, ...] = (128, 128)
+    """Widths of the hidden layers of every network (the policy is an `MLPPolicy` of this shape)."""
+    lr: float = 1e-3
+    """Adam learning rate."""
+    gamma: float = 1.0
+    """Discount factor; 1 suits the short episodic games PSRO plays."""
+    budget: int = 20_000
+    """Learner steps (decisions of the learning seat) per best response, unless a call overrides it."""
+    steps_per_round: int = 512
+    """Learner steps collected per `step()` (whole episodes, so a few more)."""
+    num_envs: int = 256
+    """Game instances the default local pool steps together (a round has at least one episode each)."""
+    plateau_patience: int = 0
+    """Stop once the smoothed mean return has not improved by `plateau_tol` for this many rounds (0: off)."""
+    plateau_tol: float = 0.01
+    """Improvement of the smoothed mean return that resets the plateau counter."""
+    plateau_smoothing: float = 0.8
+    """Exponential smoothing of the per-round mean return used for plateau detection."""
+    plateau_start: float = 0.5
+    """Fraction of the budget that must be spent before a plateau may stop training."""
+    warm_start: bool = False
+    """Start each best response from the previous one of the same player."""
+    eval_episodes: int = 0
+    """Episodes of a final evaluation with the pool for the value estimate (0: mean return of the last rounds)."""
+    value_rounds: int = 4
+    """Rounds whose mean returns estimate the value when `eval_episodes` is 0."""
+    num_threads: int | None = 1
+    """torch threads while training (set and restored around each round; None: leave torch's setting).
+    One is fastest for these small networks: two were several times slower on a busy 2-core machine."""
+
+    checks: ClassVar[dict[str, Rule]] = {
+        "lr": POSITIVE, "gamma": UNIT, "budget": POSITIVE_INT, "steps_per_round": POSITIVE_INT,
+        "num_envs": POSITIVE_INT, "plateau_patience": NON_NEGATIVE_INT, "plateau_tol": NON_NEGATIVE,
+        "plateau_smoothing": (lambda v: _is_real(v) and 0 <= v < 1, "a number in [0, 1)"), "plateau_start": UNIT,
+        "warm_start": FLAG, "eval_episodes": NON_NEGATIVE_INT, "value_rounds": POSITIVE_INT,
+        "num_threads": (lambda v: v is None or (_is_int(v) and v >= 1), "None or a positive int"),
+    }
+
+    def __post_init__(self) -> None:
+        hidden = self.hidden
+        if isinstance(hidden, (int, np.integer, str)) or not all(_is_int(h) and h > 0 for h in hidden):
+            raise ValueError(f"hidden must be a sequence of positive ints (layer widths), got {hidden!r}")
+        object.__setattr__(self, "hidden", tuple(int(h) for h in hidden))
+        for cls in reversed(type(self).__mro__):
+            for name, (ok, accepted) in vars(cls).get("checks", {}).items():
+                _check(ok(getattr(self, name)), name, getattr(self, name), accepted)
+
+
+@dataclass(frozen=True)
+class StepRecord:
+    """Statistics of one training round; algorithms add their own fields."""
+
+    task: int
+    """Which best response (0, 1, ...) of this learner the round belongs to."""
+    player: int
+    """The learning seat."""
+    round: int
+    """Round number within the task, from 1."""
+    learner_steps: int
+    """Learner decisions (transitions) collected in the task so far."""
+    env_steps: int
+    """Environment decision steps (all seats) taken in the task so far."""
+    episodes: int
+    """Episodes collected this round."""
+    mean_return: float
+    """The learner's mean return over this round's episodes (behaviour policy)."""
+    loss: float
+    """The algorithm's total loss, averaged over this round's updates (NaN if none)."""
+    seconds: float
+    """Wall time of the round."""
+
+    def __str__(self) -> str:
+        parts = []
+        for f in dataclasses.fields(self):
+            v = getattr(self, f.name)
+            parts.append(f"{f.name}={v:.4g}" if isinstance(v, float) else f"{f.name}={v}")
+        return f"{type(self).__name__}({', '.join(parts)})"
+
+
+@dataclass
+class Task:
+    """The best response being trained: who, against whom, and how far it has got."""
+
+    index: int
+    player: int
+    opponents: list[Mixture | None]
+    budget: int
+    round: int = 0
+    learner_steps: int = 0
+    env_steps: int = 0
+    updates: int = 0
+    smoothed: float = math.nan
+    best: float = -math.inf
+    since_best: int = 0
+    plateaued: bool = False
+    recent: list[float] = field(default_factory=list)
+
+    def to_json(self) -> dict[str, Any]:
+        data = dataclasses.asdict(self)
+        data.pop("opponents")
+        return data
+
+
+class Learner(abc.ABC):
+    """Base of the RL best-response learners; see the module doc.
+
+    Args:
+        game: the game (or its name for `pb.load_game`).
+        config: a config dataclass of the algorithm; keyword options override its fields.
+        seed: seeds every random choice of the learner.
+        pool: the `RolloutPool` to collect with; default a local one made on first use.
+        **options: fields of the config, e.g. ``lr=1e-3, budget=20_000``.
+
+    Attributes:
+        last_value: estimated value of the last best response against its opponents.
+        last_env_steps: environment steps (all seats, evaluation included) it took.
+    """
+
+    name: ClassVar[str] = "learner"
+    config_class: ClassVar[type[LearnerConfig]] = LearnerConfig
+    record_class: ClassVar[type[StepRecord]] = StepRecord
+
+    def __init__(self, game: Game | str, *, config: LearnerConfig | None = None, seed: int = 0,
+                 pool: Any = None, **options: Any) -> None:
+        if isinstance(game, str):
+            from pbmarl.games.registry import load_game
+
+            game = load_game(game)
+        if not isinstance(game, Game):
+            raise TypeError(f"game must be a pbmarl Game or a game name, got {type(game).__name__}: {game!r}")
+        if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
+            raise ValueError(f"seed must be a non-negative int, got {seed!r}")
+        self.game = game
+        from pbmarl.learners.registry import make_config
+
+        self.config = make_config(self.config_class, config, options, owner=type(self).__name__)
+        self.seed = int(seed)
+        self.rng = np.random.default_rng(self.seed)
+        self._pool = pool
+        self.records: list[StepRecord] = []
+        self.last_value: float = math.nan
+        self.last_env_steps: int = 0
+        self.tasks_done = 0
+        self.task: Task | None = None
+        #: per player, the state dicts of its previous best response (for warm starts)
+        self._warm: dict[int, dict[str, dict[str, Any]]] = {}
+
+    # -- the algorithm's hooks ---------------------------------------------
+    @abc.abstractmethod
+    def _init_task(self, player: int, warm: dict[str, dict[str, Any]] | None) -> None:
+        """Build networks, optimiser and buffers for a new task (from `warm` state dicts if given)."""
+
+    @abc.abstractmethod
+    def _round(self, task: Task) -> tuple[Trajectories, dict[str, float]]:
+        """Collect (with `_collect`) and update once; return the data and the round's statistics."""
+
+    @abc.abstractmethod
+    def _export(self) -> Policy:
+        """A fresh policy (a copy, detached from training) of the current task."""
+
+    @abc.abstractmethod
+    def _warm_state(self) -> dict[str, dict[str, Any]]:
+        """State dicts a later warm start of the same player begins from."""
+
+    @abc.abstractmethod
+    def _modules(self) -> dict[str, Any]:
+        """Everything with ``state_dict``/``load_state_dict`` that a mid-task `save` must keep."""
+
+    def _buffer(self) -> Any:
+        """The task's replay buffer, if the algorithm keeps one (saved with the task)."""
+        return None
+
+    def _end_task(self) -> None:
+        """Drop the task's networks and buffers (they can be large)."""
+
+    # -- the pool --------------------------------------------------------------
+    @property
+    def pool(self) -> Any:
+        """The `RolloutPool` this learner collects with (a local one unless given)."""
+        if self._pool is None:
+            from pbmarl.rollout import RolloutPool
+
+            self._pool = RolloutPool(self.game, num_workers=1, envs_per_worker=self.config.num_envs,
+                                     backend="local", seed=self.seed)
+        return self._pool
+
+    def _collect(self, policy: Policy, steps: int) -> Trajectories:
+        """At least `steps` learner transitions (whole episodes) against the task's opponents."""
+        task = self._require_task()
+        seed = int(self.rng.integers(2**63 - 1))
+        traj = self.pool.collect(task.player, policy, task.opponents, steps, seed=seed)
+        task.learner_steps += len(traj)
+        task.env_steps += int(traj.steps)
+        return traj
+
+    # -- tasks -------------------------------------------------------------
+    def start(self, player: int, opponents: Sequence[Policy | Mixture | None], *, budget: int | None = None,
+              warm_start: bool | None = None) -> Task:
+        """Open a best-response task for `player` against `opponents` (one entry per seat).
+
+        Entry `player` of `opponents` is ignored (it may be None). `budget` overrides
+        the config's learner-step budget; `warm_start` its warm-start flag (start from
+        this player's previous best response, if there is one). A task still open is dropped.
+        """
+        player = self.game.check_player(player)
+        opps = self._check_opponents(player, opponents)
+        budget = self.config.budget if budget is None else budget
+        if isinstance(budget, bool) or not isinstance(budget, (int, np.integer)) or budget < 1:
+            raise ValueError(f"budget must be a positive int (learner steps), got {budget!r}")
+        warm = self.config.warm_start if warm_start is None else bool(warm_start)
+        self.task = Task(index=self.tasks_done, player=player, opponents=opps, budget=int(budget))
+        self._init_task(player, self._warm.get(player) if warm else None)
+        return self.task
+
+    def _check_opponents(self, player: int, opponents: Sequence[Any]) -> list[Mixture | None]:
+        if isinstance(opponents, (Policy, Mixture)) or len(opponents) != self.game.num_players:
+            raise ValueError(f"opponents must hold one Policy or Mixture per seat ({self.game.num_players} for "
+                             f"{self.game.name!r}; entry {player} is ignored), got {opponents!r}")
+        out: list[Mixture | None] = []
+        for seat, entry in enumerate(opponents):
+            if seat == player:
+                out.append(None)
+            elif isinstance(entry, Mixture):
+                out.append(entry)
+            elif isinstance(entry, Policy):
+                out.append(Mixture([entry]))
+            else:
+                raise TypeError(f"opponent for seat {seat} must be a Policy or a Mixture, got {type(entry).__name__}")
+        return out
+
+    def _require_task(self) -> Task:
+        if self.task is None:
+            raise RuntimeError(f"{type(self).__name__} has no task; call start(player, opponents) "
+                               "or best_response(player, opponents) first")
+        return self.task
+
+    @property
+    def done(self) -> bool:
+        """Whether the current task has spent its budget or plateaued."""
+        task = self._require_task()
+        return task.learner_steps >= task.budget or task.plateaued
+
+    def step(self) -> StepRecord:
+        """One round of the current task; returns (and keeps in `history`) its record."""
+        from pbmarl.learners.nets import torch_threads
+
+        task = self._require_task()
+        t0 = time.perf_counter()
+        with torch_threads(self.config.num_threads):
+            traj, stats = self._round(task)
+        task.round += 1
+        returns = learner_returns(traj)
+        mean_return = float(returns.mean()) if len(returns) else math.nan
+        self._track_plateau(task, mean_return)
+        record = self.record_class(
+            task=task.index, player=task.player, round=task.round, learner_steps=task.learner_steps,
+            env_steps=task.env_steps, episodes=int(traj.num_episodes), mean_return=mean_return,
+            seconds=time.perf_counter() - t0, **stats,
+        )
+        self.records.append(record)
+        return record
+
+    def _track_plateau(self, task: Task, mean_return: float) -> None:
+        cfg = self.config
+        if math.isnan(mean_return):
+            return
+        task.recent = (task.recent + [mean_return])[-cfg.value_rounds:]
+        s = cfg.plateau_smoothing
+        task.smoothed = mean_return if math.isnan(task.smoothed) else s * task.smoothed + (1 - s) * mean_return
+        if task.smoothed > task.best + cfg.plateau_tol:
+            task.best, task.since_best = task.smoothed, 0
+        else:
+            task.since_best += 1
+        started = task.learner_steps >= cfg.plateau_start * task.budget
+        task.plateaued = bool(cfg.plateau_patience and started and task.since_best >= cfg.plateau_patience)
+
+    def run(self) -> Iterator[StepRecord]:
+        """Yield the records of the current task's remaining rounds (until `done`)."""
+        while not self.done:
+            yield self.step()
+
+    def policy(self) -> Policy:
+        """The current task's policy, as a fresh copy (training goes on unaffected)."""
+        self._require_task()
+        return self._export()
+
+    def finish(self) -> tuple[Policy, float]:
+        """Close the task: ``(policy, value)``; sets `last_value` and `last_env_steps`."""
+        task = self._require_task()
+        policy = self._export()
+        value, eval_steps = self._value(task, policy)
+        self._warm[task.player] = self._warm_state()
+        self.last_value = value
+        self.last_env_steps = task.env_steps + eval_steps
+        self.tasks_done += 1
+        self.task = None
+        self._end_task()
+        return policy, value
+
+    def _value(self, task: Task, policy: Policy) -> tuple[float, int]:
+        """Estimated return of `policy` against the task's opponents, and the env steps it cost."""
+        episodes = self.config.eval_episodes
+        if episodes == 0:
+            return (float(np.mean(task.recent)) if task.recent else math.nan), 0
+        profile = [policy if p == task.player else opp for p, opp in enumerate(task.opponents)]
+        result = self.pool.evaluate(profile, episodes, seed=int(self.rng.integers(2**63 - 1)))
+        return float(np.asarray(result.mean)[task.player]), int(getattr(result, "steps", 0) or 0)
+
+    def best_response_with_value(self, player: int, opponents: Sequence[Policy | Mixture | None], *,
+                                 budget: int | None = None, warm_start: bool | None = None) -> tuple[Policy, float]:
+        """Train a new policy for `player` against `opponents`; return it and its estimated value.
+
+        Trains until `budget` learner steps (default: the config's) or a plateau of
+        the learning curve (``plateau_patience``). The value is a final evaluation
+        with the pool (``eval_episodes`` > 0) or the mean return of the last rounds.
+        """
+        self.start(player, opponents, budget=budget, warm_start=warm_start)
+        for _ in self.run():
+            pass
+        return self.finish()
+
+    def best_response(self, player: int, opponents: Sequence[Policy | Mixture | None], *,
+                      budget: int | None = None, warm_start: bool | None = None) -> Policy:
+        """A new policy (an `MLPPolicy`) for `player` trained against `opponents`.
+
+        Example:
+            >>> br = pb.DQN(game, seed=0).best_response(0, pop.mixture(sigma), budget=20_000)
+        """
+        return self.best_response_with_value(player, opponents, budget=budget, warm_start=warm_start)[0]
+
+    # -- views -------------------------------------------------------------
+    @property
+    def history(self) -> pd.DataFrame:
+        """Every round's record, one row each (all tasks; filter on ``task``)."""
+        if not self.records:
+            return pd.DataFrame(columns=[f.name for f in dataclasses.fields(self.record_class)])
+        return pd.DataFrame([dataclasses.asdict(r) for r in self.records])
+
+    def spec(self) -> dict[str, Any]:
+        """JSON-able ``{"name", "seed", "config"}``; `make_learner(game, spec)` rebuilds the learner."""
+        from pbmarl.learners.registry import config_to_json
+
+        return {"name": self.name, "seed": self.seed, "config": config_to_json(self.config)}
+
+    def __repr__(self) -> str:
+        state = f"task {self.task.index} (player {self.task.player})" if self.task else f"{self.tasks_done} tasks done"
+        return f"{type(self).__name__}({self.game.name!r}, seed={self.seed}, {state})"
+
+    # -- files -------------------------------------------------------------
+    def save(self, folder: str | Path) -> Path:
+        """Write the learner's whole state into `folder` (each file atomically; `learner.json` last)."""
+        from pbmarl.learners.registry import save_learner
+
+        return save_learner(self, Path(folder))
+
+    def load(self, folder: str | Path) -> "Learner":
+        """Restore the state written by `save` into this learner (built from the same spec); returns self."""
+        from pbmarl.learners.registry import load_learner_state
+
+        load_learner_state(self, Path(folder))
+        return self
+

@@ -1,0 +1,201 @@
+"""DQN best responses: double DQN, a target network, (prioritised) replay, legal-action masking.
+
+One round of `DQN.step()`:
+
+1. set epsilon from a linear schedule over the budget and collect
+   ``steps_per_round`` learner transitions with the epsilon-greedy policy
+   (illegal actions are never taken: the policy is masked to the legal ones);
+2. add them to the replay buffer;
+3. once ``learning_starts`` steps are in, take ``updates_per_round`` gradient
+   steps on ``r + gamma * (1 - done) * Q_target(s', argmax_{a' legal} Q(s', a'))``
+   (the bootstrap never looks at an illegal next action), syncing the target
+   network every ``target_update_interval`` updates.
+
+The best response handed back is an `MLPPolicy` that plays ``softmax(Q / policy_temperature)``
+over the legal actions: greedy in Q, mixing only near-ties.
+
+Example:
+    >>> learner = pb.DQN(game, seed=0, budget=30_000, lr=1e-3)
+    >>> br, value = learner.best_response_with_value(0, [None, pb.RandomPolicy(game)])
+    >>> learner.history.plot(x="learner_steps", y="mean_return")
+"""
+
+from __future__ import annotations
+
+import copy
+import math
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+
+from pbmarl.learners.base import (
+    FLAG, NON_NEGATIVE_INT, POSITIVE, POSITIVE_INT, UNIT, Learner, LearnerConfig, Rule, StepRecord, Task,
+)
+from pbmarl.learners.buffers import PrioritizedReplayBuffer, ReplayBuffer
+from pbmarl.learners.nets import EpsilonGreedy, adam, build_mlp, masked_max_q, obs_dim, seeded, tempered_policy, to_tensor
+from pbmarl.policies.neural import MLPPolicy
+from pbmarl.rollout.trajectories import Trajectories
+
+LOSSES = ("huber", "mse")
+
+
+@dataclass(frozen=True)
+class DQNConfig(LearnerConfig):
+    """DQN options (plus the shared ones of `LearnerConfig`)."""
+
+    buffer_size: int = 50_000
+    """Replay capacity in transitions (oldest overwritten first)."""
+    batch_size: int = 128
+    """Transitions per gradient step."""
+    updates_per_round: int = 32
+    """Gradient steps after each round's collection."""
+    learning_starts: int = 1_000
+    """Learner steps collected before the first gradient step."""
+    target_update_interval: int = 100
+    """Gradient steps between copies of the online network into the target network."""
+    epsilon_start: float = 1.0
+    """Exploration rate at the start of a best response."""
+    epsilon_end: float = 0.05
+    """Exploration rate once the schedule has run out."""
+    exploration_fraction: float = 0.5
+    """Fraction of the budget over which epsilon falls linearly from start to end."""
+    double: bool = True
+    """Double DQN: the online network picks the next action, the target network values it."""
+    prioritized: bool = False
+    """Proportional prioritised replay instead of uniform."""
+    priority_alpha: float = 0.6
+    """How strongly priorities shape sampling (0: uniform)."""
+    priority_beta: float = 0.4
+    """Importance-weight correction of prioritised sampling (1: full)."""
+    loss: str = "mse"
+    """TD loss: ``"mse"`` or ``"huber"`` (smooth L1, which learns large payoffs slowly: worse on Leduc)."""
+    max_grad_norm: float = 10.0
+    """Gradient-norm clip per update."""
+    policy_temperature: float = 1e-3
+    """Temperature of the exported policy ``softmax(Q / T)``; small is greedy."""
+
+    checks: ClassVar[dict[str, Rule]] = {
+        "buffer_size": POSITIVE_INT, "batch_size": POSITIVE_INT, "updates_per_round": NON_NEGATIVE_INT,
+        "learning_starts": NON_NEGATIVE_INT, "target_update_interval": POSITIVE_INT, "epsilon_start": UNIT,
+        "epsilon_end": UNIT, "exploration_fraction": UNIT, "double": FLAG, "prioritized": FLAG,
+        "priority_alpha": UNIT, "priority_beta": UNIT, "loss": (lambda v: v in LOSSES, f"one of {LOSSES}"),
+        "max_grad_norm": POSITIVE, "policy_temperature": POSITIVE,
+    }
+
+
+@dataclass(frozen=True)
+class DQNRecord(StepRecord):
+    """One DQN round: the shared statistics plus exploration and Q-values."""
+
+    epsilon: float
+    """Exploration rate used to collect this round."""
+    q_mean: float
+    """Mean Q of the taken actions over this round's minibatches."""
+    updates: int
+    """Gradient steps taken in the task so far."""
+    buffer: int
+    """Transitions in the replay buffer."""
+
+
+class DQN(Learner):
+    """Double DQN best responses for discrete, masked action spaces; see the module doc.
+
+    Args:
+        game: the game (or its name).
+        config: a `DQNConfig`; keyword options override its fields.
+        seed: seeds initialisation, replay sampling and collection.
+        pool: a `RolloutPool` to collect with (default: a local one).
+    """
+
+    name = "dqn"
+    config_class = DQNConfig
+    record_class = DQNRecord
+    config: DQNConfig
+
+    def _init_task(self, player: int, warm: dict[str, dict[str, Any]] | None) -> None:
+        cfg = self.config
+        in_dim, A = obs_dim(self.game), self.game.num_actions
+        self.q_net = seeded(int(self.rng.integers(2**31)), lambda: build_mlp(in_dim, cfg.hidden, A))
+        if warm is not None:
+            self.q_net.load_state_dict(warm["q"])
+        self.target_net = copy.deepcopy(self.q_net)
+        self.optimizer = adam(self.q_net.parameters(), lr=cfg.lr)
+        if cfg.prioritized:
+            self.replay: ReplayBuffer = PrioritizedReplayBuffer(
+                cfg.buffer_size, self.game.observation_shape, A, alpha=cfg.priority_alpha, beta=cfg.priority_beta)
+        else:
+            self.replay = ReplayBuffer(cfg.buffer_size, self.game.observation_shape, A)
+        self.behaviour = EpsilonGreedy(self.game, self.q_net, hidden=cfg.hidden, epsilon=cfg.epsilon_start)
+
+    def epsilon(self, learner_steps: int, budget: int) -> float:
+        """The exploration rate after `learner_steps` of a `budget`-step best response."""
+        cfg = self.config
+        span = cfg.exploration_fraction * budget
+        frac = 1.0 if span <= 0 else min(learner_steps / span, 1.0)
+        return cfg.epsilon_start + frac * (cfg.epsilon_end - cfg.epsilon_start)
+
+    def _round(self, task: Task) -> tuple[Trajectories, dict[str, float]]:
+        cfg = self.config
+        eps = self.epsilon(task.learner_steps, task.budget)
+        self.behaviour.epsilon = eps
+        self.behaviour.version += 1  # workers cache policies by version
+        traj = self._collect(self.behaviour, cfg.steps_per_round)
+        self.replay.add(traj)
+        losses, qs = [], []
+        if task.learner_steps >= cfg.learning_starts:
+            for _ in range(cfg.updates_per_round):
+                loss, q = self._update(task)
+                losses.append(loss)
+                qs.append(q)
+        return traj, {
+            "loss": float(np.mean(losses)) if losses else math.nan,
+            "q_mean": float(np.mean(qs)) if qs else math.nan,
+            "epsilon": eps, "updates": task.updates, "buffer": len(self.replay),
+        }
+
+    def _update(self, task: Task) -> tuple[float, float]:
+        """One gradient step on a replay minibatch; returns (loss, mean Q of the taken actions)."""
+        cfg = self.config
+        batch = self.replay.sample(cfg.batch_size, self.rng)
+        B = len(batch.action)
+        obs = to_tensor(batch.obs).reshape(B, -1)
+        next_obs = to_tensor(batch.next_obs).reshape(B, -1)
+        action = torch.as_tensor(batch.action)
+        q = self.q_net(obs).gather(1, action[:, None]).squeeze(1)
+        with torch.no_grad():
+            next_mask = torch.as_tensor(batch.next_legal_mask)
+            q_next = self.target_net(next_obs)
+            q_pick = self.q_net(next_obs) if cfg.double else q_next
+            bootstrap = masked_max_q(q_pick, q_next, next_mask)
+            live = 1.0 - to_tensor(batch.done)  # no bootstrap past the end of an episode
+            target = to_tensor(batch.reward) + cfg.gamma * live * bootstrap
+        td = q - target
+        per_sample = F.smooth_l1_loss(q, target, reduction="none") if cfg.loss == "huber" else td.pow(2)
+        loss = (to_tensor(batch.weight) * per_sample).mean()
+        self.optimizer.zero_grad()
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(self.q_net.parameters(), cfg.max_grad_norm)
+        self.optimizer.step()
+        self.replay.update_priorities(batch.index, td.detach().numpy())
+        task.updates += 1
+        if task.updates % cfg.target_update_interval == 0:
+            self.target_net.load_state_dict(self.q_net.state_dict())
+        return float(loss.detach()), float(q.detach().mean())
+
+    def _export(self) -> MLPPolicy:
+        return tempered_policy(self.q_net, self.game, self.config.hidden, temperature=self.config.policy_temperature)
+
+    def _warm_state(self) -> dict[str, dict[str, Any]]:
+        return {"q": copy.deepcopy(self.q_net.state_dict())}
+
+    def _modules(self) -> dict[str, Any]:
+        return {"q": self.q_net, "target": self.target_net, "optimizer": self.optimizer}
+
+    def _buffer(self) -> ReplayBuffer:
+        return self.replay
+
+    def _end_task(self) -> None:
+        del self.q_net, self.target_net, self.optimizer, self.replay, self.behaviour

@@ -1,0 +1,230 @@
+"""RL learners end to end: exact best-response values, masking, seeding, checkpoints, stopping."""
+
+import dataclasses
+
+import numpy as np
+import pytest
+import torch
+
+import pbmarl as pb
+from pbmarl.learners import load_learner, make_learner
+from pbmarl.rollout.trajectories import concat_trajectories
+
+
+@pytest.fixture(scope="module")
+def kuhn():
+    return pb.load_game("kuhn_poker")
+
+
+@pytest.fixture(scope="module")
+def leduc():
+    return pb.load_game("leduc_poker")
+
+
+def exact_value(game, policy, player, opponents):
+    profile = list(opponents)
+    profile[player] = policy
+    return float(pb.ExactEvaluator(game).evaluate(profile)[player])
+
+
+def same_parameters(a, b):
+    xa, xb = a.arrays(), b.arrays()
+    return xa.keys() == xb.keys() and all(np.array_equal(xa[k], xb[k]) for k in xa)
+
+
+def without_seconds(records):
+    return [{k: v for k, v in dataclasses.asdict(r).items() if k != "seconds"} for r in records]
+
+
+class RecordingPool(pb.RolloutPool):
+    """A local pool that keeps every batch of trajectories it hands out."""
+
+    def __init__(self, game, **kwargs):
+        super().__init__(game, **kwargs)
+        self.collected = []
+
+    def collect(self, *args, **kwargs):
+        traj = super().collect(*args, **kwargs)
+        self.collected.append(traj)
+        return traj
+
+
+# -- best responses reach the exact value -----------------------------------------
+@pytest.mark.parametrize("name", ["dqn", "ppo", "a2c"])
+@pytest.mark.parametrize("player", [0, 1])
+def test_best_response_to_uniform_random_reaches_the_exact_value(kuhn, name, player):
+    rand = pb.RandomPolicy(kuhn)
+    opponents = [rand, rand]
+    _, best = pb.ExactBestResponse(kuhn).best_response_with_value(player, opponents)
+    learner = make_learner(kuhn, {"name": name, "seed": 0})
+    policy, estimate = learner.best_response_with_value(player, opponents)
+    assert isinstance(policy, pb.MLPPolicy)
+    value = exact_value(kuhn, policy, player, opponents)
+    assert best - value < 0.05, f"{name} reached {value:.4f}; the best response earns {best:.4f}"
+    assert value <= best + 1e-9
+    assert abs(estimate - value) < 0.25  # mean return of the last rounds, with exploration
+    assert learner.last_value == estimate and learner.last_env_steps >= learner.config.budget
+
+
+def test_final_evaluation_estimates_the_value(kuhn):
+    rand = pb.RandomPolicy(kuhn)
+    learner = pb.PPO(kuhn, seed=1, budget=5_000, eval_episodes=20_000)
+    policy, estimate = learner.best_response_with_value(1, [rand, rand])
+    value = exact_value(kuhn, policy, 1, [rand, rand])
+    assert abs(estimate - value) < 0.05  # ~4 standard errors
+    assert learner.last_env_steps > learner.history["env_steps"].iloc[-1]  # evaluation counted
+
+
+def test_best_response_to_a_mixture(kuhn):
+    rand = pb.RandomPolicy(kuhn)
+    always_bet = pb.FixedPolicy.pure(kuhn, 1)
+    opponents = [None, pb.Mixture([rand, always_bet], [0.3, 0.7])]
+    _, best = pb.ExactBestResponse(kuhn).best_response_with_value(0, opponents)
+    policy = pb.DQN(kuhn, seed=0).best_response(0, opponents)
+    assert best - exact_value(kuhn, policy, 0, opponents) < 0.05
+
+
+# -- illegal actions ----------------------------------------------------------------
+@pytest.mark.parametrize("name", ["dqn", "ppo"])
+def test_illegal_actions_are_never_taken_even_when_they_look_best(leduc, name):
+    pool = RecordingPool(leduc, envs_per_worker=64)
+    cls = {"dqn": pb.DQN, "ppo": pb.PPO}[name]
+    learner = cls(leduc, seed=0, budget=3_000, steps_per_round=256, pool=pool)
+    rand = pb.RandomPolicy(leduc)
+    learner.start(0, [None, rand])
+    net = learner.q_net if name == "dqn" else learner.actor.net
+    with torch.no_grad():  # fold and raise look best everywhere; each is illegal somewhere
+        net[-1].bias[:] = torch.tensor([50.0, -50.0, 50.0])
+    for _ in learner.run():
+        pass
+    policy, _ = learner.finish()
+    traj = concat_trajectories(pool.collected)
+    taken_legal = traj.legal_mask[np.arange(len(traj)), traj.action]
+    assert taken_legal.all()
+    assert (~traj.legal_mask[:, 0]).any() and (~traj.legal_mask[:, 2]).any()  # the test had teeth
+    tree_obs = np.concatenate([traj.obs, traj.obs])
+    masks = np.concatenate([traj.legal_mask, np.ones_like(traj.legal_mask)])
+    probs = policy.action_probabilities(tree_obs, masks)
+    assert np.all(probs[: len(traj)][~traj.legal_mask] == 0)
+
+
+# -- seeding and checkpoints ----------------------------------------------------
+@pytest.mark.parametrize("name", ["dqn", "ppo", "a2c"])
+def test_same_seed_same_policy_other_seed_other_policy(kuhn, name):
+    rand = pb.RandomPolicy(kuhn)
+
+    def train(seed):
+        learner = make_learner(kuhn, {"name": name, "seed": seed, "budget": 3_000, "learning_starts": 0}
+                                           if name == "dqn" else {"name": name, "seed": seed, "budget": 3_000})
+        return learner.best_response(0, [None, rand])
+
+    first, again, other = train(5), train(5), train(6)
+    assert same_parameters(first, again)
+    assert not same_parameters(first, other)
+
+
+@pytest.mark.parametrize("spec", [
+    {"name": "dqn", "prioritized": True, "learning_starts": 0, "budget": 6_000},
+    {"name": "ppo", "budget": 6_000},
+    {"name": "a2c", "budget": 3_000},
+])
+def test_checkpoint_mid_task_resumes_exactly(kuhn, tmp_path, spec):
+    rand = pb.RandomPolicy(kuhn)
+    opponents = [pb.Mixture([rand, pb.FixedPolicy.pure(kuhn, 0)], [0.5, 0.5]), None]
+    learner = make_learner(kuhn, {**spec, "seed": 3})
+    learner.start(1, opponents)
+    for _ in range(3):
+        learner.step()
+    learner.save(tmp_path / "mid")
+    resumed = load_learner(kuhn, tmp_path / "mid")
+    assert same_parameters(resumed.policy(), learner.policy())
+    for _ in range(3):
+        a, b = learner.step(), resumed.step()
+    assert same_parameters(resumed.policy(), learner.policy())
+    assert without_seconds(resumed.records) == without_seconds(learner.records)
+    assert resumed.task.learner_steps == learner.task.learner_steps
+
+
+def test_checkpoint_between_tasks_keeps_warm_starts_and_rng(kuhn, tmp_path):
+    rand = pb.RandomPolicy(kuhn)
+    learner = pb.DQN(kuhn, seed=2, budget=3_000, learning_starts=0, warm_start=True)
+    learner.best_response(0, [None, rand])
+    learner.save(tmp_path / "l")
+    resumed = load_learner(kuhn, tmp_path / "l")
+    assert resumed.spec() == learner.spec() and resumed.tasks_done == 1
+    assert same_parameters(resumed.best_response(0, [None, rand]), learner.best_response(0, [None, rand]))
+    assert resumed.history.drop(columns="seconds").equals(learner.history.drop(columns="seconds"))
+
+
+def test_load_refuses_a_different_learner(kuhn, tmp_path):
+    pb.DQN(kuhn, seed=0).save(tmp_path / "dqn")
+    with pytest.raises(ValueError, match="holds a 'dqn' learner, not 'ppo'"):
+        pb.PPO(kuhn).load(tmp_path / "dqn")
+    with pytest.raises(ValueError, match=r"hidden=\(128, 128\)"):
+        pb.DQN(kuhn, hidden=(8,)).load(tmp_path / "dqn")
+    with pytest.raises(FileNotFoundError, match="not a saved learner"):
+        pb.DQN(kuhn).load(tmp_path / "nothing")
+
+
+# -- stepping, stopping, warm starts --------------------------------------------------
+def test_step_by_step_records_and_history(kuhn):
+    rand = pb.RandomPolicy(kuhn)
+    learner = pb.DQN(kuhn, seed=0, budget=2_000, learning_starts=0)
+    with pytest.raises(RuntimeError, match="call start"):
+        learner.step()
+    learner.start(0, [None, rand])
+    record = learner.step()
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        record.loss = 0.0
+    assert record.round == 1 and record.learner_steps >= learner.config.steps_per_round
+    assert record.epsilon == learner.config.epsilon_start and np.isfinite(record.loss)
+    assert "mean_return=" in str(record)
+    rest = list(learner.run())
+    assert learner.done and rest[-1].learner_steps >= 2_000
+    history = learner.history
+    assert len(history) == 1 + len(rest)
+    assert {"task", "player", "learner_steps", "env_steps", "mean_return", "loss", "epsilon"} <= set(history.columns)
+    assert history["epsilon"].is_monotonic_decreasing
+
+
+def test_plateau_stops_before_the_budget(kuhn):
+    rand = pb.RandomPolicy(kuhn)
+    learner = pb.PPO(kuhn, seed=0, budget=100_000, plateau_patience=2, plateau_tol=10.0, plateau_start=0.0)
+    learner.best_response(0, [None, rand])
+    assert len(learner.records) == 3  # the first round sets the level; two without improvement stop
+    assert learner.records[-1].learner_steps < 100_000
+
+
+def test_warm_start_begins_from_the_previous_best_response(kuhn):
+    rand = pb.RandomPolicy(kuhn)
+    learner = pb.PPO(kuhn, seed=0, budget=2_000)
+    first = learner.best_response(0, [None, rand])
+    learner.start(0, [None, rand], warm_start=True)
+    assert same_parameters(learner.policy(), first)
+    learner.start(0, [None, rand])  # the config says no warm start
+    assert not same_parameters(learner.policy(), first)
+    learner.start(1, [rand, None], warm_start=True)  # nothing to warm-start player 1 from yet
+    assert not same_parameters(learner.policy(), first)
+
+
+def test_best_response_is_a_fresh_copy(kuhn):
+    rand = pb.RandomPolicy(kuhn)
+    learner = pb.PPO(kuhn, seed=0, budget=2_000)
+    learner.start(0, [None, rand])
+    snapshot = learner.policy()
+    before = snapshot.arrays()
+    learner.step()
+    assert all(np.array_equal(before[k], v) for k, v in snapshot.arrays().items())
+
+
+def test_bad_arguments_are_named(kuhn):
+    rand = pb.RandomPolicy(kuhn)
+    learner = pb.DQN(kuhn, seed=0)
+    with pytest.raises(ValueError, match="player 2 is out of range"):
+        learner.best_response(2, [rand, rand])
+    with pytest.raises(ValueError, match="one Policy or Mixture per seat"):
+        learner.best_response(0, [rand])
+    with pytest.raises(TypeError, match="opponent for seat 1 must be a Policy or a Mixture"):
+        learner.best_response(0, [None, "random"])
+    with pytest.raises(ValueError, match="budget must be a positive int"):
+        learner.best_response(0, [None, rand], budget=0)
