@@ -26,6 +26,11 @@ def _parser() -> argparse.ArgumentParser:
     psro.add_argument("--game", required=True, help="an OpenSpiel name such as kuhn_poker, leduc_poker, 'goofspiel(num_cards=4,imp_info=True)'")
     psro.add_argument("--solver", default="nash", choices=SOLVERS, help="meta-solver (default: nash)")
     psro.add_argument("--oracle", default="exact", choices=ORACLES, help="best-response oracle (default: exact)")
+    psro.add_argument("--evaluator", default="exact", choices=("exact", "rollout"),
+                      help="how payoff-table cells are filled: exactly, or sampled with a RolloutPool (default: exact)")
+    psro.add_argument("--episodes", type=int, default=1000, help="episodes per cell with --evaluator rollout")
+    psro.add_argument("--workers", type=int, default=1, help="rollout workers with --evaluator rollout")
+    psro.add_argument("--backend", default="local", choices=("local", "ray"), help="rollout backend (default: local)")
     psro.add_argument("--iterations", type=int, default=50, help="most iterations to run (default: 50)")
     psro.add_argument("--stop", type=float, default=1e-6, help="stop once exploitability <= this (default: 1e-6)")
     psro.add_argument("--seed", type=int, default=0)
@@ -120,8 +125,13 @@ def cmd_psro(args: argparse.Namespace) -> int:
     out = args.out or _default_out(args.game, args.solver)
     _check_out(out, game.name)
     learner = _make_learner(game, args.oracle, args.seed)
-    run = PSRO(game, solver=args.solver, learner=learner, stop_exploitability=args.stop,
-               max_iterations=args.iterations, seed=args.seed, save_dir=out)
+    evaluator = None
+    if args.evaluator == "rollout":
+        if args.backend == "ray":
+            pb.init_ray()
+        evaluator = pb.RolloutPool(game, num_workers=args.workers, backend=args.backend, seed=args.seed)
+    run = PSRO(game, solver=args.solver, learner=learner, evaluator=evaluator, stop_exploitability=args.stop,
+               max_iterations=args.iterations, eval_episodes=args.episodes, seed=args.seed, save_dir=out)
     return _drive(run, args.iterations, out, args.quiet)
 
 

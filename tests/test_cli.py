@@ -50,6 +50,18 @@ def test_resume_continues_to_the_budget(tmp_path):
     assert list(history.index) == [0, 1, 2, 3, 4]
 
 
+def test_sampled_evaluator_from_the_command_line(tmp_path):
+    out = tmp_path / "sampled"
+    result = _pbmarl("psro", "--game", "kuhn_poker", "--evaluator", "rollout", "--episodes", "200",
+                     "--iterations", "2", "--out", out, "--quiet")
+    assert result.returncode == 0, result.stderr
+    run = json.loads((out / "run.json").read_text())
+    assert run["evaluator"]["kind"] == "rollout" and run["options"]["eval_episodes"] == 200
+    assert _pbmarl("resume", out, "--iterations", "1", "--quiet").returncode == 0
+    history = pd.read_csv(out / "history.csv", index_col="iteration")
+    assert list(history.index) == [0, 1, 2, 3] and history["env_steps"].iloc[-1] > 0
+
+
 @pytest.mark.parametrize("args, message", [
     (["psro", "--game", "kuhn_pokr"], "did you mean 'kuhn_poker'"),
     (["psro", "--game", "connect_four"], "too large for the exact"),

@@ -98,3 +98,23 @@ def test_save_and_load_continue_the_same_run(tmp_path):
 def test_load_rejects_a_folder_that_is_not_a_run(tmp_path):
     with pytest.raises(FileNotFoundError, match="not a pbmarl run folder"):
         pb.PSRO.load(tmp_path)
+
+
+def test_sampled_evaluator_run_resumes_on_the_same_random_stream(tmp_path):
+    game = pb.load_game("kuhn_poker")
+
+    def make(**kw):
+        return pb.PSRO(game, evaluator=pb.RolloutPool(game, seed=0), eval_episodes=300, seed=3, **kw)
+
+    straight = make()
+    list(straight.run(3))
+    first = make(save_dir=tmp_path / "run")
+    list(first.run(1))
+    resumed = pb.PSRO.load(tmp_path / "run")
+    assert resumed.evaluator.spec() == first.evaluator.spec()
+    list(resumed.run(2))
+    np.testing.assert_array_equal(resumed.table.values, straight.table.values)
+    np.testing.assert_array_equal(resumed.table.counts, straight.table.counts)
+    assert (resumed.table.counts[~resumed.table.exact] == 300).all()
+    np.testing.assert_allclose(resumed.history["nash_conv"], straight.history["nash_conv"], atol=1e-12)
+    assert resumed.history["env_steps"].iloc[-1] == straight.history["env_steps"].iloc[-1] > 0

@@ -166,7 +166,9 @@ def _rebuild_evaluator(game: Any, spec: dict[str, Any]) -> Any:
 
         return ExactEvaluator(game)
     if spec.get("kind") == "rollout":
-        from pbmarl.rollout import RolloutPool
+        from pbmarl.rollout import RolloutPool, init_ray
 
+        if spec.get("backend") == "ray":
+            init_ray()
         return RolloutPool(game, **{k: v for k, v in spec.items() if k != "kind"})
     raise ValueError(f"cannot rebuild evaluator {spec!r}; pass evaluator= to PSRO.load")

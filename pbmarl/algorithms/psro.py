@@ -236,12 +236,11 @@ class PSRO:
 
         if isinstance(self.evaluator, ExactEvaluator):
             self.evaluator.fill(self.table)
-        else:
-            before = getattr(self.evaluator, "env_steps", None)
-            self.evaluator.fill(self.table, episodes=self.eval_episodes)
-            after = getattr(self.evaluator, "env_steps", None)
-            if before is not None and after is not None:
-                self._env_steps += int(after - before)
+            return
+        # an explicit seed from the run's own (saved) rng keeps a resumed run on the same random stream
+        seed = int(self.rng.integers(2**62))
+        result = self.evaluator.fill(self.table, episodes=self.eval_episodes, seed=seed)
+        self._env_steps += int(getattr(result, "steps", 0) or 0)
 
     @property
     def converged(self) -> bool:
@@ -339,7 +338,7 @@ def _default_learner(game: Game, evaluator: Any) -> Any:
     if not _exact_capable(game):
         raise ValueError(
             f"game {game.name!r} is too large for the exact best-response oracle; "
-            "pass learner=pb.DQN(game) or pb.PPO(game)"
+            "pass learner=pb.DQN(game) or pb.PPO(game) (command line: --oracle dqn or ppo)"
         )
     from pbmarl.evaluation import ExactEvaluator
     from pbmarl.learners.exact import ExactBestResponse
@@ -352,7 +351,7 @@ def _default_evaluator(game: Game) -> Any:
     if not _exact_capable(game):
         raise ValueError(
             f"game {game.name!r} is too large for the exact evaluator; "
-            "pass evaluator=pb.RolloutPool(game) to sample payoffs"
+            "pass evaluator=pb.RolloutPool(game) to sample payoffs (command line: --evaluator rollout)"
         )
     from pbmarl.evaluation import ExactEvaluator
 

@@ -90,6 +90,9 @@ class RolloutPool:
         if seed is not None and (isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0):
             raise ValueError(f"seed must be a non-negative int or None, got {seed!r}")
         self.backend_name = backend
+        self._spec = {"kind": "rollout", "num_workers": self.num_workers, "envs_per_worker": self.envs_per_worker,
+                      "backend": backend, "seed": None if seed is None else int(seed), "engine": engine,
+                      "unit_episodes": self.unit_episodes, "unit_steps": self.unit_steps, "worker_cpus": worker_cpus}
         self._seeds = np.random.SeedSequence(seed)
         self._calls = 0
         self._tokens: "weakref.WeakKeyDictionary[Policy, str]" = weakref.WeakKeyDictionary()
@@ -106,6 +109,10 @@ class RolloutPool:
                                        engine=engine, worker_cpus=worker_cpus)
 
     # -- public ------------------------------------------------------------------
+    def spec(self) -> dict[str, Any]:
+        """JSON-able options that rebuild an equivalent pool: ``RolloutPool(game, **spec minus 'kind')``."""
+        return dict(self._spec)
+
     def evaluate(self, profile: Sequence[Policy | Mixture], episodes: int, *, seed: int | np.random.Generator | None = None,
                  keep_returns: bool = False, progress: bool | None = None) -> EvalResult:
         """Play `episodes` episodes of `profile` (one Policy or Mixture per seat).
