@@ -16,7 +16,8 @@ from typing import Any, Callable
 import numpy as np
 
 
-def _atomic(path: str | os.PathLike[str], write: Callable[[Any], None], mode: str) -> Path:
+def write_atomic(path: str | os.PathLike[str], write: Callable[[Any], None], mode: str = "wb") -> Path:
+    """Call `write(file)` on a temporary file beside `path`, fsync it, then rename it into place."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
@@ -49,7 +50,7 @@ def ensure_writable_folder(path: str | os.PathLike[str], *, what: str = "folder"
 def write_json(path: str | os.PathLike[str], data: Any) -> Path:
     """Write `data` as JSON, atomically."""
     text = json.dumps(data, indent=1, sort_keys=True, default=_json_default)
-    return _atomic(path, lambda fh: fh.write(text), "w")
+    return write_atomic(path, lambda fh: fh.write(text), "w")
 
 
 def read_json(path: str | os.PathLike[str]) -> Any:
@@ -62,7 +63,7 @@ def write_npz(path: str | os.PathLike[str], arrays: dict[str, np.ndarray]) -> Pa
     for name, value in arrays.items():
         if np.asarray(value).dtype == object:
             raise TypeError(f"array {name!r} has dtype object; only plain numeric/string arrays are stored")
-    return _atomic(path, lambda fh: np.savez(fh, **arrays), "wb")
+    return write_atomic(path, lambda fh: np.savez(fh, **arrays), "wb")
 
 
 def read_npz(path: str | os.PathLike[str]) -> dict[str, np.ndarray]:

@@ -19,14 +19,13 @@ from __future__ import annotations
 import dataclasses
 import difflib
 import os
-import tempfile
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Mapping
 
 import numpy as np
 
 from pbmarl.games.base import Game
-from pbmarl.io import read_json, read_npz, write_json, write_npz
+from pbmarl.io import read_json, read_npz, write_atomic, write_json, write_npz
 from pbmarl.policies.base import new_policy_from_state
 from pbmarl.policies.mixture import Mixture
 
@@ -120,17 +119,7 @@ def config_to_json(config: "LearnerConfig") -> dict[str, Any]:
 def _torch_save_atomic(obj: Any, path: Path) -> None:
     import torch
 
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            torch.save(obj, fh)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
+    write_atomic(path, lambda fh: torch.save(obj, fh))
 
 
 def save_learner(learner: "Learner", folder: Path) -> Path:
