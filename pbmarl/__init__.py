@@ -52,6 +52,10 @@ _EXPORTS: dict[str, str] = {
     "DQN": "pbmarl.learners",
     "PPO": "pbmarl.learners",
     "A2C": "pbmarl.learners",
+    "DQNConfig": "pbmarl.learners",
+    "PPOConfig": "pbmarl.learners",
+    "A2CConfig": "pbmarl.learners",
+    "make_learner": "pbmarl.learners",
     # faces
     "Dashboard": "pbmarl.widgets",
     "TableExplorer": "pbmarl.widgets",

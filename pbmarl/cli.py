@@ -26,6 +26,8 @@ def _parser() -> argparse.ArgumentParser:
     psro.add_argument("--game", required=True, help="an OpenSpiel name such as kuhn_poker, leduc_poker, 'goofspiel(num_cards=4,imp_info=True)'")
     psro.add_argument("--solver", default="nash", choices=SOLVERS, help="meta-solver (default: nash)")
     psro.add_argument("--oracle", default="exact", choices=ORACLES, help="best-response oracle (default: exact)")
+    psro.add_argument("--budget", type=int, default=None,
+                      help="learner decisions per RL best response (default: the learner's own)")
     psro.add_argument("--evaluator", default="exact", choices=("exact", "rollout"),
                       help="how payoff-table cells are filled: exactly, or sampled with a RolloutPool (default: exact)")
     psro.add_argument("--episodes", type=int, default=1000, help="episodes per cell with --evaluator rollout")
@@ -50,14 +52,19 @@ def _default_out(game: str, solver: str) -> Path:
     return Path("runs") / f"{slug}-{solver}-{time.strftime('%Y%m%d-%H%M%S')}"
 
 
-def _make_learner(game: Any, oracle: str, seed: int) -> Any:
+def _make_learner(game: Any, oracle: str, seed: int, budget: int | None) -> Any:
     if oracle == "exact":
+        if budget is not None:
+            raise CliError("--budget is for RL oracles (--oracle dqn, ppo or a2c); the exact oracle has none")
         return None  # PSRO's default, with a clear error where the exact engine cannot go
     try:
         from pbmarl.learners import make_learner
     except ImportError:
         raise CliError(f"the {oracle!r} oracle is not available in this installation") from None
-    return make_learner(game, {"name": oracle, "seed": seed})
+    spec: dict[str, Any] = {"name": oracle, "seed": seed}
+    if budget is not None:
+        spec["budget"] = budget
+    return make_learner(game, spec)
 
 
 def _check_out(out: Path, game_name: str) -> None:
@@ -124,7 +131,7 @@ def cmd_psro(args: argparse.Namespace) -> int:
     game = pb.load_game(args.game)
     out = args.out or _default_out(args.game, args.solver)
     _check_out(out, game.name)
-    learner = _make_learner(game, args.oracle, args.seed)
+    learner = _make_learner(game, args.oracle, args.seed, args.budget)
     evaluator = None
     if args.evaluator == "rollout":
         if args.backend == "ray":

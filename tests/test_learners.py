@@ -139,7 +139,8 @@ def test_checkpoint_mid_task_resumes_exactly(kuhn, tmp_path, spec):
     resumed = load_learner(kuhn, tmp_path / "mid")
     assert same_parameters(resumed.policy(), learner.policy())
     for _ in range(3):
-        a, b = learner.step(), resumed.step()
+        learner.step()
+        resumed.step()
     assert same_parameters(resumed.policy(), learner.policy())
     assert without_seconds(resumed.records) == without_seconds(learner.records)
     assert resumed.task.learner_steps == learner.task.learner_steps
@@ -228,3 +229,29 @@ def test_bad_arguments_are_named(kuhn):
         learner.best_response(0, [None, "random"])
     with pytest.raises(ValueError, match="budget must be a positive int"):
         learner.best_response(0, [None, rand], budget=0)
+
+
+def test_dqn_behaviour_policy_rebuilds_in_a_fresh_process(tmp_path):
+    """Ray workers rebuild policies from (arrays, meta) in a process that never imported the learners."""
+    import json
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    from pbmarl.learners.nets import EpsilonGreedy
+
+    game = pb.load_game("kuhn_poker")
+    policy = EpsilonGreedy(game, hidden=(8,), epsilon=0.2)
+    np.savez(tmp_path / "a.npz", **policy.arrays())
+    (tmp_path / "m.json").write_text(json.dumps(policy.meta()))
+    load = (
+        "import json, numpy as np, pbmarl as pb\n"
+        "from pbmarl.policies import new_policy_from_state\n"
+        f"arrays = dict(np.load({str(tmp_path / 'a.npz')!r})); meta = json.load(open({str(tmp_path / 'm.json')!r}))\n"
+        "pi = new_policy_from_state(pb.load_game('kuhn_poker'), arrays, meta)\n"
+        "print(type(pi).__name__, pi.epsilon)\n"
+    )
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])}
+    out = subprocess.run([sys.executable, "-c", load], check=True, env=env, capture_output=True, text=True)
+    assert out.stdout.split() == ["EpsilonGreedy", "0.2"]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import abc
+import importlib
 from typing import Any, ClassVar, Sequence
 
 import numpy as np
@@ -144,10 +145,11 @@ def new_policy_from_state(game: Game, arrays: dict[str, np.ndarray], meta: dict[
     kind = meta.get("kind")
     cls = POLICY_KINDS.get(str(kind))
     if cls is None:
-        if kind == "mlp":  # registered on import of the torch module
-            import pbmarl.policies.neural  # noqa: F401
-
-            cls = POLICY_KINDS.get("mlp")
+        # torch-backed kinds register themselves when their module is imported
+        module = {"mlp": "pbmarl.policies.neural", "epsilon_greedy_q": "pbmarl.learners.nets"}.get(str(kind))
+        if module is not None:
+            importlib.import_module(module)
+            cls = POLICY_KINDS.get(str(kind))
         if cls is None:
             raise ValueError(f"unknown policy kind {kind!r}; known kinds: {sorted(POLICY_KINDS)}")
     if meta.get("game") not in (None, game.name):
