@@ -21,7 +21,7 @@ import argparse
 import os
 import sys
 import time
-from typing import Callable
+from collections.abc import Callable
 
 import numpy as np
 
@@ -122,7 +122,7 @@ def main() -> None:
         def fill(table: pb.PayoffTable) -> None:
             pb.ExactEvaluator(game).fill(table)
 
-        ours = best_of(fill, repeats, setup=lambda: pb.PayoffTable(pop))
+        ours = best_of(fill, repeats, setup=lambda pop=pop: pb.PayoffTable(pop))
         row(f"fill {n}x{n} payoff table", ours, per_cell * n * n,
             f"(OpenSpiel est.: {fmt_s(per_cell)}/cell x {n * n:,} cells, timed on {len(cells)} cells)")
 

@@ -7,8 +7,9 @@ import os
 import re
 import sys
 import time
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 ORACLES = ("exact", "dqn", "ppo", "a2c")
 SOLVERS = ("nash", "uniform", "last", "prd", "rm", "alpharank", "rectified_nash")

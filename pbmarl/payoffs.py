@@ -8,8 +8,9 @@ the standard error) and whether the cell is exact. NaN marks never-evaluated cel
 from __future__ import annotations
 
 import os
+from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Sequence
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
@@ -37,7 +38,7 @@ class PayoffTable:
         >>> table.to_frame(); table.matrix(player=0); table.style()
     """
 
-    def __init__(self, population: "Population | None" = None, *, num_players: int | None = None) -> None:
+    def __init__(self, population: Population | None = None, *, num_players: int | None = None) -> None:
         self.population = population
         if population is not None:
             num_players = population.num_players
@@ -53,7 +54,7 @@ class PayoffTable:
         self.sync()
 
     @classmethod
-    def from_array(cls, payoffs: Any, *, ids: Sequence[Sequence[str]] | None = None) -> "PayoffTable":
+    def from_array(cls, payoffs: Any, *, ids: Sequence[Sequence[str]] | None = None) -> PayoffTable:
         """An exact, free-standing table from ``(n1, ..., nk, k)`` payoffs or one zero-sum 2-D matrix."""
         array = np.asarray(payoffs, dtype=float)
         if array.ndim == 2:
@@ -74,7 +75,7 @@ class PayoffTable:
         return table
 
     # -- shape ----------------------------------------------------------------
-    def sync(self) -> "PayoffTable":
+    def sync(self) -> PayoffTable:
         """Grow to the bound population's sizes (done automatically on every read)."""
         if self.population is not None:
             sizes = self.population.sizes
@@ -253,7 +254,7 @@ class PayoffTable:
                           columns=pd.Index(self._ids[1], name="player_1"))
         return df
 
-    def style(self, player: int = 0, *, cmap: str = "RdBu", precision: int = 3) -> "Styler":
+    def style(self, player: int = 0, *, cmap: str = "RdBu", precision: int = 3) -> Styler:
         """A heatmap of `player`'s payoffs; sampled cells read ``mean ± stderr``."""
         numeric = self.matrix(player)
         se = self.stderr[..., player]
@@ -289,7 +290,7 @@ class PayoffTable:
         return write_npz(path, arrays)
 
     @classmethod
-    def load(cls, path: str | os.PathLike[str], population: "Population | None" = None) -> "PayoffTable":
+    def load(cls, path: str | os.PathLike[str], population: Population | None = None) -> PayoffTable:
         """Read a table written by `save`; bound to `population` if given (whose ids must extend the table's)."""
         data = read_npz(path)
         k = data["count"].ndim

@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterator, Sequence
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -143,7 +144,7 @@ class Population:
     @classmethod
     def load(
         cls, path: str | os.PathLike[str], game: Game | None = None, *, sizes: Sequence[int] | None = None
-    ) -> "Population":
+    ) -> Population:
         """Read a population written by `save`; policies are rebuilt without executing code.
 
         `sizes` keeps only the first ``sizes[p]`` members of each player (a run resuming

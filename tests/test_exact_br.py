@@ -8,13 +8,12 @@ import numpy as np
 import pytest
 from open_spiel.python import policy as osp
 from open_spiel.python.algorithms import best_response, policy_aggregator
+from openspiel_refs import GOOF3, KUHN, KUHN3, LEDUC, openspiel_value, to_openspiel
 
 import pbmarl as pb
 from pbmarl.evaluation.engine import best_response_values, opponent_reach
 from pbmarl.evaluation.realization import realization_plans, terminal_reach
 from pbmarl.games.tree import GameTree, PlayerInfosets
-
-from openspiel_refs import GOOF3, KUHN, KUHN3, LEDUC, openspiel_value, to_openspiel
 
 
 def openspiel_br_value(game: pb.Game, player: int, joint: osp.Policy) -> float:

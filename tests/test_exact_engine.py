@@ -7,15 +7,15 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from open_spiel.python import policy as osp
-from open_spiel.python.algorithms import policy_aggregator
 from open_spiel.python.algorithms import exploitability as os_exploitability
+from open_spiel.python.algorithms import policy_aggregator
+from openspiel_refs import GOOF3, KUHN, KUHN3, LEDUC, openspiel_value, to_openspiel
 
 import pbmarl as pb
 from pbmarl.evaluation.engine import expected_payoffs, payoffs_where
 from pbmarl.evaluation.realization import policy_tables, realization_plans, terminal_reach
 from pbmarl.policies.base import Policy
 
-from openspiel_refs import GOOF3, KUHN, KUHN3, LEDUC, openspiel_value, to_openspiel
 GAMES = [KUHN, LEDUC, KUHN3, GOOF3, "matrix_rps"]
 
 

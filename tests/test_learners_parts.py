@@ -11,7 +11,7 @@ import torch
 import pbmarl as pb
 from pbmarl.learners import A2CConfig, DQNConfig, PPOConfig, make_learner
 from pbmarl.learners.buffers import PrioritizedReplayBuffer, ReplayBuffer
-from pbmarl.learners.nets import EpsilonGreedy, tempered_policy, masked_max_q, seeded
+from pbmarl.learners.nets import EpsilonGreedy, masked_max_q, seeded, tempered_policy
 from pbmarl.learners.returns import discounted_returns, gae, learner_returns
 from pbmarl.policies.neural import build_mlp
 from pbmarl.rollout.trajectories import Trajectories

@@ -72,7 +72,8 @@ def test_prd_drops_dominated_members_to_the_floor() -> None:
     U = np.random.default_rng(1).normal(size=(4, 3, 2))
     U[0, :, 0] = U[1:, :, 0].max() + 1  # member 0 strictly dominates for the row player
     last = None
-    for _, last in zip(range(3000), projected_replicator_dynamics(U, gamma=1e-4)):
+    for _, last in zip(  # noqa: B007 (the last iterate is kept)
+           range(3000), projected_replicator_dynamics(U, gamma=1e-4)):
         pass
     assert last is not None
     assert last[0][0] == pytest.approx(1 - 3e-4, abs=1e-6)

@@ -53,7 +53,7 @@ def _evaluator_spec(evaluator: Any) -> dict[str, Any]:
     return {"kind": type(evaluator).__name__}
 
 
-def save_run(run: "PSRO", folder: Path) -> Path:
+def save_run(run: PSRO, folder: Path) -> Path:
     """Write `run` into `folder`; see the module doc for the layout and the write order."""
     ensure_writable_folder(folder, what="run folder")
     iteration = run.iteration
@@ -100,7 +100,7 @@ def _remove_stale(folder: Path, keep: set[str | None]) -> None:
                 path.unlink(missing_ok=True)
 
 
-def load_run(cls: type["PSRO"], folder: Path, **overrides: Any) -> "PSRO":
+def load_run(cls: type[PSRO], folder: Path, **overrides: Any) -> PSRO:
     """Rebuild a run from `folder` at its last completed iteration.
 
     `overrides` replace saved options (e.g. ``learner=``, ``evaluator=``, ``save_dir=``,

@@ -12,8 +12,9 @@ from __future__ import annotations
 
 import os
 import time
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
-from typing import Any, Callable, Iterator, Sequence
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -142,7 +143,7 @@ class PSRO:
         opponents = self.population.mixture(self.meta_strategy)
         targets = self._oracle_targets(opponents)
         new_policies: list[tuple[int, Policy, float]] = []
-        for player, opps, label in targets:
+        for player, opps, _label in targets:
             policy, value = self._best_response(player, opps)
             new_policies.append((player, policy, value))
         ids = []
@@ -295,7 +296,7 @@ class PSRO:
         return save_run(self, Path(path))
 
     @classmethod
-    def load(cls, path: str | os.PathLike[str], **overrides: Any) -> "PSRO":
+    def load(cls, path: str | os.PathLike[str], **overrides: Any) -> PSRO:
         """Resume a run saved by `save` from its last completed iteration."""
         from pbmarl.algorithms.checkpoint import load_run
 

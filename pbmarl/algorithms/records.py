@@ -77,7 +77,7 @@ class IterationRecord:
         }
 
     @classmethod
-    def from_json(cls, data: dict[str, Any]) -> "IterationRecord":
+    def from_json(cls, data: dict[str, Any]) -> IterationRecord:
         return cls(
             iteration=int(data["iteration"]), sizes=tuple(data["sizes"]),
             meta_strategy=tuple(tuple(float(x) for x in d) for d in data["meta_strategy"]),

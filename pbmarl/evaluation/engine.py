@@ -14,7 +14,8 @@ Example:
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Sequence
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -28,17 +29,17 @@ _CHUNK_FLOATS = 1 << 22
 TIE_TOL = 1e-12
 
 
-def terminal_weights(tree: "GameTree") -> np.ndarray:
+def terminal_weights(tree: GameTree) -> np.ndarray:
     """``chance_reach[z] * returns[z, k]``: ``[Z, P]``."""
     return tree.chance_reach[:, None] * tree.returns
 
 
-def _zero_sum(tree: "GameTree") -> bool:
+def _zero_sum(tree: GameTree) -> bool:
     """Whether the returns of every terminal sum to exactly zero (then one payoff needs no product)."""
     return bool(np.all(tree.returns.sum(axis=1) == 0.0))
 
 
-def _check_reaches(tree: "GameTree", reaches: Sequence[np.ndarray], ndim: int) -> list[np.ndarray]:
+def _check_reaches(tree: GameTree, reaches: Sequence[np.ndarray], ndim: int) -> list[np.ndarray]:
     if len(reaches) != tree.num_players:
         raise ValueError(f"expected terminal reach for {tree.num_players} players, got {len(reaches)}")
     out = []
@@ -52,7 +53,7 @@ def _check_reaches(tree: "GameTree", reaches: Sequence[np.ndarray], ndim: int) -
     return out
 
 
-def expected_payoffs(tree: "GameTree", reaches: Sequence[np.ndarray]) -> np.ndarray:
+def expected_payoffs(tree: GameTree, reaches: Sequence[np.ndarray]) -> np.ndarray:
     """Payoffs of every profile: ``[n_0, ..., n_{P-1}, P]`` from ``reaches[p]`` of shape ``[n_p, Z]``.
 
     Two players: ``U[:, :, k] = (R_0 * w_k) @ R_1.T`` with ``w_k = chance * returns[:, k]``
@@ -95,7 +96,7 @@ def expected_payoffs(tree: "GameTree", reaches: Sequence[np.ndarray]) -> np.ndar
     return out.reshape(sizes + (P,))
 
 
-def cell_payoffs(tree: "GameTree", reaches: Sequence[np.ndarray], cells: np.ndarray) -> np.ndarray:
+def cell_payoffs(tree: GameTree, reaches: Sequence[np.ndarray], cells: np.ndarray) -> np.ndarray:
     """Payoffs ``[m, P]`` of the `m` profiles ``cells`` (``[m, P]`` member indices), chunked."""
     R = _check_reaches(tree, reaches, 2)
     cells = np.asarray(cells, dtype=np.int64).reshape(-1, tree.num_players)
@@ -111,7 +112,7 @@ def cell_payoffs(tree: "GameTree", reaches: Sequence[np.ndarray], cells: np.ndar
     return out
 
 
-def payoffs_where(tree: "GameTree", reaches: Sequence[np.ndarray], mask: np.ndarray) -> np.ndarray:
+def payoffs_where(tree: GameTree, reaches: Sequence[np.ndarray], mask: np.ndarray) -> np.ndarray:
     """Payoffs of the profiles where `mask` (``[n_0, ..., n_{P-1}]`` bool) is True; NaN elsewhere.
 
     Works in blocks: for each player, the members whose whole slice is masked (a
@@ -154,7 +155,7 @@ def payoffs_where(tree: "GameTree", reaches: Sequence[np.ndarray], mask: np.ndar
     return out
 
 
-def profile_values(tree: "GameTree", reach: Sequence[np.ndarray]) -> np.ndarray:
+def profile_values(tree: GameTree, reach: Sequence[np.ndarray]) -> np.ndarray:
     """Expected returns ``[P]`` of one profile given each player's terminal reach ``[Z]``."""
     r = _check_reaches(tree, reach, 1)
     prod = tree.chance_reach.copy()
@@ -163,7 +164,7 @@ def profile_values(tree: "GameTree", reach: Sequence[np.ndarray]) -> np.ndarray:
     return prod @ tree.returns
 
 
-def opponent_reach(tree: "GameTree", player: int, reach: Sequence[np.ndarray | None]) -> np.ndarray:
+def opponent_reach(tree: GameTree, player: int, reach: Sequence[np.ndarray | None]) -> np.ndarray:
     """``chance_reach * prod_{q != player} reach[q]``: ``[Z]``; ``reach[player]`` is ignored (may be None)."""
     if len(reach) != tree.num_players:
         raise ValueError(f"expected terminal reach for {tree.num_players} players, got {len(reach)}")
@@ -178,7 +179,7 @@ def opponent_reach(tree: "GameTree", player: int, reach: Sequence[np.ndarray | N
     return out
 
 
-def best_response_values(tree: "GameTree", player: int, opp_reach_terminal: np.ndarray) -> tuple[float, np.ndarray]:
+def best_response_values(tree: GameTree, player: int, opp_reach_terminal: np.ndarray) -> tuple[float, np.ndarray]:
     """Best-response value and a pure best response of `player` against fixed opponents.
 
     Args:
@@ -215,7 +216,7 @@ def best_response_values(tree: "GameTree", player: int, opp_reach_terminal: np.n
     return float(seq_value[0]), br
 
 
-def nash_conv(tree: "GameTree", reach: Sequence[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+def nash_conv(tree: GameTree, reach: Sequence[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
     """Best-response values ``[P]`` and on-profile values ``[P]`` of a profile of (mixed) strategies.
 
     NashConv is ``(br_values - values).sum()``.

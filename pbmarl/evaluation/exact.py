@@ -14,8 +14,9 @@ Example:
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Sequence
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -126,7 +127,7 @@ class ExactEvaluator:
         if not isinstance(game, Game):
             raise TypeError(f"expected a pbmarl Game, got {type(game).__name__}: {game!r}")
         self.game = game
-        self.tree: "GameTree" = game.tree(max_nodes=max_nodes)
+        self.tree: GameTree = game.tree(max_nodes=max_nodes)
         # per player: id(policy) -> (policy, version, plan); the policy is kept so its id stays unique
         self._cache: list[dict[int, tuple[Policy, int, np.ndarray]]] = [{} for _ in range(game.num_players)]
         self.plans_computed = 0
@@ -178,7 +179,7 @@ class ExactEvaluator:
         sizes = tuple(len(r) for r in R)
         return payoffs_where(self.tree, R, np.ones(sizes, bool) if mask is None else mask)
 
-    def fill(self, table: "PayoffTable") -> int:
+    def fill(self, table: PayoffTable) -> int:
         """Set every never-evaluated cell of `table` to its exact payoffs; returns how many were set.
 
         Only the missing cells are computed; cells already holding data are left as

@@ -9,7 +9,8 @@ exact engine instead of a tree walk per policy.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Sequence
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -36,7 +37,7 @@ def to_openspiel_policy(
     sigma: Any = None,
     *,
     evaluator: ExactEvaluator | None = None,
-) -> "OpenSpielTabularPolicy":
+) -> OpenSpielTabularPolicy:
     """An `open_spiel.python.policy.TabularPolicy` playing the meta-strategy mixture.
 
     Args:

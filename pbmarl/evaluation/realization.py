@@ -20,7 +20,8 @@ Example:
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Sequence, overload
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, overload
 
 import numpy as np
 
@@ -30,7 +31,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from pbmarl.games.tree import GameTree, PlayerInfosets
 
 
-def _check_player(tree: "GameTree", player: int) -> int:
+def _check_player(tree: GameTree, player: int) -> int:
     if isinstance(player, (bool, np.bool_)) or not isinstance(player, (int, np.integer)):
         raise TypeError(f"player must be an int in 0..{tree.num_players - 1}, got {player!r}")
     if not 0 <= player < tree.num_players:
@@ -38,7 +39,7 @@ def _check_player(tree: "GameTree", player: int) -> int:
     return int(player)
 
 
-def _one_table(policy: Policy, tree: "GameTree", player: int) -> np.ndarray:
+def _one_table(policy: Policy, tree: GameTree, player: int) -> np.ndarray:
     if not isinstance(policy, Policy):
         raise TypeError(
             f"expected a pbmarl Policy, got {type(policy).__name__}: {policy!r} "
@@ -54,12 +55,12 @@ def _one_table(policy: Policy, tree: "GameTree", player: int) -> np.ndarray:
 
 
 @overload
-def policy_tables(policy: Policy, tree: "GameTree", player: int) -> np.ndarray: ...
+def policy_tables(policy: Policy, tree: GameTree, player: int) -> np.ndarray: ...
 @overload
-def policy_tables(policy: Sequence[Policy], tree: "GameTree", player: int) -> np.ndarray: ...
+def policy_tables(policy: Sequence[Policy], tree: GameTree, player: int) -> np.ndarray: ...
 
 
-def policy_tables(policy: Policy | Sequence[Policy], tree: "GameTree", player: int) -> np.ndarray:
+def policy_tables(policy: Policy | Sequence[Policy], tree: GameTree, player: int) -> np.ndarray:
     """Behaviour table(s) of `player` over all of its information states.
 
     One batched `action_probabilities` call per policy, over every information
@@ -79,7 +80,7 @@ def policy_tables(policy: Policy | Sequence[Policy], tree: "GameTree", player: i
     return np.stack([_one_table(p, tree, player) for p in policies])
 
 
-def realization_plans(tables: np.ndarray, infosets: "PlayerInfosets", num_actions: int) -> np.ndarray:
+def realization_plans(tables: np.ndarray, infosets: PlayerInfosets, num_actions: int) -> np.ndarray:
     """Realisation plans ``[n, 1 + S*A]`` of behaviour tables ``[n, S, A]`` (or one ``[S, A]``).
 
     Computed level by level (information sets grouped by the player's own depth),
@@ -103,7 +104,7 @@ def realization_plans(tables: np.ndarray, infosets: "PlayerInfosets", num_action
     return plans[0] if single else plans
 
 
-def terminal_reach(plans: np.ndarray, tree: "GameTree", player: int) -> np.ndarray:
+def terminal_reach(plans: np.ndarray, tree: GameTree, player: int) -> np.ndarray:
     """Each plan's probability of its own actions on the path to each terminal: ``[n, Z]`` (or ``[Z]``)."""
     player = _check_player(tree, player)
     plans = np.asarray(plans, dtype=float)
@@ -122,7 +123,7 @@ def mixture_reach(weights: np.ndarray, reach: np.ndarray) -> np.ndarray:
     return w @ r
 
 
-def behaviour_from_plan(plan: np.ndarray, infosets: "PlayerInfosets", num_actions: int) -> np.ndarray:
+def behaviour_from_plan(plan: np.ndarray, infosets: PlayerInfosets, num_actions: int) -> np.ndarray:
     """The behaviour table ``[S, A]`` realisation-equivalent to `plan` ``[1 + S*A]``.
 
     ``pi(a | I) = x(I, a) / x(parent_seq(I))``; uniform over the legal actions where

@@ -8,8 +8,9 @@ adapter whose states support it.
 from __future__ import annotations
 
 import abc
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Protocol, Sequence
+from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 
@@ -35,7 +36,7 @@ class State(Protocol):
     def apply_actions(self, actions: list[int]) -> None: ...
     def rewards(self) -> list[float]: ...
     def returns(self) -> list[float]: ...
-    def clone(self) -> "State": ...
+    def clone(self) -> State: ...
 
 
 class Game(abc.ABC):
@@ -74,7 +75,7 @@ class Game(abc.ABC):
         """Whether the game tree can be walked (needed for tabular policies and the exact engine)."""
         return True
 
-    def tree(self, *, max_nodes: int = 5_000_000) -> "GameTree":
+    def tree(self, *, max_nodes: int = 5_000_000) -> GameTree:
         """The whole game tree as flat arrays, built once and cached."""
         cached = getattr(self, "_tree_cache", None)
         if cached is None:
@@ -94,7 +95,7 @@ class Game(abc.ABC):
         mask[state.legal_actions(player)] = True
         return mask
 
-    def vec_env(self, num_envs: int, *, seed: int | np.random.Generator | None = None) -> "VecEnv":
+    def vec_env(self, num_envs: int, *, seed: int | np.random.Generator | None = None) -> VecEnv:
         """`num_envs` game instances stepped together; see `VecEnv`."""
         return VecEnv(self, num_envs, seed=seed)
 

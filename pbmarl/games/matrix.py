@@ -81,7 +81,7 @@ class MatrixGame(Game):
         self.turn_based = False
         self.zero_sum = bool(np.allclose(self.payoffs.sum(axis=-1), 0.0))
 
-    def new_initial_state(self) -> "MatrixState":
+    def new_initial_state(self) -> MatrixState:
         return MatrixState(self)
 
     def observation(self, state: Any, player: int) -> np.ndarray:
@@ -141,7 +141,7 @@ class MatrixState:
     def rewards(self) -> list[float]:
         return self.returns()
 
-    def clone(self) -> "MatrixState":
+    def clone(self) -> MatrixState:
         copy = MatrixState(self.game)
         copy.joint = self.joint
         return copy

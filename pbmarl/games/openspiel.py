@@ -14,7 +14,7 @@ class OpenSpielGame(Game):
     them (observation tensors otherwise); info keys are its information-state strings.
     """
 
-    def __init__(self, name: str, pyspiel_game: "object") -> None:
+    def __init__(self, name: str, pyspiel_game: object) -> None:
         import pyspiel
 
         self.name = name

@@ -22,8 +22,9 @@ import ast
 import difflib
 import importlib
 import pkgutil
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 
@@ -104,7 +105,7 @@ def _canonical(name: str) -> str:
     return f"{head}_v{version}" if sep and version.isdigit() else short
 
 
-def load_pettingzoo(name: str, *, api: str = "auto", **env_kwargs: Any) -> "PettingZooGame":
+def load_pettingzoo(name: str, *, api: str = "auto", **env_kwargs: Any) -> PettingZooGame:
     """Load a PettingZoo environment as a `Game`; keywords go to the environment's constructor.
 
     Names follow the environment modules (``"connect_four_v3"``, ``"simple_push_v3"``);
@@ -187,7 +188,7 @@ class PettingZooGame(Game):
     def enumerable(self) -> bool:
         return False
 
-    def new_initial_state(self, *, seed: int | None = None) -> "PettingZooState":
+    def new_initial_state(self, *, seed: int | None = None) -> PettingZooState:
         """A fresh episode; `seed` seeds the environment's own randomness."""
         env = self._free.pop() if self._free else self._factory(**self.env_kwargs)
         return PettingZooState(self, env, seed)
@@ -388,7 +389,7 @@ class PettingZooState:
     def returns(self) -> list[float]:
         return self._returns.tolist()
 
-    def clone(self) -> "PettingZooState":
+    def clone(self) -> PettingZooState:
         raise NotImplementedError(
             f"PettingZoo states of {self.game.name!r} cannot be cloned (an environment's internal "
             "state cannot be copied); use the rollout runner, which never clones"

@@ -61,7 +61,7 @@ class GameTree:
 
 
 class _Builder:
-    def __init__(self, game: "Game") -> None:
+    def __init__(self, game: Game) -> None:
         self.game = game
         P = game.num_players
         self.keys: list[list[str]] = [[] for _ in range(P)]
@@ -112,7 +112,7 @@ def _child(state: object, action: int) -> object:
     return child
 
 
-def estimate_tree_size(game: "Game", *, probes: int = 64, seed: int = 0) -> float:
+def estimate_tree_size(game: Game, *, probes: int = 64, seed: int = 0) -> float:
     """Knuth's unbiased estimate of the number of histories: mean over random paths of the
     summed products of branching factors along the path. Cheap: `probes` random playouts."""
     rng = np.random.default_rng(seed)
@@ -137,7 +137,7 @@ def estimate_tree_size(game: "Game", *, probes: int = 64, seed: int = 0) -> floa
     return total / probes
 
 
-def build_tree(game: "Game", *, max_nodes: int = 5_000_000) -> GameTree:
+def build_tree(game: Game, *, max_nodes: int = 5_000_000) -> GameTree:
     """Walk the whole tree of `game` once; raise if it has more than `max_nodes` histories.
 
     A cheap estimate of the tree size is made first, so a game far too large fails in

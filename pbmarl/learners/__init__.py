@@ -14,7 +14,7 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
-from pbmarl.learners.exact import ExactBestResponse
+from pbmarl.learners.exact import ExactBestResponse as ExactBestResponse
 
 #: public name -> module that defines it (loaded lazily)
 _LAZY: dict[str, str] = {

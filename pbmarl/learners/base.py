@@ -21,9 +21,10 @@ import abc
 import dataclasses
 import math
 import time
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, ClassVar, Iterator, Sequence
+from typing import Any, ClassVar
 
 import numpy as np
 import pandas as pd
@@ -425,7 +426,7 @@ class Learner(abc.ABC):
 
         return save_learner(self, Path(folder))
 
-    def load(self, folder: str | Path) -> "Learner":
+    def load(self, folder: str | Path) -> Learner:
         """Restore the state written by `save` into this learner (built from the same spec); returns self."""
         from pbmarl.learners.registry import load_learner_state
 

@@ -32,10 +32,28 @@ import torch
 import torch.nn.functional as F
 
 from pbmarl.learners.base import (
-    FLAG, NON_NEGATIVE_INT, POSITIVE, POSITIVE_INT, UNIT, Learner, LearnerConfig, Rule, StepRecord, Task,
+    FLAG,
+    NON_NEGATIVE_INT,
+    POSITIVE,
+    POSITIVE_INT,
+    UNIT,
+    Learner,
+    LearnerConfig,
+    Rule,
+    StepRecord,
+    Task,
 )
 from pbmarl.learners.buffers import PrioritizedReplayBuffer, ReplayBuffer
-from pbmarl.learners.nets import EpsilonGreedy, adam, build_mlp, masked_max_q, obs_dim, seeded, tempered_policy, to_tensor
+from pbmarl.learners.nets import (
+    EpsilonGreedy,
+    adam,
+    build_mlp,
+    masked_max_q,
+    obs_dim,
+    seeded,
+    tempered_policy,
+    to_tensor,
+)
 from pbmarl.policies.neural import MLPPolicy
 from pbmarl.rollout.trajectories import Trajectories
 

@@ -12,7 +12,8 @@ Example:
 
 from __future__ import annotations
 
-from typing import ClassVar, Sequence
+from collections.abc import Sequence
+from typing import ClassVar
 
 from pbmarl.evaluation.exact import ExactEvaluator, Strategy
 from pbmarl.games.base import Game

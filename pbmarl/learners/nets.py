@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import contextlib
 import copy
-from typing import Any, Callable, Iterator, Sequence, TypeVar
+from collections.abc import Callable, Iterator, Sequence
+from typing import Any, TypeVar
 
 import numpy as np
 import torch
@@ -135,7 +136,7 @@ class EpsilonGreedy(Policy):
         return {**super().meta(), "hidden": list(self.hidden), "epsilon": self.epsilon}
 
     @classmethod
-    def from_state(cls, game: Game, arrays: dict[str, np.ndarray], meta: dict[str, Any]) -> "EpsilonGreedy":
+    def from_state(cls, game: Game, arrays: dict[str, np.ndarray], meta: dict[str, Any]) -> EpsilonGreedy:
         policy = cls(game, hidden=meta["hidden"], epsilon=meta["epsilon"])
         policy.q_net.load_state_dict({k: torch.as_tensor(np.array(v)) for k, v in arrays.items()})
         policy.version = int(meta.get("version", 0))

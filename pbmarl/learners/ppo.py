@@ -30,13 +30,21 @@ import numpy as np
 import torch
 
 from pbmarl.learners.base import (
-    FLAG, NON_NEGATIVE, POSITIVE, POSITIVE_INT, UNIT, Learner, LearnerConfig, Rule, StepRecord, Task,
+    FLAG,
+    NON_NEGATIVE,
+    POSITIVE,
+    POSITIVE_INT,
+    UNIT,
+    Learner,
+    LearnerConfig,
+    Rule,
+    StepRecord,
+    Task,
 )
 from pbmarl.learners.nets import adam, build_mlp, masked_logits, obs_dim, seeded, tempered_policy, to_tensor
 from pbmarl.learners.returns import gae
 from pbmarl.policies.neural import MLPPolicy
 from pbmarl.rollout.trajectories import Trajectories
-
 
 #: checks of the fields PPO and A2C share
 ACTOR_CRITIC_CHECKS: dict[str, Rule] = {
@@ -112,7 +120,7 @@ class RolloutBatch:
     def __len__(self) -> int:
         return len(self.action)
 
-    def take(self, index: np.ndarray) -> "RolloutBatch":
+    def take(self, index: np.ndarray) -> RolloutBatch:
         i = torch.as_tensor(index)
         return RolloutBatch(*(getattr(self, f)[i] for f in self.__dataclass_fields__))
 

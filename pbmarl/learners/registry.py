@@ -19,8 +19,9 @@ from __future__ import annotations
 import dataclasses
 import difflib
 import os
+from collections.abc import Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Mapping
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -84,15 +85,15 @@ def make_learner(game: Game, spec: str | Mapping[str, Any]) -> Any:
     return cls(game, seed=seed, **{**config, **options})
 
 
-def load_learner(game: Game, folder: str | os.PathLike[str]) -> "Learner":
+def load_learner(game: Game, folder: str | os.PathLike[str]) -> Learner:
     """Rebuild a learner saved with `Learner.save`, state included."""
     data = _read(Path(folder))
     learner = make_learner(game, data["spec"])
     return learner.load(folder)  # type: ignore[no-any-return]
 
 
-def make_config(cls: type["LearnerConfig"], config: "LearnerConfig | None", options: dict[str, Any], *,
-                owner: str) -> "LearnerConfig":
+def make_config(cls: type[LearnerConfig], config: LearnerConfig | None, options: dict[str, Any], *,
+                owner: str) -> LearnerConfig:
     """`config` (default ``cls()``) with keyword `options` replacing its fields.
 
     Unknown options raise TypeError listing the valid ones; bad values raise
@@ -110,7 +111,7 @@ def make_config(cls: type["LearnerConfig"], config: "LearnerConfig | None", opti
     return dataclasses.replace(config, **options) if options else config
 
 
-def config_to_json(config: "LearnerConfig") -> dict[str, Any]:
+def config_to_json(config: LearnerConfig) -> dict[str, Any]:
     """The config as a JSON-able dict (tuples become lists); `make_config` reads it back."""
     return {k: list(v) if isinstance(v, tuple) else v for k, v in dataclasses.asdict(config).items()}
 
@@ -122,7 +123,7 @@ def _torch_save_atomic(obj: Any, path: Path) -> None:
     write_atomic(path, lambda fh: torch.save(obj, fh))
 
 
-def save_learner(learner: "Learner", folder: Path) -> Path:
+def save_learner(learner: Learner, folder: Path) -> Path:
     """Write `learner` into `folder`; see the module doc for the layout."""
     folder.mkdir(parents=True, exist_ok=True)
     state: dict[str, Any] = {"warm": {str(p): sd for p, sd in learner._warm.items()}}
@@ -168,7 +169,7 @@ def _read(folder: Path) -> dict[str, Any]:
     return data  # type: ignore[no-any-return]
 
 
-def load_learner_state(learner: "Learner", folder: Path) -> None:
+def load_learner_state(learner: Learner, folder: Path) -> None:
     """Restore into `learner` what `save_learner` wrote (see `Learner.load`)."""
     import torch
 

@@ -6,7 +6,14 @@ only loaded when a neural policy is used.
 
 from typing import Any
 
-from pbmarl.policies.base import POLICY_KINDS, Policy, check_policy, masked_normalize, new_policy_from_state, sample_actions
+from pbmarl.policies.base import (
+    POLICY_KINDS,
+    Policy,
+    check_policy,
+    masked_normalize,
+    new_policy_from_state,
+    sample_actions,
+)
 from pbmarl.policies.mixture import Mixture, check_distribution
 from pbmarl.policies.simple import FixedPolicy, RandomPolicy
 from pbmarl.policies.tabular import TabularPolicy

@@ -4,14 +4,15 @@ from __future__ import annotations
 
 import abc
 import importlib
-from typing import Any, ClassVar, Sequence
+from collections.abc import Sequence
+from typing import Any, ClassVar
 
 import numpy as np
 
 from pbmarl.games.base import Game, as_rng
 
 #: kind name -> Policy subclass, filled by `Policy.__init_subclass__`; used to load policies back.
-POLICY_KINDS: dict[str, type["Policy"]] = {}
+POLICY_KINDS: dict[str, type[Policy]] = {}
 
 
 class Policy(abc.ABC):
@@ -86,7 +87,7 @@ class Policy(abc.ABC):
         return {"kind": self.kind, "game": self.game_name, "version": self.version}
 
     @classmethod
-    def from_state(cls, game: Game, arrays: dict[str, np.ndarray], meta: dict[str, Any]) -> "Policy":
+    def from_state(cls, game: Game, arrays: dict[str, np.ndarray], meta: dict[str, Any]) -> Policy:
         """Rebuild from `arrays()` and `meta()`; the default suits policies without parameters."""
         policy = cls(game)  # type: ignore[call-arg]
         policy.version = int(meta.get("version", 0))
@@ -112,7 +113,7 @@ def sample_actions(probs: np.ndarray, rng: np.random.Generator) -> np.ndarray:
     return np.minimum((u >= cdf).sum(axis=1), probs.shape[1] - 1).astype(np.int64)
 
 
-def check_policy(policy: Any, game: Game) -> "Policy":
+def check_policy(policy: Any, game: Game) -> Policy:
     """Check that `policy` is a Policy for `game` and answers with the right shape.
 
     Raises TypeError/ValueError naming what is wrong; returns the policy.

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 import torch
@@ -63,7 +64,7 @@ class MLPPolicy(Policy):
         return {**super().meta(), "hidden": list(self.hidden)}
 
     @classmethod
-    def from_state(cls, game: Game, arrays: dict[str, np.ndarray], meta: dict[str, Any]) -> "MLPPolicy":
+    def from_state(cls, game: Game, arrays: dict[str, np.ndarray], meta: dict[str, Any]) -> MLPPolicy:
         policy = cls(game, hidden=meta["hidden"], seed=None)
         policy.net.load_state_dict({k: torch.as_tensor(np.array(v)) for k, v in arrays.items()})
         policy.version = int(meta.get("version", 0))

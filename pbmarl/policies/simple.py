@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 
@@ -43,7 +44,7 @@ class FixedPolicy(Policy):
         self.probs = np.clip(p, 0.0, None) / np.clip(p, 0.0, None).sum()
 
     @classmethod
-    def pure(cls, game: Game, action: int) -> "FixedPolicy":
+    def pure(cls, game: Game, action: int) -> FixedPolicy:
         """Always `action` (where legal)."""
         if not 0 <= int(action) < game.num_actions:
             raise ValueError(f"action {action} is out of range 0..{game.num_actions - 1} for {game.name!r}")
@@ -58,7 +59,7 @@ class FixedPolicy(Policy):
         return {"probs": self.probs}
 
     @classmethod
-    def from_state(cls, game: Game, arrays: dict[str, np.ndarray], meta: dict[str, Any]) -> "FixedPolicy":
+    def from_state(cls, game: Game, arrays: dict[str, np.ndarray], meta: dict[str, Any]) -> FixedPolicy:
         policy = cls(game, arrays["probs"])
         policy.version = int(meta.get("version", 0))
         return policy

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 
@@ -53,7 +54,7 @@ class TabularPolicy(Policy):
         self.table = table
 
     @classmethod
-    def random(cls, game: Game, seed: int | np.random.Generator | None = None, *, concentration: float = 1.0) -> "TabularPolicy":
+    def random(cls, game: Game, seed: int | np.random.Generator | None = None, *, concentration: float = 1.0) -> TabularPolicy:
         """Independent Dirichlet draws at every information state (over legal actions)."""
         policy = cls(game)
         rng = as_rng(seed)
@@ -90,7 +91,7 @@ class TabularPolicy(Policy):
         return {"table": self.table, "keys": np.asarray(self.keys, dtype=str)}
 
     @classmethod
-    def from_state(cls, game: Game, arrays: dict[str, np.ndarray], meta: dict[str, Any]) -> "TabularPolicy":
+    def from_state(cls, game: Game, arrays: dict[str, np.ndarray], meta: dict[str, Any]) -> TabularPolicy:
         policy = cls(game, table=np.array(arrays["table"]), keys=[str(k) for k in arrays["keys"]])
         policy.version = int(meta.get("version", 0))
         return policy

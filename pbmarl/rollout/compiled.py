@@ -63,7 +63,7 @@ class CompiledTree:
         return bool(np.any(self.kind == SIMULTANEOUS_NODE))
 
 
-_CACHE: "weakref.WeakKeyDictionary[Game, CompiledTree | NotCompilable]" = weakref.WeakKeyDictionary()
+_CACHE: weakref.WeakKeyDictionary[Game, CompiledTree | NotCompilable] = weakref.WeakKeyDictionary()
 
 
 def compiled_tree(game: Game, *, max_nodes: int = DEFAULT_MAX_NODES) -> CompiledTree:

@@ -13,7 +13,8 @@ from __future__ import annotations
 import itertools
 import time
 import weakref
-from typing import Any, Callable, Sequence
+from collections.abc import Callable, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -95,7 +96,7 @@ class RolloutPool:
                       "unit_episodes": self.unit_episodes, "unit_steps": self.unit_steps, "worker_cpus": worker_cpus}
         self._seeds = np.random.SeedSequence(seed)
         self._calls = 0
-        self._tokens: "weakref.WeakKeyDictionary[Policy, str]" = weakref.WeakKeyDictionary()
+        self._tokens: weakref.WeakKeyDictionary[Policy, str] = weakref.WeakKeyDictionary()
         self._next_token = itertools.count()
         self._backend: Any
         if backend == "local":
@@ -173,7 +174,7 @@ class RolloutPool:
                     units.append(WorkUnit((FILL, rounds) + cell + (j,), entropy, seats, episodes=n, call=call))
             unit_cell = {u.key: u.key[2:-1] for u in units}
             done = self._run(units, {self._token(pi): pi for pi in every}, progress, sum(plan.values()), "fill",
-                             stage_to=lambda r: stage.add(unit_cell[r.key], r.key, r.returns))
+                             stage_to=lambda r, cells=unit_cell: stage.add(cells[r.key], r.key, r.returns))
             total_episodes += sum(len(r.returns) for r in done.values())
             total_steps += sum(r.steps for r in done.values())
             rounds += 1
@@ -210,7 +211,7 @@ class RolloutPool:
             self._backend.close()
             self._backend = None
 
-    def __enter__(self) -> "RolloutPool":
+    def __enter__(self) -> RolloutPool:
         return self
 
     def __exit__(self, *exc: Any) -> None:

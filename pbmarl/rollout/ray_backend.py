@@ -17,7 +17,8 @@ import os
 import socket
 import time
 from collections import deque
-from typing import Any, Callable, Sequence
+from collections.abc import Callable, Sequence
+from typing import Any
 
 from pbmarl.games.base import Game
 from pbmarl.policies.base import Policy

@@ -30,7 +30,7 @@ class EvalResult:
     lengths: np.ndarray | None = None
 
     @classmethod
-    def from_returns(cls, returns: np.ndarray, lengths: np.ndarray, steps: int, seconds: float, *, keep: bool) -> "EvalResult":
+    def from_returns(cls, returns: np.ndarray, lengths: np.ndarray, steps: int, seconds: float, *, keep: bool) -> EvalResult:
         E = len(returns)
         mean = returns.mean(axis=0)
         stderr = returns.std(axis=0, ddof=1) / np.sqrt(E) if E >= 2 else np.full(returns.shape[1], np.nan)

@@ -19,8 +19,9 @@ outcomes, mixture members and actions from the caller's `rng`.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -40,7 +41,7 @@ class Seat:
     weights: np.ndarray
 
     @classmethod
-    def of(cls, entry: "Policy | Mixture | Seat") -> "Seat":
+    def of(cls, entry: Policy | Mixture | Seat) -> Seat:
         """A seat from a Policy, a Mixture or a Seat."""
         if isinstance(entry, Seat):
             return entry

@@ -9,7 +9,8 @@ policies: gather rows, compare against uniforms, index the children.
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 

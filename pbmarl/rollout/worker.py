@@ -9,7 +9,8 @@ backend may hand over the policy objects themselves.
 from __future__ import annotations
 
 import os
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 
