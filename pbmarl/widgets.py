@@ -14,6 +14,7 @@ Example:
 
 from __future__ import annotations
 
+import contextlib
 import html
 import io
 import time
@@ -25,6 +26,7 @@ from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 
+from pbmarl.fmt import fmt
 from pbmarl.plots import plot_exploitability, plot_meta_strategy_bars, plot_payoff_heatmap
 from pbmarl.plots._axes import blank_figure
 from pbmarl.plots.curves import Y_AXES
@@ -55,9 +57,16 @@ def _message(ax: Axes, text: str) -> None:
 class Dashboard:
     """A live view of a PSRO, `SelfPlay` or `FictitiousPlay` object, updated after every `step()`.
 
-    Shows a Step button, a Run button with the number of iterations (an IntText), the last
-    record, and one figure of three panels: the exploitability curve, the current payoff
-    table as a heatmap (two-player games) and the current meta-strategy as bars.
+    Shows a Step button, a Run button with the number of iterations (an IntText), the
+    iteration counter, a progress bar while it runs, the last record, and one figure of three
+    panels: the exploitability curve, the current payoff table as a heatmap (two-player games;
+    its numbers are written where they fit) and the current meta-strategy as bars. Below, a
+    collapsed "payoff table" section opens a `TableExplorer` to read any cell.
+
+    A click that fails shows a one-line error in the dashboard (the exception is kept in
+    `last_error`) and leaves the buttons usable; with PSRO's all-or-nothing steps the run is
+    then exactly as it was before the click. Whatever a step prints (a learner's progress bar,
+    say) appears inside the dashboard, under the controls.
 
     Args:
         psro: the loop to drive; anything with `step()`, `history`, `table` and `population`.
@@ -67,7 +76,7 @@ class Dashboard:
         player: whose payoffs the heatmap colours.
         log: logarithmic y axis for the curve (default: for exploitability and NashConv; the
             estimates can be 0 or negative).
-        progress: show a `tqdm.auto` progress bar during `run`.
+        progress: show the progress bar during `run`.
         redraw_seconds: during `run`, redraw at most this often (a redraw takes about a third
             of a second, far longer than one step on a small game); the last step is always
             drawn, and `step` always redraws.
@@ -76,6 +85,8 @@ class Dashboard:
     Attributes:
         figure: the matplotlib figure (redrawn after every step).
         step_button, run_button, iterations: the controls (``step_button.click()`` steps).
+        counter: the iteration counter; progress: the progress bar; error: the one-line error.
+        last_error: the exception of the last failed click (None after a good one).
         widget: the whole dashboard as one ipywidgets box (what a notebook cell displays).
 
     Example:
@@ -115,13 +126,28 @@ class Dashboard:
         self.step_button = widgets.Button(description="Step", icon="forward", tooltip="one iteration")
         self.iterations = widgets.IntText(value=5, description="iterations", layout=widgets.Layout(width="160px"))
         self.run_button = widgets.Button(description="Run", icon="play", tooltip="run that many iterations")
+        self.counter = widgets.HTML()
+        self.counter.add_class("pbmarl-iteration")
+        self.progress_bar = widgets.IntProgress(value=0, min=0, max=1, layout=widgets.Layout(
+            width="180px", visibility="hidden"))
+        self.progress_text = widgets.HTML()
+        self.error = widgets.HTML()
+        self.error.add_class("pbmarl-error")
+        self.last_error: BaseException | None = None
         self.status = widgets.HTML()
         self.image = widgets.Image(format="png")
         self.output = widgets.Output()
+        self.explorer: TableExplorer | None = None
+        self.table_section = widgets.Accordion(children=[widgets.VBox()])
+        self.table_section.set_title(0, "payoff table: read any cell")
+        self.table_section.selected_index = None
+        self.table_section.observe(lambda _: self._show_table(), names="selected_index")
         self.step_button.on_click(lambda _: self._click(self.step))
         self.run_button.on_click(lambda _: self._click(lambda: self.run(self.iterations.value)))
-        controls = widgets.HBox([self.step_button, self.iterations, self.run_button])
-        self.widget = widgets.VBox([controls, self.status, self.image, self.output])
+        controls = widgets.HBox([self.step_button, self.iterations, self.run_button, self.counter,
+                                 self.progress_bar, self.progress_text])
+        self.widget = widgets.VBox([controls, self.error, self.status, self.output, self.image, self.table_section])
+        self.widget.add_class("pbmarl-dashboard")
         self.refresh()
 
     # -- actions ----------------------------------------------------------------
@@ -138,12 +164,12 @@ class Dashboard:
         """
         if isinstance(iterations, bool) or not isinstance(iterations, (int, np.integer)) or iterations < 0:
             raise ValueError(f"iterations must be a non-negative int, got {iterations!r}")
-        from tqdm.auto import tqdm
-
+        total = int(iterations)
         records = []
-        drawn = time.monotonic()
-        with tqdm(total=int(iterations), desc="iterations", disable=not self.progress) as bar:
-            for _ in range(int(iterations)):
+        start = drawn = time.monotonic()
+        self._show_progress(0, total, "")
+        try:
+            for _ in range(total):
                 if getattr(self.psro, "converged", False) or self._at_limit():
                     break
                 records.append(self.psro.step())
@@ -151,21 +177,44 @@ class Dashboard:
                     self.refresh()
                     drawn = time.monotonic()
                 value = getattr(records[-1], self._column(), None)
-                if value is not None:
-                    bar.set_postfix({self._column(): f"{value:.3g}"})
-                bar.update()
+                seconds = (time.monotonic() - start) / len(records)
+                self._show_progress(len(records), total, f"{Y_AXES[self._column()]} {fmt(value)} · {seconds:.2g} s/it")
+        except BaseException:
+            with contextlib.suppress(Exception):  # show the steps that did finish; the failure propagates
+                self.refresh()
+            raise
         self.refresh()
         return records
+
+    def _show_progress(self, done: int, total: int, text: str) -> None:
+        if not self.progress:
+            return
+        self.progress_bar.layout.visibility = "visible"
+        self.progress_bar.max = max(total, 1)
+        self.progress_bar.value = min(done, max(total, 1))
+        self.progress_text.value = f"{done}/{total}" + (f" · {html.escape(text)}" if text else "")
 
     def _at_limit(self) -> bool:
         limit = getattr(self.psro, "max_iterations", None)
         return limit is not None and getattr(self.psro, "iteration", -1) >= limit
 
     def _click(self, action: Any) -> None:
+        """Run a button's action; a failure becomes the one-line error, and the buttons stay usable."""
         self.step_button.disabled = self.run_button.disabled = True
+        self.error.value = ""
+        self.output.clear_output()
+        failure: Exception | None = None
         try:
-            with self.output:
-                action()
+            with self.output:  # inside, not around: ipywidgets' Output would print the whole traceback
+                try:
+                    action()
+                except Exception as exc:  # noqa: BLE001 - shown to the person who clicked, kept in last_error
+                    failure = exc
+            self.last_error = failure
+            if failure is not None:
+                self.error.value = _error_line(failure, self.psro)
+                with contextlib.suppress(Exception):  # the error line already says what went wrong
+                    self.refresh()
         finally:
             self.step_button.disabled = self.run_button.disabled = False
 
@@ -205,6 +254,21 @@ class Dashboard:
         self.image.value = _png(self.figure, self.dpi)
         records = getattr(self.psro, "records", None)
         self.status.value = f"<code>{html.escape(str(records[-1]))}</code>" if records else ""
+        iteration = getattr(self.psro, "iteration", len(records) - 1 if records else 0)
+        self.counter.value = f"<b>iteration {iteration}</b>"
+        if self.explorer is not None and self.table_section.selected_index == 0:
+            self.explorer.refresh()
+
+    def _show_table(self) -> None:
+        """Open the payoff-table section: a `TableExplorer` of the loop's table, built on first use."""
+        if self.table_section.selected_index != 0:
+            return
+        if self.explorer is None:
+            player = self.player if self.player < self.psro.table.num_players else 0
+            self.explorer = TableExplorer(self.psro.table, player=player, dpi=self.dpi)
+            self.table_section.children = [self.explorer.widget]
+        else:
+            self.explorer.refresh()
 
     @property
     def curve_axes(self) -> Axes:
@@ -232,6 +296,16 @@ class Dashboard:
 
     def __repr__(self) -> str:
         return f"Dashboard({self.psro!r})"
+
+
+def _error_line(exc: BaseException, psro: Any) -> str:
+    """One line of HTML for a failed click: what failed, and where the run stands."""
+    first = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
+    iteration = getattr(psro, "iteration", None)
+    where = f" The run is still at iteration {iteration}." if iteration is not None else ""
+    text = f"{type(exc).__name__}: {first.rstrip('.')}" if first else type(exc).__name__
+    return (f'<span style="color:#b00020">&#9888; the step failed: {html.escape(text)}.{where} '
+            "Fix the cause and click again (the exception is in <code>dashboard.last_error</code>).</span>")
 
 
 class TableExplorer:
@@ -318,7 +392,7 @@ class TableExplorer:
         frame = pd.DataFrame(rows).set_index("player")
         kind = "exact" if bool(cell["exact"]) else ("never evaluated" if int(cell["count"]) == 0 else "sampled")
         self.details.value = (f"<b>samples:</b> {int(cell['count'])} &nbsp; <b>kind:</b> {kind}"
-                              + frame.to_html(float_format=lambda v: f"{v:.4g}", na_rep="—"))
+                              + frame.to_html(float_format=lambda v: fmt(v, ".4g"), na_rep="—"))
         self.figure.clear()
         if self.table.num_players == 2:
             plot_payoff_heatmap(self.table, player=self.player, highlight=self.index, ax=self.figure.add_subplot())
