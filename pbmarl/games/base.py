@@ -45,11 +45,63 @@ class Game(abc.ABC):
     Attributes:
         name: the name it was loaded by, e.g. ``"goofspiel(num_cards=4)"``.
         num_players: number of seats.
-        num_actions: size of the action space (distinct actions over all players).
-        observation_shape: shape of one player's observation tensor.
+        num_actions: size of the discrete action space (distinct actions over all players);
+            0 where every player's actions are continuous (`Box`).
+        observation_shape: shape of one player's observation tensor (the largest one,
+            where agents differ; `observation_space(player)` gives each agent its own).
         turn_based: False for simultaneous-move games.
         zero_sum: True when payoffs always sum to zero.
+
+    Spaces and agents (for runners, learners and policies on any space):
+        ``agents``: the environment's agent names in seat order (``"player_0"``, ...
+        where the source has no names of its own). ``action_space(player)`` and
+        ``observation_space(player)`` are `gymnasium.spaces` objects (`Discrete`,
+        `Box`, `MultiDiscrete`), each agent with its own sizes. A `Discrete(n)` agent
+        plays actions ``0..n-1`` and its legal mask is ``num_actions`` long.
+
+    Global state (centralised critics):
+        ``has_global_state`` says whether ``global_state(state)`` answers: a float32
+        vector of shape ``global_state_shape`` describing the whole state (MPE's
+        ``env.state()``), the same for every agent. Games without one raise.
     """
+
+    #: whether `global_state(state)` is available (e.g. MPE's ``state()``)
+    has_global_state: bool = False
+    #: shape of `global_state(state)` where `has_global_state`, else ``()``
+    global_state_shape: tuple[int, ...] = ()
+
+    @property
+    def agents(self) -> list[str]:
+        """The agent names in seat order; ``["player_0", ...]`` unless the source names them."""
+        named: list[str] | None = self.__dict__.get("_agents")  # read often by steppers: no copy
+        return named if named is not None else [f"player_{p}" for p in range(self.num_players)]
+
+    @agents.setter
+    def agents(self, names: Sequence[str]) -> None:
+        self._agents = list(names)
+
+    def action_space(self, player: int) -> Any:
+        """`player`'s action space, a `gymnasium.spaces` object; `Discrete(num_actions)` by default."""
+        from gymnasium import spaces
+
+        self.check_player(player)
+        counts = getattr(self, "action_counts", None)
+        n = int(counts[player]) if counts is not None else int(self.num_actions)
+        return spaces.Discrete(n)
+
+    def observation_space(self, player: int) -> Any:
+        """`player`'s observation space: an unbounded float32 `Box` of `observation_shape` by default."""
+        from gymnasium import spaces
+
+        self.check_player(player)
+        return spaces.Box(-np.inf, np.inf, shape=tuple(self.observation_shape), dtype=np.float32)
+
+    def global_state(self, state: State) -> np.ndarray:
+        """The float32 global state at `state` (see the class doc); raises where there is none."""
+        raise ValueError(
+            f"game {self.name!r} has no global state (has_global_state is False); "
+            "centralised critics can use the concatenated observations instead"
+        )
 
     name: str
     num_players: int

@@ -163,7 +163,7 @@ class PettingZooGame(Game):
         except TypeError as exc:
             raise ValueError(f"cannot create {env_name!r} with {self.env_kwargs}: {exc}") from None
         probe.reset(seed=0)
-        self.agents: list[str] = list(probe.possible_agents)
+        self.agents = list(probe.possible_agents)
         self.seat = {agent: p for p, agent in enumerate(self.agents)}
         self.num_players = len(self.agents)
         self.turn_based = api == "aec"

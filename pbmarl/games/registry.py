@@ -10,6 +10,8 @@ import numpy as np
 from pbmarl.games.base import Game
 
 PETTINGZOO_PREFIX = "pettingzoo:"
+GYM_PREFIX = "gym:"
+MDP_PREFIX = "mdp:"
 
 
 def load_game(name: str | Game, **params: Any) -> Game:
@@ -17,7 +19,9 @@ def load_game(name: str | Game, **params: Any) -> Game:
 
     Accepts OpenSpiel names with or without parameters (``"kuhn_poker"``,
     ``"goofspiel(num_cards=4)"``, or ``load_game("kuhn_poker", players=3)``) and
-    PettingZoo environments as ``"pettingzoo:connect_four_v3"``. A `Game` passes through.
+    PettingZoo environments as ``"pettingzoo:connect_four_v3"``, Gymnasium ids as
+    ``"gym:CartPole-v1"`` (one-player games) and MALib's verification MDPs as
+    ``"mdp:two_round_nmdp"``. A `Game` passes through.
 
     Raises:
         ValueError: for an unknown name (with the closest known names) or bad parameters.
@@ -31,6 +35,14 @@ def load_game(name: str | Game, **params: Any) -> Game:
         from pbmarl.games.pettingzoo import load_pettingzoo
 
         return load_pettingzoo(name[len(PETTINGZOO_PREFIX):], **params)
+    if name.startswith(GYM_PREFIX):
+        from pbmarl.games.gym import load_gym
+
+        return load_gym(name[len(GYM_PREFIX):], **params)
+    if name.startswith(MDP_PREFIX):
+        from pbmarl.games.mdp import load_mdp
+
+        return load_mdp(name[len(MDP_PREFIX):], **params)
     return _load_openspiel(name, params)
 
 
@@ -89,4 +101,8 @@ def game_from_spec(spec: dict[str, Any]) -> Game:
     if kind == "pettingzoo":
         name = spec["name"]
         return load_game(name if name.startswith(PETTINGZOO_PREFIX) else PETTINGZOO_PREFIX + name)
-    raise ValueError(f"unknown game kind {kind!r} in saved spec {spec!r}; known kinds: matrix, openspiel, pettingzoo")
+    if kind in ("gym", "mdp"):
+        return load_game(spec["name"])
+    raise ValueError(
+        f"unknown game kind {kind!r} in saved spec {spec!r}; known kinds: matrix, openspiel, pettingzoo, gym, mdp"
+    )
