@@ -36,13 +36,19 @@ def _import_ray() -> Any:
     return ray
 
 
-def init_ray(address: str | None = None, num_cpus: int | None = None, *, timeout_s: float = 5.0) -> Any:
+def init_ray(
+    address: str | None = None, num_cpus: int | None = None, *, timeout_s: float = 5.0, quiet: bool = False
+) -> Any:
     """Start or join Ray, once per process; returns Ray's context (a second call returns the same).
 
     * no `address` and no ``RAY_ADDRESS``: an embedded local Ray instance with
       `num_cpus` CPUs (default: all of this machine's), dashboard off;
     * ``"auto"``, ``"host:port"`` (or ``RAY_ADDRESS``): join that running cluster
       (`num_cpus` must then be None: a cluster's size is set where it was started).
+
+    With ``quiet=True`` Ray's own INFO start-up lines stay out of the output (a notebook shows
+    them as a red stderr box) and pbmarl prints one line instead: what started or was joined,
+    its address, nodes and CPUs.
 
     Raises:
         ConnectionError: within about `timeout_s` seconds when no cluster answers at the address.
@@ -64,13 +70,16 @@ def init_ray(address: str | None = None, num_cpus: int | None = None, *, timeout
                 "call ray.shutdown() first to switch clusters"
             )
         if _CONTEXT is None or _CONTEXT[0] != current:  # Ray was started by someone else
-            _CONTEXT = (current, ray.init(ignore_reinit_error=True))
+            _CONTEXT = (current, ray.init(ignore_reinit_error=True, **_logging(quiet)))
+        _summary(ray, "already connected to Ray", quiet)
         return _CONTEXT[1]
     if num_cpus is not None and (isinstance(num_cpus, bool) or not isinstance(num_cpus, int) or num_cpus < 1):
         raise ValueError(f"num_cpus must be a positive int, got {num_cpus!r}")
     if target is None or target == "local":
-        context = ray.init(address="local", num_cpus=num_cpus or os.cpu_count() or 1, include_dashboard=False)
+        context = ray.init(address="local", num_cpus=num_cpus or os.cpu_count() or 1, include_dashboard=False,
+                           **_logging(quiet))
         _CONTEXT = (str(ray.get_runtime_context().gcs_address), context)
+        _summary(ray, "started a local Ray instance", quiet)
         return context
     if num_cpus is not None:
         raise ValueError(
@@ -79,9 +88,25 @@ def init_ray(address: str | None = None, num_cpus: int | None = None, *, timeout
         )
     gcs = _resolve(target)
     _probe(gcs, target, timeout_s)
-    context = ray.init(address=target)
+    context = ray.init(address=target, **_logging(quiet))
     _CONTEXT = (str(ray.get_runtime_context().gcs_address), context)
+    _summary(ray, f"joined the Ray cluster at {target}", quiet)
     return context
+
+
+def _logging(quiet: bool) -> dict[str, Any]:
+    """`ray.init` options that keep Ray's INFO start-up lines out of the output when `quiet`."""
+    import logging
+
+    return {"logging_level": logging.WARNING} if quiet else {}
+
+
+def _summary(ray: Any, what: str, quiet: bool) -> None:
+    """pbmarl's one line in place of Ray's start-up log (only when `quiet`)."""
+    if quiet:
+        nodes = [n for n in ray.nodes() if n.get("Alive")]
+        cpus = ray.cluster_resources().get("CPU", 0)
+        print(f"pbmarl: {what} (GCS {ray.get_runtime_context().gcs_address}): {len(nodes)} node(s), {cpus:g} CPUs")
 
 
 def _resolve(address: str) -> str:
