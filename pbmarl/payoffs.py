@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
 import pandas as pd
@@ -103,6 +103,18 @@ class PayoffTable:
         self._exact = np.pad(self._exact, grow)
         for p, ids in enumerate(new_ids):
             self._ids[p].extend(ids)
+
+    def snapshot(self) -> tuple[list[list[str]], np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """A copy of the table's contents that `restore` puts back."""
+        return ([list(i) for i in self._ids], self._mean.copy(), self._m2.copy(), self._count.copy(),
+                self._exact.copy())
+
+    def restore(self, state: object) -> None:
+        """Put back the contents `snapshot()` copied (its population must be restored first)."""
+        ids, mean, m2, count, exact = cast("tuple[list[list[str]], np.ndarray, np.ndarray, np.ndarray, np.ndarray]",
+                                           state)
+        self._ids = [list(i) for i in ids]
+        self._mean, self._m2, self._count, self._exact = mean.copy(), m2.copy(), count.copy(), exact.copy()
 
     @property
     def sizes(self) -> tuple[int, ...]:
@@ -273,8 +285,8 @@ class PayoffTable:
 
     def _repr_html_(self) -> str:
         if self.num_players == 2 and max(self.sizes, default=0) <= 30:
-            return self.style()._repr_html_()  # type: ignore[no-any-return]
-        return self.to_frame()._repr_html_()  # type: ignore[no-any-return]
+            return str(self.style()._repr_html_())
+        return str(self.to_frame()._repr_html_())
 
     def __repr__(self) -> str:
         done = int(self.evaluated.sum())

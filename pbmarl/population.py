@@ -6,7 +6,7 @@ import os
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 import pandas as pd
@@ -68,6 +68,19 @@ class Population:
         self._by_id[pid] = member
         return pid
 
+    def snapshot(self) -> tuple[tuple[int, ...], dict[str, int]]:
+        """The sizes (and save bookkeeping) that `restore` returns to; members are append-only."""
+        return self.sizes, dict(self._saved_versions)
+
+    def restore(self, state: object) -> None:
+        """Drop the members added since `snapshot()` returned `state`."""
+        sizes, saved = cast("tuple[tuple[int, ...], dict[str, int]]", state)
+        for p, n in enumerate(sizes):
+            for m in self._members[p][n:]:
+                del self._by_id[m.id]
+            del self._members[p][n:]
+        self._saved_versions = dict(saved)
+
     # -- reading -------------------------------------------------------------
     def __getitem__(self, player: int) -> list[Policy]:
         player = self.game.check_player(player)
@@ -114,7 +127,7 @@ class Population:
         return pd.DataFrame(rows).set_index("id") if rows else pd.DataFrame(columns=["player", "index", "name", "policy"])
 
     def _repr_html_(self) -> str:
-        return self.to_frame()._repr_html_()  # type: ignore[no-any-return]
+        return str(self.to_frame()._repr_html_())
 
     def __repr__(self) -> str:
         return f"Population({self.game.name!r}, sizes={self.sizes})"

@@ -14,23 +14,29 @@ import os
 import time
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 import pandas as pd
 
 from pbmarl.algorithms.records import IterationRecord, history_frame
+from pbmarl.algorithms.transaction import all_or_nothing
 from pbmarl.games.base import Game, as_rng
 from pbmarl.games.registry import load_game
 from pbmarl.payoffs import PayoffTable
 from pbmarl.policies.base import Policy
 from pbmarl.population import Population
+from pbmarl.protocols import BestResponse, Evaluator, MetaSolverLike, Opponents, Oracle, Restorable
 
 
 def _default_initial(game: Game) -> Policy:
     from pbmarl.policies.simple import RandomPolicy
 
     return RandomPolicy(game)
+
+
+#: most episodes per payoff-table cell a run may ask for (beyond this a fill would run for days)
+MAX_EPISODES = 10_000_000
 
 
 class PSRO:
@@ -63,16 +69,16 @@ class PSRO:
     def __init__(
         self,
         game: Game | str,
-        solver: Any = None,
-        learner: Any = None,
-        evaluator: Any = None,
+        solver: str | MetaSolverLike | None = None,
+        learner: Oracle | str | None = None,
+        evaluator: Evaluator | str | None = None,
         *,
         initial_policies: Sequence[Policy | Sequence[Policy]] | None = None,
         stop_exploitability: float | None = None,
         max_iterations: int | None = None,
         eval_episodes: int = 1000,
         measure: bool | None = None,
-        seed: int = 0,
+        seed: int | None = 0,
         save_dir: str | os.PathLike[str] | None = None,
     ) -> None:
         self._configure(game, solver, learner, evaluator, stop_exploitability=stop_exploitability,
@@ -83,23 +89,33 @@ class PSRO:
     def _configure(
         self,
         game: Game | str,
-        solver: Any,
-        learner: Any,
-        evaluator: Any,
+        solver: str | MetaSolverLike | None,
+        learner: Oracle | str | None,
+        evaluator: Evaluator | str | None,
         *,
         stop_exploitability: float | None,
         max_iterations: int | None,
         eval_episodes: int,
         measure: bool | None,
-        seed: int,
+        seed: int | None,
         save_dir: str | os.PathLike[str] | None,
     ) -> None:
         """Set every option and the empty population; shared by `__init__` and `load`."""
         self.game = load_game(game) if isinstance(game, str) else game
-        self.solver = _make_solver(solver if solver is not None else self.default_solver)
-        self.evaluator = evaluator if evaluator is not None else _default_evaluator(self.game)
-        self.learner = learner if learner is not None else _default_learner(self.game, self.evaluator)
-        if stop_exploitability is not None and not stop_exploitability >= 0:
+        if not isinstance(self.game, Game):
+            raise TypeError(f"game must be a pbmarl Game or a game name, got {type(game).__name__}: {game!r}")
+        if seed is not None and (isinstance(seed, (bool, np.bool_)) or not isinstance(seed, (int, np.integer))
+                                 or not 0 <= seed < 2**63):
+            raise ValueError(f"seed must be None or an int in [0, 2**63), got {seed!r}")
+        if measure is not None and not isinstance(measure, (bool, np.bool_)):
+            raise ValueError(f"measure must be True, False or None (measure where the game allows), got {measure!r}")
+        if eval_episodes is not None and isinstance(eval_episodes, (int, np.integer)) and eval_episodes > MAX_EPISODES:
+            raise ValueError(f"eval_episodes must be at most {MAX_EPISODES:,} per cell, got {eval_episodes!r}")
+        self.solver: MetaSolverLike = _make_solver(solver if solver is not None else self.default_solver)
+        self.evaluator: Evaluator = _make_evaluator(self.game, evaluator, seed)
+        self.learner: Oracle = _make_oracle(self.game, learner, self.evaluator, seed)
+        if stop_exploitability is not None and (isinstance(stop_exploitability, (bool, str))
+                                                or not stop_exploitability >= 0):
             raise ValueError(f"stop_exploitability must be a non-negative number, got {stop_exploitability!r}")
         self.stop_exploitability = stop_exploitability
         if max_iterations is not None and (not isinstance(max_iterations, (int, np.integer)) or max_iterations < 0):
@@ -109,7 +125,7 @@ class PSRO:
             raise ValueError(f"eval_episodes must be a positive int, got {eval_episodes!r}")
         self.eval_episodes = int(eval_episodes)
         self.measure = _exact_capable(self.game) if measure is None else bool(measure)
-        self.seed = int(seed)
+        self.seed = None if seed is None else int(seed)
         self.rng = as_rng(self.seed)
         self.save_dir = Path(save_dir) if save_dir is not None else None
         self.population = Population(self.game)
@@ -130,32 +146,60 @@ class PSRO:
             )
         ids = []
         for p, entry in enumerate(initial_policies):
-            for policy in entry if isinstance(entry, (list, tuple)) else [entry]:
+            members: Sequence[Policy] = list(entry) if isinstance(entry, (list, tuple)) else [cast(Policy, entry)]
+            for policy in members:
                 ids.append(self.population.add(p, policy, name=f"initial-{p}", iteration=0, origin="initial"))
         seconds = {"oracle": time.perf_counter() - start}
         self._finish_iteration(0, seconds, tuple(ids), ())
 
+    @all_or_nothing
     def step(self) -> IterationRecord:
-        """One PSRO iteration; returns its record (also appended to `history`)."""
+        """One PSRO iteration; returns its record (also appended to `history`).
+
+        All or nothing: if anything raises (a ``KeyboardInterrupt`` included) in any
+        phase or in the save, the run is left exactly as before the call.
+        """
+        if self.save_dir is not None:  # a read-only run folder is found out before the work, not after
+            from pbmarl.io import ensure_writable_folder
+
+            ensure_writable_folder(self.save_dir, what="run folder")
         iteration = len(self.records)
         seconds: dict[str, float] = {}
         t0 = time.perf_counter()
         opponents = self.population.mixture(self.meta_strategy)
         targets = self._oracle_targets(opponents)
-        new_policies: list[tuple[int, Policy, float]] = []
+        answers: list[tuple[int, BestResponse]] = []
         for player, opps, _label in targets:
-            policy, value = self._best_response(player, opps)
-            new_policies.append((player, policy, value))
+            answers.append((player, self._best_response(player, opps)))
         ids = []
-        for (player, policy, value), (_, _, label) in zip(new_policies, targets):
-            ids.append(self.population.add(player, policy, name=f"br{iteration}-{player}{label}",
-                                           iteration=iteration, origin=getattr(self.learner, "name", "oracle"),
-                                           br_value=value))
+        for (player, answer), (_, _, label) in zip(answers, targets):
+            ids.append(self.population.add(player, answer.policy, name=f"br{iteration}-{player}{label}",
+                                           iteration=iteration, origin=self.learner.name,
+                                           br_value=answer.value))
         seconds["oracle"] = time.perf_counter() - t0
-        record = self._finish_iteration(iteration, seconds, tuple(ids), tuple(v for _, _, v in new_policies))
-        return record
+        return self._finish_iteration(iteration, seconds, tuple(ids), tuple(a.value for _, a in answers))
 
-    def _oracle_targets(self, opponents: list[Any]) -> list[tuple[int, list[Any], str]]:
+    # -- all-or-nothing ----------------------------------------------------------
+    def snapshot(self) -> object:
+        """Everything a `step` changes, for `restore` (see `pbmarl.algorithms.transaction`)."""
+        learner = self.learner.snapshot() if isinstance(self.learner, Restorable) else None
+        return (self.population.snapshot(), self.table.snapshot(), len(self.records), self.meta_strategy,
+                self.rng.bit_generator.state, self._wall, self._env_steps, learner)
+
+    def restore(self, state: object) -> None:
+        """Put the run back as `snapshot()` found it."""
+        population, table, n_records, meta, rng, wall, env_steps, learner = cast(
+            "tuple[object, object, int, Any, dict[str, Any], float, int, object]", state)
+        self.population.restore(population)
+        self.table.restore(table)
+        del self.records[n_records:]
+        self.meta_strategy = meta
+        self.rng.bit_generator.state = rng
+        self._wall, self._env_steps = wall, env_steps
+        if learner is not None and isinstance(self.learner, Restorable):
+            self.learner.restore(learner)
+
+    def _oracle_targets(self, opponents: Sequence[Any]) -> list[tuple[int, Sequence[Any], str]]:
         """(player, opponent mixtures, label) for every best response to train this iteration.
 
         Plain PSRO trains one per player against the meta-strategy; rectified Nash trains one
@@ -166,7 +210,7 @@ class PSRO:
             return [(p, opponents, "") for p in range(self.game.num_players)]
         from pbmarl.policies.mixture import Mixture
 
-        targets = []
+        targets: list[tuple[int, Sequence[Any], str]] = []
         for p in range(self.game.num_players):
             for member, weights in sorted(rectified[p].items()):
                 opps = list(opponents)
@@ -175,15 +219,10 @@ class PSRO:
                 targets.append((p, opps, f"@{member}"))
         return targets
 
-    def _best_response(self, player: int, opponents: list[Any]) -> tuple[Policy, float]:
-        learner = self.learner
-        if hasattr(learner, "best_response_with_value"):
-            policy, value = learner.best_response_with_value(player, opponents)
-        else:
-            policy = learner.best_response(player, opponents)
-            value = float(getattr(learner, "last_value", np.nan))
-        self._env_steps += int(getattr(learner, "last_env_steps", 0) or 0)
-        return policy, float(value)
+    def _best_response(self, player: int, opponents: Opponents) -> BestResponse:
+        answer = self.learner.respond(player, opponents)
+        self._env_steps += int(answer.env_steps)
+        return answer
 
     def _finish_iteration(
         self, iteration: int, seconds: dict[str, float], new_ids: tuple[str, ...], br_values: tuple[float, ...]
@@ -240,8 +279,9 @@ class PSRO:
             return
         # an explicit seed from the run's own (saved) rng keeps a resumed run on the same random stream
         seed = int(self.rng.integers(2**62))
-        result = self.evaluator.fill(self.table, episodes=self.eval_episodes, seed=seed)
-        self._env_steps += int(getattr(result, "steps", 0) or 0)
+        result = self.evaluator.fill(self.table, self.eval_episodes, seed=seed)
+        if not isinstance(result, int):
+            self._env_steps += int(result.steps)
 
     @property
     def converged(self) -> bool:
@@ -315,7 +355,7 @@ class FictitiousPlay(PSRO):
     default_solver = "uniform"
 
 
-def _make_solver(solver: Any) -> Any:
+def _make_solver(solver: str | MetaSolverLike) -> MetaSolverLike:
     if isinstance(solver, str):
         from pbmarl.solvers import MetaSolver
 
@@ -335,7 +375,43 @@ def _exact_capable(game: Game) -> bool:
     return True
 
 
-def _default_learner(game: Game, evaluator: Any) -> Any:
+def _make_oracle(game: Game, learner: Oracle | str | None, evaluator: Evaluator, seed: int | None) -> Oracle:
+    """The oracle: the one given, one built by name (``"exact"``, ``"dqn"``, ``"ppo"``, ``"a2c"``), or the default."""
+    if learner is None or learner == "exact":
+        return _default_learner(game, evaluator)
+    if isinstance(learner, str):
+        from pbmarl.learners.registry import LEARNERS, make_learner
+
+        if learner not in LEARNERS:
+            raise ValueError(f"unknown learner {learner!r}; pass one of {', '.join(map(repr, LEARNERS))} "
+                             "or an object with respond(player, opponents) (a pbmarl.protocols.Oracle)")
+        built = make_learner(game, {"name": learner, "seed": 0 if seed is None else seed})
+        assert isinstance(built, Oracle)
+        return built
+    if not isinstance(learner, Oracle):
+        raise TypeError(f"learner must be a learner name or an Oracle (with name and respond(player, opponents)), "
+                        f"got {type(learner).__name__}: {learner!r}")
+    return learner
+
+
+def _make_evaluator(game: Game, evaluator: Evaluator | str | None, seed: int | None) -> Evaluator:
+    """The evaluator: the one given, one built by name (``"exact"``, ``"rollout"``: a local `RolloutPool`), or the default."""
+    if evaluator is None or evaluator == "exact":
+        return _default_evaluator(game)
+    if evaluator == "rollout":
+        from pbmarl.rollout import RolloutPool
+
+        return RolloutPool(game, seed=seed)
+    if isinstance(evaluator, str):
+        raise ValueError(f"unknown evaluator {evaluator!r}; pass 'exact', 'rollout' or an object with "
+                         "fill(table, episodes, *, seed) (a pbmarl.protocols.Evaluator)")
+    if not isinstance(evaluator, Evaluator):
+        raise TypeError(f"evaluator must be 'exact', 'rollout' or an Evaluator (with fill(table, episodes, *, seed)), "
+                        f"got {type(evaluator).__name__}: {evaluator!r}")
+    return evaluator
+
+
+def _default_learner(game: Game, evaluator: Evaluator) -> Oracle:
     if not _exact_capable(game):
         raise ValueError(
             f"game {game.name!r} is too large for the exact best-response oracle; "
@@ -348,7 +424,7 @@ def _default_learner(game: Game, evaluator: Any) -> Any:
     return ExactBestResponse(game, evaluator=evaluator if isinstance(evaluator, ExactEvaluator) else None)
 
 
-def _default_evaluator(game: Game) -> Any:
+def _default_evaluator(game: Game) -> Evaluator:
     if not _exact_capable(game):
         raise ValueError(
             f"game {game.name!r} is too large for the exact evaluator; "

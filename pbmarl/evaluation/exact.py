@@ -179,8 +179,11 @@ class ExactEvaluator:
         sizes = tuple(len(r) for r in R)
         return payoffs_where(self.tree, R, np.ones(sizes, bool) if mask is None else mask)
 
-    def fill(self, table: PayoffTable) -> int:
+    def fill(self, table: PayoffTable, episodes: int = 0, *, seed: int | np.random.Generator | None = None) -> int:
         """Set every never-evaluated cell of `table` to its exact payoffs; returns how many were set.
+
+        `episodes` and `seed` are accepted and ignored (the `Evaluator` seam shared with
+        `RolloutPool`): exact payoffs need neither.
 
         Only the missing cells are computed; cells already holding data are left as
         they are. On error the table is unchanged.

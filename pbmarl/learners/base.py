@@ -24,7 +24,7 @@ import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any, ClassVar, cast
 
 import numpy as np
 import pandas as pd
@@ -33,6 +33,7 @@ from pbmarl.games.base import Game
 from pbmarl.learners.returns import learner_returns
 from pbmarl.policies.base import Policy
 from pbmarl.policies.mixture import Mixture
+from pbmarl.protocols import BestResponse
 from pbmarl.rollout.trajectories import Trajectories
 
 __all__ = ["Learner", "LearnerConfig", "StepRecord", "Task"]
@@ -391,6 +392,26 @@ class Learner(abc.ABC):
         for _ in self.run():
             pass
         return self.finish()
+
+    def respond(self, player: int, opponents: Sequence[Policy | Mixture | None]) -> BestResponse:
+        """The `Oracle` seam: train with the config's budget; ``BestResponse(policy, value, env_steps)``."""
+        policy, value = self.best_response_with_value(player, opponents)
+        return BestResponse(policy, float(value), int(self.last_env_steps))
+
+    def snapshot(self) -> object:
+        """What `restore` needs to undo a best response begun after this call (see `all_or_nothing`)."""
+        return (self.rng.bit_generator.state, list(self.records), self.tasks_done, self.last_value,
+                self.last_env_steps, self.task, dict(self._warm))
+
+    def restore(self, state: object) -> None:
+        """Undo the tasks, records and random draws made since `snapshot()` returned `state`."""
+        rng, records, tasks_done, last_value, last_env_steps, task, warm = cast(
+            "tuple[dict[str, Any], list[StepRecord], int, float, int, Task | None, dict[int, Any]]", state)
+        if self.task is not None and self.task is not task:
+            self._end_task()
+        self.rng.bit_generator.state = rng
+        self.records, self.tasks_done, self.task, self._warm = list(records), tasks_done, task, dict(warm)
+        self.last_value, self.last_env_steps = last_value, last_env_steps
 
     def best_response(self, player: int, opponents: Sequence[Policy | Mixture | None], *,
                       budget: int | None = None, warm_start: bool | None = None) -> Policy:

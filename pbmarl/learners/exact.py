@@ -18,6 +18,7 @@ from typing import ClassVar
 from pbmarl.evaluation.exact import ExactEvaluator, Strategy
 from pbmarl.games.base import Game
 from pbmarl.policies.tabular import TabularPolicy
+from pbmarl.protocols import BestResponse
 
 
 class ExactBestResponse:
@@ -62,6 +63,18 @@ class ExactBestResponse:
         policy.table[rows] = br
         self.last_value = value
         return policy, value
+
+    def respond(self, player: int, opponents: Sequence[Strategy | None]) -> BestResponse:
+        """The `Oracle` seam: ``BestResponse(policy, value, env_steps=0)``."""
+        policy, value = self.best_response_with_value(player, opponents)
+        return BestResponse(policy, float(value), 0)
+
+    def snapshot(self) -> object:
+        """The value of the last best response (all the state this oracle keeps)."""
+        return self.last_value
+
+    def restore(self, state: object) -> None:
+        self.last_value = state  # type: ignore[assignment]
 
     def best_response(self, player: int, opponents: Sequence[Strategy | None]) -> TabularPolicy:
         """A best response of `player` to `opponents`; its value is kept in `last_value`."""

@@ -1,0 +1,97 @@
+"""The seams of the outer loop, as typed Protocols: what PSRO (and every driver) needs
+from an oracle, an evaluator and a meta-solver, and nothing more.
+
+* `Oracle`: ``respond(player, opponents) -> BestResponse(policy, value, env_steps)``;
+  `ExactBestResponse` and every RL `Learner` (`DQN`, `PPO`, `A2C`) implement it.
+* `Evaluator`: ``fill(table, episodes, *, seed)`` sets the table's missing cells;
+  `ExactEvaluator` (exact payoffs, ignores `episodes` and `seed`) and `RolloutPool`
+  (sampled payoffs) implement it. It returns the number of cells set (exact) or a
+  `SampledFill` report that says how many environment steps it took.
+* `Restorable`: ``snapshot()`` / ``restore(state)``, what an all-or-nothing step uses to
+  put an object back as it was (see `pbmarl.algorithms.transaction`).
+
+Example:
+    >>> import pbmarl as pb
+    >>> from pbmarl.protocols import Evaluator, Oracle
+    >>> game = pb.load_game("kuhn_poker")
+    >>> isinstance(pb.ExactBestResponse(game), Oracle), isinstance(pb.ExactEvaluator(game), Evaluator)
+    (True, True)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, NamedTuple, Protocol, runtime_checkable
+
+import numpy as np
+
+if TYPE_CHECKING:  # pragma: no cover
+    from pbmarl.payoffs import PayoffTable
+    from pbmarl.policies.base import Policy
+    from pbmarl.policies.mixture import Mixture
+    from pbmarl.solvers.metastrategy import MetaStrategy
+
+#: what an oracle answers: one Policy or Mixture per seat (the responding seat's entry is ignored)
+Opponents = Sequence["Policy | Mixture | None"]
+
+
+class BestResponse(NamedTuple):
+    """An oracle's answer: the new policy, its (exact or estimated) value against the
+    opponents, and the environment steps it cost (0 for an exact oracle)."""
+
+    policy: Policy
+    value: float
+    env_steps: int
+
+
+@runtime_checkable
+class Oracle(Protocol):
+    """Produces a new policy for `player` against a profile of opponents."""
+
+    @property
+    def name(self) -> str:
+        """A short name recorded as the origin of the policies it makes (``"exact"``, ``"dqn"``)."""
+        ...
+
+    def respond(self, player: int, opponents: Opponents) -> BestResponse:
+        """A best response of `player` to `opponents` with its value and cost."""
+        ...
+
+
+@runtime_checkable
+class SampledFill(Protocol):
+    """The part of a sampling evaluator's fill report that the outer loop reads."""
+
+    @property
+    def steps(self) -> int:
+        """Environment steps the fill took."""
+        ...
+
+
+@runtime_checkable
+class Evaluator(Protocol):
+    """Fills the never-evaluated cells of a `PayoffTable` bound to a population."""
+
+    def fill(self, table: PayoffTable, episodes: int = ..., *,
+             seed: int | np.random.Generator | None = ...) -> int | SampledFill:
+        """Set every missing cell; `episodes` per cell and `seed` matter to sampling evaluators only."""
+        ...
+
+
+@runtime_checkable
+class Restorable(Protocol):
+    """An object that can be put back exactly as it was (the learner's part of an all-or-nothing step)."""
+
+    def snapshot(self) -> object:
+        """What `restore` needs to undo everything done after this call."""
+        ...
+
+    def restore(self, state: object) -> None:
+        """Undo everything done since `snapshot()` returned `state`."""
+        ...
+
+
+#: a meta-solver: a payoff table in, a meta-strategy (one distribution per player) out
+MetaSolverLike = Callable[["PayoffTable"], "MetaStrategy"]
+
+__all__ = ["BestResponse", "Evaluator", "MetaSolverLike", "Opponents", "Oracle", "Restorable", "SampledFill"]
