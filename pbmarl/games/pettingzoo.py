@@ -188,6 +188,10 @@ class PettingZooGame(Game):
     def enumerable(self) -> bool:
         return False
 
+    def make_env(self) -> Any:
+        """A fresh environment instance of this game (unreset), for steppers that drive it directly."""
+        return self._factory(**self.env_kwargs)
+
     def new_initial_state(self, *, seed: int | None = None) -> PettingZooState:
         """A fresh episode; `seed` seeds the environment's own randomness."""
         env = self._free.pop() if self._free else self._factory(**self.env_kwargs)
