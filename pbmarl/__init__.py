@@ -30,6 +30,10 @@ _EXPORTS: dict[str, str] = {
     "TabularPolicy": "pbmarl.policies.tabular",
     "Mixture": "pbmarl.policies.mixture",
     "MLPPolicy": "pbmarl.policies.neural",
+    "GaussianPolicy": "pbmarl.policies.continuous",
+    "DeterministicPolicy": "pbmarl.policies.continuous",
+    "ActionOutput": "pbmarl.policies.base",
+    "noise": "pbmarl.policies",
     # data
     "Population": "pbmarl.population",
     "PayoffTable": "pbmarl.payoffs",
@@ -47,6 +51,7 @@ _EXPORTS: dict[str, str] = {
     "FillResult": "pbmarl.rollout",
     "Trajectories": "pbmarl.rollout",
     "init_ray": "pbmarl.rollout",
+    "AgentMapping": "pbmarl.rollout.mapping",
     # learners
     "ExactBestResponse": "pbmarl.learners.exact",
     "DQN": "pbmarl.learners",

@@ -33,8 +33,10 @@ def test_probabilities_are_distributions_on_legal_actions(leduc, make):
     assert probs.shape == mask.shape
     np.testing.assert_allclose(probs.sum(axis=1), 1.0)
     assert np.all(probs[~mask] == 0.0)
-    actions = policy.act(obs, mask, np.random.default_rng(0), keys)
+    out = policy.act(obs, mask, np.random.default_rng(0), keys)
+    actions = out.action
     assert mask[np.arange(len(actions)), actions].all()
+    np.testing.assert_allclose(out.log_prob, np.log(probs[np.arange(len(actions)), actions]))
 
 
 def test_sampling_matches_probabilities():

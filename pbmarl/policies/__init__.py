@@ -1,13 +1,16 @@
 """Policies: the batched protocol and its implementations.
 
-`MLPPolicy` lives in `pbmarl.policies.neural` and is imported lazily, so torch is
-only loaded when a neural policy is used.
+`MLPPolicy` lives in `pbmarl.policies.neural`, `GaussianPolicy` and
+`DeterministicPolicy` in `pbmarl.policies.continuous`; they are imported lazily, so
+torch is only loaded when a neural policy is used. `noise` is pure numpy.
 """
 
 from typing import Any
 
+from pbmarl.policies import noise
 from pbmarl.policies.base import (
     POLICY_KINDS,
+    ActionOutput,
     Policy,
     check_policy,
     masked_normalize,
@@ -19,7 +22,7 @@ from pbmarl.policies.simple import FixedPolicy, RandomPolicy
 from pbmarl.policies.tabular import TabularPolicy
 
 __all__ = [
-    "POLICY_KINDS", "FixedPolicy", "MLPPolicy", "Mixture", "Policy", "RandomPolicy", "TabularPolicy",
+    "POLICY_KINDS", "ActionOutput", "DeterministicPolicy", "GaussianPolicy", "noise", "FixedPolicy", "MLPPolicy", "Mixture", "Policy", "RandomPolicy", "TabularPolicy",
     "check_distribution", "check_policy", "masked_normalize", "new_policy_from_state", "sample_actions",
 ]
 
@@ -29,4 +32,8 @@ def __getattr__(name: str) -> Any:
         from pbmarl.policies.neural import MLPPolicy
 
         return MLPPolicy
+    if name in ("GaussianPolicy", "DeterministicPolicy"):
+        from pbmarl.policies import continuous
+
+        return getattr(continuous, name)
     raise AttributeError(f"module 'pbmarl.policies' has no attribute {name!r}")

@@ -5,6 +5,7 @@ from __future__ import annotations
 import abc
 import importlib
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any, ClassVar
 
 import numpy as np
@@ -13,6 +14,24 @@ from pbmarl.games.base import Game, as_rng
 
 #: kind name -> Policy subclass, filled by `Policy.__init_subclass__`; used to load policies back.
 POLICY_KINDS: dict[str, type[Policy]] = {}
+
+
+@dataclass(frozen=True)
+class ActionOutput:
+    """What `Policy.act` returns for a batch of B rows.
+
+    Attributes:
+        action: ``[B]`` int64 for `Discrete` spaces, ``[B, d]`` float32 for `Box` spaces
+            (already within the Box bounds).
+        log_prob: ``[B]`` float64, the log-density (Box) or log-probability (Discrete)
+            of each action under the policy that drew it.
+    """
+
+    action: np.ndarray
+    log_prob: np.ndarray
+
+    def __len__(self) -> int:
+        return len(self.action)
 
 
 class Policy(abc.ABC):
@@ -70,12 +89,28 @@ class Policy(abc.ABC):
     def act(
         self,
         obs: np.ndarray,
-        legal_mask: np.ndarray,
+        legal_mask: np.ndarray | None,
         rng: int | np.random.Generator | None = None,
         keys: Sequence[str] | None = None,
-    ) -> np.ndarray:
-        """Sample one action per row with `rng`."""
-        return sample_actions(self.action_probabilities(obs, legal_mask, keys), as_rng(rng))
+        *,
+        deterministic: bool = False,
+    ) -> ActionOutput:
+        """One action per row: sampled with `rng`, or the most likely legal one if `deterministic`.
+
+        Returns an `ActionOutput`: ``.action`` ``[B]`` int64 and ``.log_prob`` ``[B]``, the
+        log-probability of that action under `action_probabilities`. Policies on `Box`
+        spaces override this and return ``[B, d]`` float actions.
+        """
+        if legal_mask is None:
+            raise ValueError(f"{type(self).__name__} for {self.game_name!r} needs the legal mask [batch, {self.num_actions}]")
+        probs = self.action_probabilities(obs, legal_mask, keys)
+        if deterministic:
+            actions = np.argmax(probs, axis=1).astype(np.int64)
+        else:
+            actions = sample_actions(probs, as_rng(rng))
+        chosen = probs[np.arange(len(actions)), actions]
+        with np.errstate(divide="ignore"):
+            return ActionOutput(actions, np.log(chosen))
 
     # -- serialisation ---------------------------------------------------
     def arrays(self) -> dict[str, np.ndarray]:
@@ -147,7 +182,12 @@ def new_policy_from_state(game: Game, arrays: dict[str, np.ndarray], meta: dict[
     cls = POLICY_KINDS.get(str(kind))
     if cls is None:
         # torch-backed kinds register themselves when their module is imported
-        module = {"mlp": "pbmarl.policies.neural", "epsilon_greedy_q": "pbmarl.learners.nets"}.get(str(kind))
+        module = {
+            "mlp": "pbmarl.policies.neural",
+            "epsilon_greedy_q": "pbmarl.learners.nets",
+            "gaussian": "pbmarl.policies.continuous",
+            "deterministic": "pbmarl.policies.continuous",
+        }.get(str(kind))
         if module is not None:
             importlib.import_module(module)
             cls = POLICY_KINDS.get(str(kind))

@@ -1,0 +1,271 @@
+"""Policies on `Box` action spaces (torch): a tanh-squashed Gaussian and a deterministic actor.
+
+Both map an observation to a point in ``[-1, 1]^d`` and rescale it affinely to the
+Box bounds: ``a = loc + scale * y`` with ``loc = (high + low) / 2`` and
+``scale = (high - low) / 2``. Bounds must be finite.
+
+Example:
+    >>> game = pb.load_game("gym:Pendulum-v1")
+    >>> pi = pb.GaussianPolicy(game, hidden=(64, 64), seed=0)
+    >>> out = pi.act(obs, None, rng=0)           # out.action [B, 1] in [-2, 2], out.log_prob [B]
+    >>> mu = pb.DeterministicPolicy(game, noise=pb.noise.OrnsteinUhlenbeck(sigma=0.2))
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+import torch
+from torch import nn
+
+from pbmarl.games.base import Game, as_rng
+from pbmarl.policies.base import ActionOutput, Policy
+from pbmarl.policies.neural import build_mlp
+from pbmarl.policies.noise import AdaptiveParameterNoise, Noise, action_distance, noise_from_state
+
+LOG_STD_MIN, LOG_STD_MAX = -20.0, 2.0
+
+
+def _box_of(game: Game, player: int, who: str) -> Any:
+    from gymnasium import spaces
+
+    space = game.action_space(player)
+    if not isinstance(space, spaces.Box):
+        raise ValueError(f"{who} needs a Box action space; {game.name!r} player {player} has {space} (use MLPPolicy)")
+    if not (np.all(np.isfinite(space.low)) and np.all(np.isfinite(space.high))):
+        raise ValueError(f"{who} needs finite Box bounds to squash into; {game.name!r} player {player} has {space}")
+    return space
+
+
+def tanh_log_det(u: torch.Tensor) -> torch.Tensor:
+    """``log(1 - tanh(u)^2) = 2 (log 2 - u - softplus(-2u))``, summed over the last axis (stable for large |u|)."""
+    return (2.0 * (math.log(2.0) - u - nn.functional.softplus(-2.0 * u))).sum(-1)
+
+
+class BoxPolicy(Policy):
+    """Shared plumbing of the Box policies: the space, the rescaling, batch checks and saving."""
+
+    def __init__(self, game: Game, hidden: Sequence[int], *, player: int, seed: int | None, out_mult: int) -> None:
+        super().__init__(game)
+        self.player = game.check_player(player)
+        space = _box_of(game, self.player, type(self).__name__)
+        self.action_space = space
+        self.action_shape = tuple(space.shape)
+        self.act_dim = int(np.prod(space.shape))
+        low, high = space.low.astype(np.float64).reshape(-1), space.high.astype(np.float64).reshape(-1)
+        self.loc, self.scale = (high + low) / 2.0, (high - low) / 2.0
+        self.observation_shape = tuple(game.observation_space(self.player).shape)
+        self.in_dim = int(np.prod(self.observation_shape))
+        self.hidden = tuple(int(h) for h in hidden)
+        with torch.random.fork_rng(devices=[]):
+            if seed is not None:
+                torch.manual_seed(int(seed))  # scoped by fork_rng: no global seeding leaks
+            self.net = build_mlp(self.in_dim, self.hidden, out_mult * self.act_dim)
+
+    def _probs(self, obs: np.ndarray, legal_mask: np.ndarray, keys: Sequence[str] | None) -> np.ndarray:
+        raise TypeError(f"{type(self).__name__} acts on a Box space and has no action probabilities; use act()")
+
+    def _obs_tensor(self, obs: np.ndarray) -> torch.Tensor:
+        x = np.asarray(obs, dtype=np.float32)
+        if x.ndim < 1 or int(np.prod(x.shape[1:])) != self.in_dim:
+            raise ValueError(
+                f"{type(self).__name__} for {self.game_name!r} takes observations [batch, {self.in_dim}], got shape {x.shape}"
+            )
+        return torch.as_tensor(x.reshape(len(x), self.in_dim))
+
+    def rescale(self, y: torch.Tensor) -> torch.Tensor:
+        """``[-1, 1]^d`` -> the Box: ``loc + scale * y``."""
+        return torch.as_tensor(self.loc, dtype=y.dtype) + torch.as_tensor(self.scale, dtype=y.dtype) * y
+
+    def normalise(self, action: np.ndarray) -> np.ndarray:
+        """The Box -> ``[-1, 1]^d`` (inverse of `rescale`), ``[B, d]``."""
+        a = np.asarray(action, dtype=np.float64).reshape(-1, self.act_dim)
+        return (a - self.loc) / self.scale
+
+    def _output(self, action: torch.Tensor, log_prob: torch.Tensor) -> ActionOutput:
+        a = action.detach().numpy().astype(np.float32).reshape((-1,) + self.action_shape)
+        low, high = self.action_space.low, self.action_space.high
+        return ActionOutput(np.clip(a, low, high), log_prob.detach().double().numpy())
+
+    def arrays(self) -> dict[str, np.ndarray]:
+        return {f"net/{k}": v.detach().cpu().numpy() for k, v in self.net.state_dict().items()}
+
+    def _load_net(self, arrays: dict[str, np.ndarray]) -> None:
+        state = {k[len("net/"):]: torch.as_tensor(np.array(v)) for k, v in arrays.items() if k.startswith("net/")}
+        self.net.load_state_dict(state)
+
+    def meta(self) -> dict[str, Any]:
+        return {**super().meta(), "hidden": list(self.hidden), "player": self.player}
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.game_name!r}, hidden={self.hidden}, action {self.action_space})"
+
+
+class GaussianPolicy(BoxPolicy):
+    """A tanh-squashed diagonal Gaussian (SAC's actor), rescaled to the Box bounds.
+
+    The MLP gives a mean ``m`` and a log-std ``s`` (clamped to [-20, 2]) per dimension;
+    ``u ~ N(m, exp(s)^2)``, ``a = loc + scale * tanh(u)``, and by change of variables
+    (Haarnoja et al. 2018, appendix C)::
+
+        log pi(a|o) = sum_i [ log N(u_i; m_i, e^{s_i}) - log(1 - tanh(u_i)^2) - log scale_i ]
+
+    `deterministic=True` gives ``loc + scale * tanh(m)`` and its log-density.
+
+    Args:
+        game: a game whose `player` has a bounded Box action space.
+        hidden: widths of the hidden layers.
+        player: whose spaces the policy is built for.
+        seed: seeds the initial weights (None: torch's current state).
+    """
+
+    kind = "gaussian"
+
+    def __init__(self, game: Game, hidden: Sequence[int] = (64, 64), *, player: int = 0, seed: int | None = 0) -> None:
+        super().__init__(game, hidden, player=player, seed=seed, out_mult=2)
+
+    def distribution(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """Mean and log-std ``[B, d]`` each of the pre-squash Gaussian, for a float tensor ``[B, in_dim]``."""
+        mean, log_std = self.net(x.reshape(len(x), -1)).chunk(2, dim=-1)
+        return mean, log_std.clamp(LOG_STD_MIN, LOG_STD_MAX)
+
+    def sample(self, x: torch.Tensor, *, generator: torch.Generator | None = None,
+               deterministic: bool = False) -> tuple[torch.Tensor, torch.Tensor]:
+        """Reparameterised action ``[B, d]`` (in the Box) and its log-density ``[B]``, with gradients."""
+        mean, log_std = self.distribution(x)
+        std = log_std.exp()
+        eps = torch.zeros_like(mean) if deterministic else torch.randn(mean.shape, generator=generator, dtype=mean.dtype)
+        u = mean + std * eps
+        base = (-0.5 * eps**2 - log_std - 0.5 * math.log(2 * math.pi)).sum(-1)
+        log_prob = base - tanh_log_det(u) - float(np.log(self.scale).sum())
+        return self.rescale(torch.tanh(u)), log_prob
+
+    def log_prob(self, obs: np.ndarray | torch.Tensor, action: np.ndarray | torch.Tensor) -> torch.Tensor:
+        """Log-density ``[B]`` of given Box actions (clipped just inside the bounds to invert tanh)."""
+        x = obs if isinstance(obs, torch.Tensor) else self._obs_tensor(obs)
+        a = torch.as_tensor(np.asarray(action, dtype=np.float64) if not isinstance(action, torch.Tensor) else action)
+        y = ((a.reshape(len(x), -1).double() - torch.as_tensor(self.loc)) / torch.as_tensor(self.scale)).clamp(-1 + 1e-6, 1 - 1e-6)
+        u = torch.atanh(y).to(x.dtype)
+        mean, log_std = self.distribution(x)
+        z = (u - mean) / log_std.exp()
+        base = (-0.5 * z**2 - log_std - 0.5 * math.log(2 * math.pi)).sum(-1)
+        return base - tanh_log_det(u) - float(np.log(self.scale).sum())
+
+    def act(self, obs: np.ndarray, legal_mask: np.ndarray | None = None, rng: int | np.random.Generator | None = None,
+            keys: Sequence[str] | None = None, *, deterministic: bool = False) -> ActionOutput:
+        """Actions ``[B, *shape]`` in the Box and their log-densities ``[B]``; `legal_mask` is ignored."""
+        x = self._obs_tensor(obs)
+        gen = torch.Generator().manual_seed(int(as_rng(rng).integers(2**63 - 1)))
+        with torch.no_grad():
+            action, log_prob = self.sample(x, generator=gen, deterministic=deterministic)
+        return self._output(action, log_prob)
+
+    @classmethod
+    def from_state(cls, game: Game, arrays: dict[str, np.ndarray], meta: dict[str, Any]) -> GaussianPolicy:
+        policy = cls(game, hidden=meta["hidden"], player=int(meta.get("player", 0)), seed=None)
+        policy._load_net(arrays)
+        policy.version = int(meta.get("version", 0))
+        return policy
+
+
+class DeterministicPolicy(BoxPolicy):
+    """A deterministic actor ``a = loc + scale * tanh(net(o))`` (DDPG / TD3) with exploration noise.
+
+    Exploring (``deterministic=False``), the noise is added in normalised units and
+    clipped: ``a = loc + scale * clip(tanh(net(o)) + eps, -1, 1)``. Stateful noises
+    keep one state per environment instance: pass ``env_ids=`` [B] to `act`, and call
+    ``policy.reset_noise(which)`` when those instances start new episodes. With an
+    `AdaptiveParameterNoise` the policy explores with a perturbed copy of its network,
+    re-drawn by `perturb` and scaled by `adapt_noise`.
+
+    A deterministic policy has no density: ``log_prob`` is reported as zeros.
+
+    Args:
+        game: a game whose `player` has a bounded Box action space.
+        hidden: widths of the hidden layers.
+        noise: a `pbmarl.noise` object (None: no exploration noise).
+        player: whose spaces the policy is built for.
+        seed: seeds the initial weights.
+    """
+
+    kind = "deterministic"
+
+    def __init__(self, game: Game, hidden: Sequence[int] = (64, 64), *, noise: Noise | None = None, player: int = 0,
+                 seed: int | None = 0) -> None:
+        super().__init__(game, hidden, player=player, seed=seed, out_mult=1)
+        if noise is not None and not isinstance(noise, Noise):
+            raise TypeError(f"noise must be a pbmarl.noise object (Normal, OrnsteinUhlenbeck, ...), got {noise!r}")
+        self.noise = noise
+        self._perturbed: nn.Module | None = None
+
+    def forward(self, x: torch.Tensor, *, perturbed: bool = False) -> torch.Tensor:
+        """The Box action ``[B, d]`` for a float tensor ``[B, in_dim]``, with gradients."""
+        net = self._perturbed if perturbed and self._perturbed is not None else self.net
+        return self.rescale(torch.tanh(net(x.reshape(len(x), -1))))
+
+    def act(self, obs: np.ndarray, legal_mask: np.ndarray | None = None, rng: int | np.random.Generator | None = None,
+            keys: Sequence[str] | None = None, *, deterministic: bool = False,
+            env_ids: Sequence[int] | np.ndarray | None = None) -> ActionOutput:
+        """Actions ``[B, *shape]`` in the Box (noisy unless `deterministic`); see the class doc."""
+        x = self._obs_tensor(obs)
+        explore = not deterministic and self.noise is not None
+        use_perturbed = explore and isinstance(self.noise, AdaptiveParameterNoise)
+        if use_perturbed and self._perturbed is None:
+            self.perturb(rng)
+        with torch.no_grad():
+            y = torch.tanh((self._perturbed if use_perturbed else self.net)(x)).double()  # type: ignore[misc]
+        if explore and not use_perturbed:
+            assert self.noise is not None
+            eps = self.noise.sample(as_rng(rng), (len(x), self.act_dim), env_ids)
+            y = (y + torch.as_tensor(eps, dtype=y.dtype)).clamp(-1.0, 1.0)
+        return self._output(self.rescale(y), torch.zeros(len(x), dtype=torch.float64))
+
+    def reset_noise(self, which: Sequence[int] | np.ndarray | None = None) -> None:
+        """Restart the noise of the environment instances `which` (indices or a bool mask; all if None)."""
+        if self.noise is not None:
+            self.noise.reset(which)
+
+    # -- adaptive parameter-space noise (Plappert et al. 2018) -----------------------------
+    def perturb(self, rng: int | np.random.Generator | None = None) -> None:
+        """Draw a new perturbed copy of the network (AdaptiveParameterNoise only)."""
+        if not isinstance(self.noise, AdaptiveParameterNoise):
+            raise ValueError(f"perturb needs noise=AdaptiveParameterNoise(...), this policy has {self.noise!r}")
+        clean = {k: v.detach().numpy() for k, v in self.net.state_dict().items()}
+        noisy = self.noise.perturb(clean, as_rng(rng))
+        net = build_mlp(self.in_dim, self.hidden, self.act_dim)
+        net.load_state_dict({k: torch.as_tensor(v) for k, v in noisy.items()})
+        self._perturbed = net
+
+    def adapt_noise(self, obs: np.ndarray) -> float:
+        """Measure the clean-vs-perturbed action distance on `obs` (normalised units) and adapt; returns it."""
+        if not isinstance(self.noise, AdaptiveParameterNoise) or self._perturbed is None:
+            raise ValueError("adapt_noise needs noise=AdaptiveParameterNoise(...) and a perturbed network (call perturb)")
+        x = self._obs_tensor(obs)
+        with torch.no_grad():
+            clean, noisy = torch.tanh(self.net(x)).numpy(), torch.tanh(self._perturbed(x)).numpy()
+        distance = action_distance(clean, noisy)
+        self.noise.adapt(distance)
+        return distance
+
+    # -- saving ----------------------------------------------------------------------------
+    def arrays(self) -> dict[str, np.ndarray]:
+        out = super().arrays()
+        if self.noise is not None:
+            out.update({f"noise/{k}": v for k, v in self.noise.arrays().items()})
+        return out
+
+    def meta(self) -> dict[str, Any]:
+        return {**super().meta(), "noise": self.noise.meta() if self.noise is not None else None}
+
+    @classmethod
+    def from_state(cls, game: Game, arrays: dict[str, np.ndarray], meta: dict[str, Any]) -> DeterministicPolicy:
+        noise = None
+        if meta.get("noise"):
+            noise = noise_from_state({k[len("noise/"):]: v for k, v in arrays.items() if k.startswith("noise/")}, meta["noise"])
+        policy = cls(game, hidden=meta["hidden"], noise=noise, player=int(meta.get("player", 0)), seed=None)
+        policy._load_net(arrays)
+        policy.version = int(meta.get("version", 0))
+        return policy
