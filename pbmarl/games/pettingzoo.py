@@ -5,6 +5,10 @@ registry (``pettingzoo.make``) or among the MPE environments of `mpe2`, reads th
 agents from ``env.possible_agents`` and gives seat ``p`` to ``possible_agents[p]``.
 AEC environments become turn-based games, Parallel ones simultaneous-move games
 (``api="auto"`` picks Parallel where the module offers ``parallel_env``).
+Agents act on `Discrete` or `Box` spaces (MPE's ``continuous_actions=True``);
+``action_space(p)`` / ``observation_space(p)`` give each agent its own, and where
+the environment has a ``state()`` (MPE) ``has_global_state`` is True and
+``global_state(state)`` returns it.
 
 Every state wraps one environment instance (environments are reused: a state
 hands its instance back to the game when its episode ends). Observations are
@@ -169,11 +173,18 @@ class PettingZooGame(Game):
         self.turn_based = api == "aec"
         self.zero_sum = env_name.rpartition("_v")[0] in ZERO_SUM
         self._obs_spaces, counts = [], []
+        self._action_spaces: list[Any] = []
         for agent in self.agents:
             space = probe.action_space(agent)
-            if not isinstance(space, gymnasium.spaces.Discrete) or int(space.start) != 0:
-                raise ValueError(f"{env_name!r}: agent {agent!r} has action space {space}; only Discrete(n) is supported")
-            counts.append(int(space.n))
+            if isinstance(space, gymnasium.spaces.Box):
+                counts.append(0)  # continuous: no discrete actions, an empty legal mask
+            elif isinstance(space, gymnasium.spaces.Discrete) and int(space.start) == 0:
+                counts.append(int(space.n))
+            else:
+                raise ValueError(
+                    f"{env_name!r}: agent {agent!r} has action space {space}; supported are Discrete(n) and Box"
+                )
+            self._action_spaces.append(space)
             obs_space = probe.observation_space(agent)
             if isinstance(obs_space, gymnasium.spaces.Dict) and "observation" in obs_space.spaces:
                 obs_space = obs_space["observation"]
@@ -182,11 +193,47 @@ class PettingZooGame(Game):
         self.num_actions = max(counts)
         self._flat_dims = [int(gymnasium.spaces.flatdim(s)) for s in self._obs_spaces]
         self.observation_shape = (max(self._flat_dims),)
+        #: per seat, whether the agent's actions are continuous (a Box)
+        self.continuous = tuple(isinstance(s, gymnasium.spaces.Box) for s in self._action_spaces)
+        try:  # MPE and other Parallel environments describe the whole world in state()
+            self.global_state_shape = tuple(np.asarray(probe.state(), dtype=np.float32).reshape(-1).shape)
+            self.has_global_state = True
+        except (NotImplementedError, AttributeError, TypeError, ValueError):  # none, or not a numeric vector
+            self.has_global_state = False
         self._free: list[Any] = [probe]
 
     @property
     def enumerable(self) -> bool:
         return False
+
+    def action_space(self, player: int) -> Any:
+        """The agent's own action space (`Discrete` or `Box`), as the environment gives it."""
+        return self._action_spaces[self.check_player(player)]
+
+    def observation_space(self, player: int) -> Any:
+        """The agent's own flattened float32 `Box` (unpadded: agents keep their own sizes)."""
+        import gymnasium
+
+        flat: Any = gymnasium.spaces.flatten_space(self._obs_spaces[self.check_player(player)])
+        return gymnasium.spaces.Box(flat.low.astype(np.float32), flat.high.astype(np.float32), dtype=np.float32)
+
+    def global_state(self, state: Any) -> np.ndarray:
+        """The environment's ``state()`` at `state` as a flat float32 vector (see `Game`)."""
+        if not self.has_global_state:
+            return super().global_state(state)
+        if state.env is None:
+            raise ValueError(f"the episode of {self.name!r} is over: its global state is gone with its environment")
+        return np.asarray(state.env.state(), dtype=np.float32).reshape(-1)
+
+    def env_action(self, player: int, action: Any) -> Any:
+        """`action` of seat `player` as the environment takes it: an int, or a float array
+        checked against the agent's Box (a ValueError names the value and the bounds)."""
+        if self.continuous[player]:
+            from pbmarl.games.spaces import check_action
+
+            who = f"agent {self.agents[player]!r} of {self.name!r}"
+            return check_action(self._action_spaces[player], action, who=who)
+        return int(action)
 
     def make_env(self) -> Any:
         """A fresh environment instance of this game (unreset), for steppers that drive it directly."""
@@ -356,10 +403,12 @@ class PettingZooState:
         if self._parallel:
             raise ValueError(f"{self.game.name!r} is a simultaneous-move (Parallel) game: use apply_actions")
         player = self.current_player()
-        self._check_legal(player, action)
+        if not self.game.continuous[player]:
+            self._check_legal(player, action)
+        act = self.game.env_action(player, action)
         self._rewards = np.zeros(self.game.num_players)
         self._cache.clear()
-        self.env.step(int(action))
+        self.env.step(act)
         self._collect(self._base.rewards)
         self._settle()
 
@@ -370,8 +419,9 @@ class PettingZooState:
         joint = {}
         for p, agent in enumerate(self.game.agents):
             if agent in self.env.agents:
-                self._check_legal(p, actions[p])
-                joint[agent] = int(actions[p])
+                if not self.game.continuous[p]:
+                    self._check_legal(p, actions[p])
+                joint[agent] = self.game.env_action(p, actions[p])
         self._rewards = np.zeros(self.game.num_players)
         self._cache.clear()
         self._obs, rewards, terms, truncs, self._infos = self.env.step(joint)
