@@ -126,11 +126,11 @@ class Dashboard:
         self.step_button = widgets.Button(description="Step", icon="forward", tooltip="one iteration")
         self.iterations = widgets.IntText(value=5, description="iterations", layout=widgets.Layout(width="160px"))
         self.run_button = widgets.Button(description="Run", icon="play", tooltip="run that many iterations")
-        self.counter = widgets.HTML()
+        self.counter = widgets.HTML(layout=widgets.Layout(min_width="100px", margin="0 8px"))
         self.counter.add_class("pbmarl-iteration")
         self.progress_bar = widgets.IntProgress(value=0, min=0, max=1, layout=widgets.Layout(
             width="180px", visibility="hidden"))
-        self.progress_text = widgets.HTML()
+        self.progress_text = widgets.HTML(layout=widgets.Layout(margin="0 8px"))
         self.error = widgets.HTML()
         self.error.add_class("pbmarl-error")
         self.last_error: BaseException | None = None
@@ -153,6 +153,8 @@ class Dashboard:
     # -- actions ----------------------------------------------------------------
     def step(self) -> Any:
         """One iteration of the loop, then redraw; returns the iteration's record."""
+        self.progress_bar.layout.visibility = "hidden"  # a bar left from an earlier run would be stale
+        self.progress_text.value = ""
         record = self.psro.step()
         self.refresh()
         return record
@@ -178,7 +180,7 @@ class Dashboard:
                     drawn = time.monotonic()
                 value = getattr(records[-1], self._column(), None)
                 seconds = (time.monotonic() - start) / len(records)
-                self._show_progress(len(records), total, f"{Y_AXES[self._column()]} {fmt(value)} · {seconds:.2g} s/it")
+                self._show_progress(len(records), total, f"{self._column()} {fmt(value)} · {seconds:.2g} s/it")
         except BaseException:
             with contextlib.suppress(Exception):  # show the steps that did finish; the failure propagates
                 self.refresh()
@@ -192,7 +194,8 @@ class Dashboard:
         self.progress_bar.layout.visibility = "visible"
         self.progress_bar.max = max(total, 1)
         self.progress_bar.value = min(done, max(total, 1))
-        self.progress_text.value = f"{done}/{total}" + (f" · {html.escape(text)}" if text else "")
+        line = f"{done}/{total}" + (f" · {text}" if text else "")
+        self.progress_text.value = f'<span style="white-space:nowrap">{html.escape(line)}</span>'
 
     def _at_limit(self) -> bool:
         limit = getattr(self.psro, "max_iterations", None)
@@ -255,7 +258,7 @@ class Dashboard:
         records = getattr(self.psro, "records", None)
         self.status.value = f"<code>{html.escape(str(records[-1]))}</code>" if records else ""
         iteration = getattr(self.psro, "iteration", len(records) - 1 if records else 0)
-        self.counter.value = f"<b>iteration {iteration}</b>"
+        self.counter.value = f'<b style="white-space:nowrap">iteration {iteration}</b>'
         if self.explorer is not None and self.table_section.selected_index == 0:
             self.explorer.refresh()
 
