@@ -139,3 +139,19 @@ def test_discrete_policies_act_with_log_probs():
     assert out.action.dtype == np.int64 and 0.68 < out.action.mean() < 0.82
     np.testing.assert_allclose(out.log_prob, np.log(np.where(out.action == 1, 0.75, 0.25)))
     assert np.all(pi.act(obs, mask, deterministic=True).action == 1)
+
+
+def test_random_policy_is_uniform_in_a_box():
+    game = pb.load_game("pettingzoo:simple_spread_v3", N=3, continuous_actions=True)
+    pi = pb.RandomPolicy(game, player=1)
+    out = pi.act(np.zeros((4000, 18), np.float32), None, rng=0)
+    assert out.action.shape == (4000, 5) and out.action.min() >= 0 and out.action.max() <= 1
+    assert abs(out.action.mean() - 0.5) < 0.01
+    np.testing.assert_allclose(out.log_prob, 0.0)  # the unit cube has volume 1
+    back = new_policy_from_state(game, pi.arrays(), pi.meta())
+    assert back.player == 1 and back.box == pi.box
+
+
+def test_mlp_policy_refuses_box_actions(pendulum):
+    with pytest.raises(ValueError, match=r"MLPPolicy needs discrete actions.*Box\(-2.0, 2.0"):
+        pb.MLPPolicy(pendulum)

@@ -124,7 +124,7 @@ class Policy(abc.ABC):
     @classmethod
     def from_state(cls, game: Game, arrays: dict[str, np.ndarray], meta: dict[str, Any]) -> Policy:
         """Rebuild from `arrays()` and `meta()`; the default suits policies without parameters."""
-        policy = cls(game)  # type: ignore[call-arg]
+        policy = cls(game)
         policy.version = int(meta.get("version", 0))
         return policy
 

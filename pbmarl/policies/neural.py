@@ -41,6 +41,11 @@ class MLPPolicy(Policy):
 
     def __init__(self, game: Game, hidden: Sequence[int] = (128, 128), *, seed: int | None = 0) -> None:
         super().__init__(game)
+        if game.num_actions < 1:
+            raise ValueError(
+                f"MLPPolicy needs discrete actions; {game.name!r} acts in {game.action_space(0)} "
+                "(use pb.GaussianPolicy or pb.DeterministicPolicy)"
+            )
         self.hidden = tuple(int(h) for h in hidden)
         self.in_dim = int(np.prod(game.observation_shape))
         with torch.random.fork_rng(devices=[]):

@@ -140,7 +140,7 @@ class OrnsteinUhlenbeck(Noise):
         if self.dt == 0 or self.theta * self.dt >= 2:
             raise ValueError(f"OrnsteinUhlenbeck needs 0 < theta*dt < 2 to be stable, got theta={theta!r}, dt={dt!r}")
         self.params = {"sigma": self.sigma, "theta": self.theta, "mu": self.mu, "dt": self.dt}
-        self.state = np.zeros((0, 0), dtype=np.float64)
+        self.state: np.ndarray = np.zeros((0, 0), dtype=np.float64)
 
     @property
     def stationary_variance(self) -> float:

@@ -7,17 +7,55 @@ from typing import Any
 
 import numpy as np
 
-from pbmarl.games.base import Game
-from pbmarl.policies.base import Policy
+from pbmarl.games.base import Game, as_rng
+from pbmarl.policies.base import ActionOutput, Policy
 
 
 class RandomPolicy(Policy):
-    """Uniform over the legal actions."""
+    """Uniform over the legal actions; on a bounded `Box` (of seat `player`), uniform in the Box.
+
+    On a Box, ``act`` returns ``[B, *shape]`` float32 actions and the log-density
+    ``-sum(log(high - low))``; it has no `action_probabilities`.
+    """
 
     kind = "random"
 
+    def __init__(self, game: Game, *, player: int = 0) -> None:
+        from gymnasium import spaces
+
+        super().__init__(game)
+        self.player = game.check_player(player)
+        space = game.action_space(self.player)
+        self.box = space if isinstance(space, spaces.Box) else None
+        if self.box is not None and not (np.all(np.isfinite(self.box.low)) and np.all(np.isfinite(self.box.high))):
+            raise ValueError(f"RandomPolicy needs finite Box bounds to be uniform in; {game.name!r} has {self.box}")
+
     def _probs(self, obs: np.ndarray, legal_mask: np.ndarray, keys: Sequence[str] | None) -> np.ndarray:
+        if self.box is not None:
+            raise TypeError(f"RandomPolicy on {self.box} has no action probabilities; use act()")
         return legal_mask.astype(float)
+
+    def act(self, obs: np.ndarray, legal_mask: np.ndarray | None, rng: int | np.random.Generator | None = None,
+            keys: Sequence[str] | None = None, *, deterministic: bool = False) -> ActionOutput:
+        if self.box is None:
+            return super().act(obs, legal_mask, rng, keys, deterministic=deterministic)
+        low, high = self.box.low.astype(np.float64), self.box.high.astype(np.float64)
+        n = len(obs)
+        if deterministic:
+            actions = np.broadcast_to((low + high) / 2.0, (n,) + low.shape)
+        else:
+            actions = as_rng(rng).uniform(low, high, size=(n,) + low.shape)
+        log_prob = np.full(n, -float(np.log(high - low).sum()))
+        return ActionOutput(actions.astype(np.float32), log_prob)
+
+    def meta(self) -> dict[str, Any]:
+        return {**super().meta(), "player": self.player}
+
+    @classmethod
+    def from_state(cls, game: Game, arrays: dict[str, np.ndarray], meta: dict[str, Any]) -> RandomPolicy:
+        policy = cls(game, player=int(meta.get("player", 0)))
+        policy.version = int(meta.get("version", 0))
+        return policy
 
 
 class FixedPolicy(Policy):
