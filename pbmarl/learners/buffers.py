@@ -45,9 +45,12 @@ class ReplayBuffer:
         capacity: most transitions kept; the oldest are overwritten first.
         obs_shape: shape of one observation.
         num_actions: width of the legal masks.
+        action_shape: shape of one action: ``()`` for a discrete index, ``(d,)`` for a Box action.
+        action_dtype: int64 for discrete actions, float32 for Box actions.
     """
 
-    def __init__(self, capacity: int, obs_shape: Sequence[int], num_actions: int) -> None:
+    def __init__(self, capacity: int, obs_shape: Sequence[int], num_actions: int, *,
+                 action_shape: Sequence[int] = (), action_dtype: type = np.int64) -> None:
         if isinstance(capacity, bool) or not isinstance(capacity, (int, np.integer)) or capacity < 1:
             raise ValueError(f"capacity must be a positive int, got {capacity!r}")
         self.capacity = int(capacity)
@@ -56,7 +59,7 @@ class ReplayBuffer:
         self.next_obs = np.zeros(shape, np.float32)
         self.legal_mask = np.zeros((self.capacity, num_actions), bool)
         self.next_legal_mask = np.zeros((self.capacity, num_actions), bool)
-        self.action = np.zeros(self.capacity, np.int64)
+        self.action: np.ndarray = np.zeros((self.capacity, *action_shape), action_dtype)
         self.reward = np.zeros(self.capacity, np.float64)
         self.done = np.zeros(self.capacity, bool)
         self.size = 0
@@ -79,6 +82,21 @@ class ReplayBuffer:
         self.pos = int((self.pos + n) % self.capacity)
         self.size = int(min(self.size + n, self.capacity))
         return slots
+
+    def append(self, obs: np.ndarray, action: np.ndarray | int, reward: float, done: bool, next_obs: np.ndarray,
+               legal_mask: np.ndarray | bool = True, next_legal_mask: np.ndarray | bool = True) -> int:
+        """Store one transition (the step-by-step path of the control learners); returns its slot."""
+        slot = self.pos
+        self.obs[slot] = obs
+        self.action[slot] = action
+        self.reward[slot] = reward
+        self.done[slot] = done
+        self.next_obs[slot] = next_obs
+        self.legal_mask[slot] = legal_mask
+        self.next_legal_mask[slot] = next_legal_mask
+        self.pos = (slot + 1) % self.capacity
+        self.size = min(self.size + 1, self.capacity)
+        return slot
 
     def _gather(self, index: np.ndarray, weight: np.ndarray) -> Batch:
         return Batch(**{name: getattr(self, name)[index] for name in FIELDS}, weight=weight, index=index)
@@ -119,8 +137,9 @@ class PrioritizedReplayBuffer(ReplayBuffer):
     """
 
     def __init__(self, capacity: int, obs_shape: Sequence[int], num_actions: int, *, alpha: float = 0.6,
-                 beta: float = 0.4, eps: float = 1e-3) -> None:
-        super().__init__(capacity, obs_shape, num_actions)
+                 beta: float = 0.4, eps: float = 1e-3, action_shape: Sequence[int] = (),
+                 action_dtype: type = np.int64) -> None:
+        super().__init__(capacity, obs_shape, num_actions, action_shape=action_shape, action_dtype=action_dtype)
         if not 0.0 <= alpha <= 1.0:
             raise ValueError(f"alpha must be in [0, 1], got {alpha!r}")
         if not 0.0 <= beta <= 1.0:
@@ -133,6 +152,17 @@ class PrioritizedReplayBuffer(ReplayBuffer):
         slots = super().add(traj)
         self.priority[slots] = self.max_priority
         return slots
+
+    def append(self, obs: np.ndarray, action: np.ndarray | int, reward: float, done: bool, next_obs: np.ndarray,
+               legal_mask: np.ndarray | bool = True, next_legal_mask: np.ndarray | bool = True) -> int:
+        slot = super().append(obs, action, reward, done, next_obs, legal_mask, next_legal_mask)
+        self.priority[slot] = self.max_priority
+        return slot
+
+    def probabilities(self) -> np.ndarray:
+        """``P(i) = p_i^alpha / sum_j p_j^alpha`` over the stored transitions ``[size]``."""
+        scaled = self.priority[: self.size] ** self.alpha
+        return scaled / scaled.sum()
 
     def sample(self, batch_size: int, rng: np.random.Generator) -> Batch:
         if self.size == 0:

@@ -24,6 +24,7 @@ from pbmarl.policies.neural import MLPPolicy, build_mlp, masked_logits
 __all__ = [
     "EpsilonGreedy", "adam", "build_mlp", "tempered_policy", "masked_argmax", "masked_logits", "masked_max_q",
     "obs_dim", "seeded", "to_tensor", "torch_threads",
+    "NoisyLinear", "RainbowNet", "BoxScale", "DeterministicActor", "SquashedGaussianActor", "Critic",
 ]
 
 M = TypeVar("M")
@@ -144,3 +145,152 @@ class EpsilonGreedy(Policy):
 
     def __repr__(self) -> str:
         return f"EpsilonGreedy({self.game_name!r}, epsilon={self.epsilon:.3g})"
+
+
+# -- networks of the control learners (Rainbow, DDPG, TD3, SAC, HDDPG) ------------
+class NoisyLinear(nn.Module):
+    """A linear layer with learned factorised Gaussian noise on its weights (Fortunato et al. 2018, eq. 10-11).
+
+    ``y = (mu_w + sigma_w * eps_w) x + mu_b + sigma_b * eps_b`` with
+    ``eps_w = f(eps_out) f(eps_in)^T``, ``f(x) = sign(x) sqrt|x|``. The noise is
+    drawn by `reset_noise(generator)`; in evaluation mode (``.eval()``) the layer
+    uses the means only, so it is deterministic.
+    """
+
+    eps_in: torch.Tensor
+    eps_out: torch.Tensor
+
+    def __init__(self, in_features: int, out_features: int, *, sigma0: float = 0.5) -> None:
+        super().__init__()
+        self.in_features, self.out_features = int(in_features), int(out_features)
+        bound = 1.0 / self.in_features ** 0.5
+        self.weight_mu = nn.Parameter(torch.empty(out_features, in_features).uniform_(-bound, bound))
+        self.weight_sigma = nn.Parameter(torch.full((out_features, in_features), sigma0 * bound))
+        self.bias_mu = nn.Parameter(torch.empty(out_features).uniform_(-bound, bound))
+        self.bias_sigma = nn.Parameter(torch.full((out_features,), sigma0 * bound))
+        self.register_buffer("eps_in", torch.zeros(in_features))
+        self.register_buffer("eps_out", torch.zeros(out_features))
+
+    def reset_noise(self, generator: torch.Generator | None = None) -> None:
+        """Draw fresh noise (from `generator`, for reproducible runs)."""
+        def f(n: int) -> torch.Tensor:
+            x = torch.randn(n, generator=generator)
+            return x.sign() * x.abs().sqrt()
+        self.eps_in.copy_(f(self.in_features))
+        self.eps_out.copy_(f(self.out_features))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        if not self.training:
+            return nn.functional.linear(x, self.weight_mu, self.bias_mu)
+        weight = self.weight_mu + self.weight_sigma * torch.outer(self.eps_out, self.eps_in)
+        return nn.functional.linear(x, weight, self.bias_mu + self.bias_sigma * self.eps_out)
+
+
+class RainbowNet(nn.Module):
+    """Q-network with switchable parts: dueling heads, noisy head layers, C51 atoms.
+
+    ``forward(obs [B, D]) -> [B, A, atoms]``: Q-values when ``atoms == 1``, else
+    the logits of each action's return distribution over the support. The dueling
+    form is ``Q = V + A - mean_a A`` (Wang et al. 2016, eq. 9), per atom.
+    """
+
+    def __init__(self, in_dim: int, hidden: Sequence[int], num_actions: int, *, atoms: int = 1,
+                 dueling: bool = True, noisy: bool = False, sigma0: float = 0.5) -> None:
+        super().__init__()
+        self.num_actions, self.atoms, self.dueling = int(num_actions), int(atoms), bool(dueling)
+        layers: list[nn.Module] = []
+        last = in_dim
+        for width in hidden:
+            layers += [nn.Linear(last, int(width)), nn.ReLU()]
+            last = int(width)
+        self.torso = nn.Sequential(*layers)
+
+        def head(out: int) -> nn.Module:
+            return NoisyLinear(last, out, sigma0=sigma0) if noisy else nn.Linear(last, out)
+
+        self.advantage = head(self.num_actions * self.atoms)
+        self.value = head(self.atoms) if dueling else None
+
+    def forward(self, obs: torch.Tensor) -> torch.Tensor:
+        h = self.torso(obs)
+        adv = self.advantage(h).view(-1, self.num_actions, self.atoms)
+        if self.value is None:
+            return adv
+        return self.value(h).view(-1, 1, self.atoms) + adv - adv.mean(dim=1, keepdim=True)
+
+    def reset_noise(self, generator: torch.Generator | None = None) -> None:
+        for m in self.modules():
+            if isinstance(m, NoisyLinear):
+                m.reset_noise(generator)
+
+
+class BoxScale(nn.Module):
+    """Maps ``tanh`` outputs in [-1, 1] onto a Box's ``[low, high]`` (buffers, so they save with the net)."""
+
+    scale: torch.Tensor
+    bias: torch.Tensor
+
+    def __init__(self, low: np.ndarray, high: np.ndarray) -> None:
+        super().__init__()
+        low_t, high_t = torch.as_tensor(low, dtype=torch.float32), torch.as_tensor(high, dtype=torch.float32)
+        self.register_buffer("scale", (high_t - low_t) / 2)
+        self.register_buffer("bias", (high_t + low_t) / 2)
+
+    def forward(self, squashed: torch.Tensor) -> torch.Tensor:
+        return squashed * self.scale + self.bias
+
+
+class DeterministicActor(nn.Module):
+    """``mu(s) = scale * tanh(MLP(s)) + bias``: the actor of DDPG, TD3 and HDDPG."""
+
+    def __init__(self, in_dim: int, hidden: Sequence[int], low: np.ndarray, high: np.ndarray) -> None:
+        super().__init__()
+        self.net = build_mlp(in_dim, hidden, int(np.prod(np.shape(low))))
+        self.box = BoxScale(low, high)
+
+    def forward(self, obs: torch.Tensor) -> torch.Tensor:
+        return self.box(torch.tanh(self.net(obs)))
+
+
+class SquashedGaussianActor(nn.Module):
+    """SAC's actor: ``a = scale * tanh(u) + bias``, ``u ~ N(mu(s), sigma(s))`` (Haarnoja et al. 2018, App. C).
+
+    ``sample(obs, generator)`` returns ``(action, log_prob)`` with the tanh
+    change of variables ``log pi(a) = log N(u) - sum log(scale (1 - tanh(u)^2))``,
+    written as ``2 (log 2 - u - softplus(-2u))`` for stability.
+    """
+
+    LOG_STD_MIN, LOG_STD_MAX = -5.0, 2.0
+
+    def __init__(self, in_dim: int, hidden: Sequence[int], low: np.ndarray, high: np.ndarray) -> None:
+        super().__init__()
+        d = int(np.prod(np.shape(low)))
+        self.net = build_mlp(in_dim, hidden, 2 * d)
+        self.box = BoxScale(low, high)
+
+    def forward(self, obs: torch.Tensor) -> torch.Tensor:
+        """The deterministic action ``scale * tanh(mu(s)) + bias``."""
+        mean, _ = self.net(obs).chunk(2, dim=-1)
+        return self.box(torch.tanh(mean))
+
+    def sample(self, obs: torch.Tensor, generator: torch.Generator | None = None) -> tuple[torch.Tensor, torch.Tensor]:
+        mean, log_std = self.net(obs).chunk(2, dim=-1)
+        log_std = self.LOG_STD_MIN + 0.5 * (self.LOG_STD_MAX - self.LOG_STD_MIN) * (torch.tanh(log_std) + 1)
+        std = log_std.exp()
+        eps = torch.randn(mean.shape, generator=generator)
+        u = mean + std * eps
+        log_prob = (-0.5 * eps.pow(2) - log_std - 0.5 * np.log(2 * np.pi)).sum(-1)
+        log_prob = log_prob - (2 * (np.log(2) - u - nn.functional.softplus(-2 * u))).sum(-1)
+        log_prob = log_prob - torch.log(self.box.scale).sum()
+        return self.box(torch.tanh(u)), log_prob
+
+
+class Critic(nn.Module):
+    """``Q(s, a)``: an MLP over the concatenated observation and action, one output."""
+
+    def __init__(self, obs_dim: int, act_dim: int, hidden: Sequence[int]) -> None:
+        super().__init__()
+        self.net = build_mlp(obs_dim + act_dim, hidden, 1)
+
+    def forward(self, obs: torch.Tensor, action: torch.Tensor) -> torch.Tensor:
+        return self.net(torch.cat([obs, action], dim=-1)).squeeze(-1)

@@ -1,0 +1,155 @@
+"""The maths of the control learners, each checked on its own against hand-computed values."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+from pbmarl.learners.buffers import PrioritizedReplayBuffer, ReplayBuffer
+from pbmarl.learners.nets import NoisyLinear, RainbowNet, SquashedGaussianActor
+from pbmarl.learners.rl_math import c51_projection, hysteretic_td_loss, nstep_targets, soft_update
+
+
+# -- C51 projection ------------------------------------------------------------------
+def test_c51_projection_conserves_mass_and_matches_hand_values() -> None:
+    support = torch.linspace(-2.0, 2.0, 5)  # atoms -2 -1 0 1 2, dz = 1
+    gen = torch.Generator().manual_seed(0)
+    probs = torch.softmax(torch.randn(64, 5, generator=gen), -1)
+    reward = torch.randn(64, generator=gen) * 3  # many fall outside the support and are clipped
+    discount = torch.rand(64, generator=gen) * (torch.rand(64, generator=gen) > 0.3)
+    out = c51_projection(support, probs, reward, discount)
+    assert torch.allclose(out.sum(-1), torch.ones(64), atol=1e-6)
+    assert (out >= 0).all()
+    # terminal transition: all mass on the reward, split between neighbours
+    one = c51_projection(support, torch.full((1, 5), 0.2), torch.tensor([0.25]), torch.tensor([0.0]))
+    assert torch.allclose(one, torch.tensor([[0.0, 0.0, 0.75, 0.25, 0.0]]))
+    # exact atom (l == u) keeps all its mass; shift by +1 with discount 1
+    shifted = c51_projection(support, torch.tensor([[0.1, 0.2, 0.3, 0.4, 0.0]]), torch.tensor([1.0]),
+                             torch.tensor([1.0]))
+    assert torch.allclose(shifted, torch.tensor([[0.0, 0.1, 0.2, 0.3, 0.4]]))
+    # the mean of the projection equals r + d * mean when nothing is clipped
+    p = torch.tensor([[0.0, 0.3, 0.4, 0.3, 0.0]])
+    proj = c51_projection(support, p, torch.tensor([0.3]), torch.tensor([0.5]))
+    assert float((proj * support).sum()) == pytest.approx(0.3 + 0.5 * float((p * support).sum()))
+
+
+def test_c51_projection_rejects_bad_shapes() -> None:
+    with pytest.raises(ValueError, match="probs"):
+        c51_projection(torch.zeros(5), torch.zeros(3, 4), torch.zeros(3), torch.zeros(3))
+
+
+# -- n-step returns --------------------------------------------------------------------
+def test_nstep_targets_by_hand() -> None:
+    # two episodes: [1, 2, 3] (terminated), [4, 5] (truncated: bootstraps)
+    reward = np.array([1.0, 2.0, 3.0, 4.0, 5.0])
+    done = np.array([False, False, True, False, False])
+    end = np.array([False, False, True, False, True])
+    g = 0.5
+    ret, disc, nxt = nstep_targets(reward, done, n=2, gamma=g, end=end)
+    assert np.allclose(ret, [1 + g * 2, 2 + g * 3, 3, 4 + g * 5, 5])
+    assert np.allclose(disc, [g**2, 0.0, 0.0, g**2, g])
+    assert nxt.tolist() == [1, 2, 2, 4, 4]
+    one, d1, _ = nstep_targets(reward, done, n=1, gamma=g, end=end)
+    assert np.allclose(one, reward) and np.allclose(d1, [g, g, 0, g, g])
+    with pytest.raises(ValueError, match="n must be a positive int"):
+        nstep_targets(reward, done, n=0, gamma=g)
+
+
+# -- prioritised replay ------------------------------------------------------------------
+def _filled(buf: ReplayBuffer, n: int) -> None:
+    for i in range(n):
+        buf.append(np.full(2, i, np.float32), i % 3, float(i), False, np.zeros(2, np.float32))
+
+
+def test_prioritized_probabilities_and_importance_weights() -> None:
+    buf = PrioritizedReplayBuffer(16, (2,), 1, alpha=0.7, beta=0.5, eps=0.0)
+    _filled(buf, 4)
+    buf.update_priorities(np.arange(4), np.array([1.0, -2.0, 3.0, 4.0]))  # |td| is the priority
+    expected = np.array([1.0, 2.0, 3.0, 4.0]) ** 0.7
+    expected /= expected.sum()
+    assert np.allclose(buf.probabilities(), expected)
+    rng = np.random.default_rng(0)
+    batch = buf.sample(40_000, rng)
+    freq = np.bincount(batch.index, minlength=4) / 40_000
+    assert np.allclose(freq, expected, atol=0.01)
+    w = (4 * expected[batch.index]) ** -0.5
+    assert np.allclose(batch.weight, w / w.max())
+    assert batch.weight.max() == pytest.approx(1.0)
+    # new transitions enter with the largest priority seen
+    _filled(buf, 1)
+    assert buf.priority[4] == pytest.approx(4.0)
+
+
+def test_uniform_buffer_box_actions_round_trip() -> None:
+    buf = ReplayBuffer(3, (2,), 1, action_shape=(2,), action_dtype=np.float32)
+    for i in range(5):
+        buf.append(np.full(2, i, np.float32), np.array([i, -i], np.float32), float(i), i == 4, np.zeros(2))
+    assert len(buf) == 3 and sorted(buf.reward.tolist()) == [2.0, 3.0, 4.0]
+    other = ReplayBuffer(3, (2,), 1, action_shape=(2,), action_dtype=np.float32)
+    other.load_state_arrays(buf.state_arrays())
+    assert np.array_equal(other.action, buf.action) and other.pos == buf.pos
+
+
+# -- networks ------------------------------------------------------------------------
+def test_noisy_layer_deterministic_in_eval_mode_and_noisy_in_training() -> None:
+    torch.manual_seed(0)
+    layer = NoisyLinear(4, 3)
+    gen = torch.Generator().manual_seed(1)
+    layer.reset_noise(gen)
+    x = torch.randn(5, 4)
+    train_a = layer(x)
+    layer.reset_noise(gen)
+    assert not torch.allclose(train_a, layer(x))
+    layer.eval()
+    a = layer(x)
+    layer.reset_noise(gen)
+    assert torch.equal(a, layer(x))
+    assert torch.allclose(a, x @ layer.weight_mu.T + layer.bias_mu)
+
+
+def test_dueling_heads_average_advantage_out() -> None:
+    torch.manual_seed(0)
+    net = RainbowNet(3, (8,), 4, atoms=1, dueling=True)
+    x = torch.randn(6, 3)
+    h = net.torso(x)
+    adv = net.advantage(h)
+    assert net.value is not None
+    assert torch.allclose(net(x)[..., 0], net.value(h) + adv - adv.mean(1, keepdim=True), atol=1e-6)
+
+
+def test_squashed_gaussian_log_prob_matches_torch_distributions() -> None:
+    torch.manual_seed(0)
+    actor = SquashedGaussianActor(3, (8,), np.array([-2.0]), np.array([2.0]))
+    obs = torch.randn(7, 3)
+    gen = torch.Generator().manual_seed(3)
+    action, log_prob = actor.sample(obs, gen)
+    mean, log_std = actor.net(obs).chunk(2, -1)
+    log_std = -5.0 + 0.5 * 7.0 * (torch.tanh(log_std) + 1)
+    base = torch.distributions.Normal(mean, log_std.exp())
+    dist = torch.distributions.TransformedDistribution(base, [
+        torch.distributions.TanhTransform(), torch.distributions.AffineTransform(0.0, 2.0)])
+    assert torch.allclose(dist.log_prob(action).sum(-1), log_prob, atol=1e-3)
+    assert (action.abs() <= 2.0).all()
+
+
+def test_soft_update_is_polyak_and_tau_one_copies() -> None:
+    a, b = torch.nn.Linear(2, 2), torch.nn.Linear(2, 2)
+    wa, wb = a.weight.detach().clone(), b.weight.detach().clone()
+    soft_update(a, b, 0.25)
+    assert torch.allclose(a.weight, 0.75 * wa + 0.25 * wb)
+    soft_update(a, b, 1.0)
+    assert torch.equal(a.weight, b.weight)
+    with pytest.raises(ValueError, match="tau"):
+        soft_update(a, b, 0.0)
+
+
+# -- hysteretic loss ------------------------------------------------------------------
+def test_hysteretic_loss_applies_the_smaller_rate_to_negative_td_errors() -> None:
+    td = torch.tensor([2.0, -2.0, 1.0, -1.0], requires_grad=True)
+    loss = hysteretic_td_loss(td, increase_rate=1.0, decrease_rate=0.1)
+    assert float(loss.detach()) == pytest.approx((4 + 0.4 + 1 + 0.1) / 4)
+    loss.backward()
+    assert td.grad is not None
+    # d/d td of rate * td^2 / 4: negative errors pull ten times less
+    assert torch.allclose(td.grad, torch.tensor([1.0, -0.1, 0.5, -0.05]))
