@@ -3,20 +3,42 @@
 from __future__ import annotations
 
 import argparse
-import os
+import json
 import re
+import shlex
 import sys
 import time
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from pbmarl.fmt import fmt
+
 ORACLES = ("exact", "dqn", "ppo", "a2c")
 SOLVERS = ("nash", "uniform", "last", "prd", "rm", "alpharank", "rectified_nash")
+#: the oracle chosen for games the exact engine cannot walk, when --oracle is not given
+SAMPLED_ORACLE = "ppo"
+#: written when `pbmarl psro` starts, so `pbmarl resume` can say how to start a run that never finished iteration 0
+STARTED = "started.json"
+#: most episodes per cell the command line accepts (see `PSRO.MAX_EPISODES`)
+MAX_EPISODES = 10_000_000
 
 
 class CliError(Exception):
     """A user-facing error: printed without a traceback, exit status 2."""
+
+
+def _int_at_least(low: int, what: str) -> Any:
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{what} must be an integer >= {low}, got {text!r}") from None
+        if value < low:
+            raise argparse.ArgumentTypeError(f"{what} must be an integer >= {low}, got {value}")
+        return value
+
+    return parse
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -26,24 +48,30 @@ def _parser() -> argparse.ArgumentParser:
     psro = sub.add_parser("psro", help="run PSRO and write a run folder")
     psro.add_argument("--game", required=True, help="an OpenSpiel name such as kuhn_poker, leduc_poker, 'goofspiel(num_cards=4,imp_info=True)'")
     psro.add_argument("--solver", default="nash", choices=SOLVERS, help="meta-solver (default: nash)")
-    psro.add_argument("--oracle", default="exact", choices=ORACLES, help="best-response oracle (default: exact)")
-    psro.add_argument("--budget", type=int, default=None,
+    psro.add_argument("--oracle", default=None, choices=ORACLES,
+                      help=f"best-response oracle (default: exact, or {SAMPLED_ORACLE} for games too large for it)")
+    psro.add_argument("--budget", type=_int_at_least(1, "--budget"), default=None,
                       help="learner decisions per RL best response (default: the learner's own)")
-    psro.add_argument("--evaluator", default="exact", choices=("exact", "rollout"),
-                      help="how payoff-table cells are filled: exactly, or sampled with a RolloutPool (default: exact)")
-    psro.add_argument("--episodes", type=int, default=1000, help="episodes per cell with --evaluator rollout")
-    psro.add_argument("--workers", type=int, default=1, help="rollout workers with --evaluator rollout")
+    psro.add_argument("--evaluator", default=None, choices=("exact", "rollout"),
+                      help="how payoff-table cells are filled: exactly, or sampled with a RolloutPool "
+                           "(default: exact, or rollout for games too large for the exact engine)")
+    psro.add_argument("--episodes", type=_int_at_least(1, "--episodes"), default=1000,
+                      help="episodes per cell with --evaluator rollout")
+    psro.add_argument("--workers", type=_int_at_least(1, "--workers"), default=1,
+                      help="rollout workers with --evaluator rollout")
     psro.add_argument("--backend", default="local", choices=("local", "ray"), help="rollout backend (default: local)")
-    psro.add_argument("--iterations", type=int, default=50, help="most iterations to run (default: 50)")
+    psro.add_argument("--iterations", type=_int_at_least(0, "--iterations"), default=50,
+                      help="most iterations to run (default: 50)")
     psro.add_argument("--stop", type=float, default=1e-6, help="stop once exploitability <= this (default: 1e-6)")
-    psro.add_argument("--seed", type=int, default=0)
+    psro.add_argument("--seed", type=_int_at_least(0, "--seed"), default=0)
     psro.add_argument("--out", type=Path, default=None, help="run folder (default: runs/GAME-SOLVER-TIME)")
-    psro.add_argument("--quiet", action="store_true", help="no progress bar or per-iteration lines")
+    psro.add_argument("--quiet", action="store_true", help="only the first and the final line")
 
     resume = sub.add_parser("resume", help="continue a run folder from its last completed iteration")
     resume.add_argument("run_dir", type=Path)
-    resume.add_argument("--iterations", type=int, default=None,
+    resume.add_argument("--iterations", type=_int_at_least(0, "--iterations"), default=None,
                         help="more iterations (default: up to the run's own --iterations budget)")
+    resume.add_argument("--stop", type=float, default=None, help="replace the run's stopping exploitability")
     resume.add_argument("--quiet", action="store_true")
     return parser
 
@@ -61,7 +89,8 @@ def _make_learner(game: Any, oracle: str, seed: int, budget: int | None) -> Any:
     try:
         from pbmarl.learners import make_learner
     except ImportError:
-        raise CliError(f"the {oracle!r} oracle is not available in this installation") from None
+        raise CliError(f"the {oracle!r} oracle needs torch, which this installation lacks "
+                       "(pip install 'pbmarl[rl]' or the full install)") from None
     spec: dict[str, Any] = {"name": oracle, "seed": seed}
     if budget is not None:
         spec["budget"] = budget
@@ -79,94 +108,160 @@ def _check_out(out: Path, game_name: str) -> None:
     ensure_writable_folder(out, what="run folder")
 
 
-def _drive(run: Any, iterations: int, out: Path, quiet: bool) -> int:
+def _describe(run: Any) -> str:
+    """One line: what runs (algorithm, game, solver, oracle, evaluator)."""
+    evaluator = run.evaluator.spec().get("kind", "?") if hasattr(run.evaluator, "spec") else type(run.evaluator).__name__
+    return (f"{type(run).__name__} on {run.game.name}: solver {getattr(run.solver, 'name', run.solver)}, "
+            f"oracle {run.learner.name}, evaluator {'exact' if evaluator in ('exact', 'ExactEvaluator') else evaluator}")
+
+
+def _measured(record: Any) -> str:
+    if record.exploitability is not None:
+        return f"exploitability {fmt(record.exploitability)} (NashConv {fmt(record.nash_conv)})"
+    gain = sum(record.br_gains) if record.br_gains else None
+    stderr = (sum(s * s for s in record.br_gain_stderr) ** 0.5) if record.br_gain_stderr else None
+    return (f"sampled: meta-game NashConv {fmt(record.meta_nash_conv)}, best-response gain "
+            f"{fmt(gain)} ± {fmt(stderr)} (no exact exploitability for this game)")
+
+
+def _drive(run: Any, iterations: int, out: Path, quiet: bool, first: str) -> int:
     from tqdm.auto import tqdm
 
+    print(f"{first}; run folder {out}", flush=True)
     if not quiet:
-        print(f"{run!r}\nrun folder: {out}")
-        print(run.records[-1])
-    bar = tqdm(total=iterations, disable=quiet, unit="it", dynamic_ncols=True, file=sys.stderr)
+        print(run.records[-1], flush=True)
+    # a bar only on a terminal: in a log file its redraws would mix into the per-iteration lines
+    bar = tqdm(total=iterations, disable=quiet or not sys.stderr.isatty(), unit="it", dynamic_ncols=True,
+               file=sys.stderr)
     try:
         for record in run.run(iterations):
             bar.update(1)
             if record.exploitability is not None:
-                bar.set_postfix(exploitability=f"{record.exploitability:.3g}")
+                bar.set_postfix(exploitability=fmt(record.exploitability))
             if not quiet:
-                tqdm.write(str(record))
+                tqdm.write(str(record), file=sys.stdout)
     finally:
         bar.close()
-    _write_plot(run, out)
+    written = ["run.json", "history.csv", "population/"]
+    if _write_plot(run, out):
+        written.append("exploitability.png")
     last = run.records[-1]
-    if not quiet:
-        status = "converged" if run.converged else "stopped"
-        measured = (f"exploitability {last.exploitability:.3g} (NashConv {last.nash_conv:.3g})"
-                    if last.exploitability is not None else "no exact exploitability for this game")
-        print(f"{status} after iteration {last.iteration}: {measured}; wrote {out / 'history.csv'}"
-              + (f" and {out / 'exploitability.png'}" if (out / "exploitability.png").exists() else ""))
+    status = "converged" if run.converged else "stopped"
+    print(f"{status} after iteration {last.iteration}: {_measured(last)}; wrote {', '.join(written)} in {out}")
     return 0
 
 
-def _write_plot(run: Any, out: Path) -> None:
+def _write_plot(run: Any, out: Path) -> bool:
+    """Write exploitability.png: the exact exploitability, or for sampled runs the sampled measures."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from pbmarl.io import write_atomic
+    from pbmarl.plots.curves import plot_exploitability
+
     history = run.history
+    title = f"{_describe(run).replace(': ', ' · ')}"
     if history["exploitability"].notna().any():
-        import matplotlib
-
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-
-        from pbmarl.plot import plot_exploitability
-
-        fig = plot_exploitability(history, title=f"PSRO-{run.solver.name} on {run.game.name}")
-        tmp = out / ".exploitability.png.tmp.png"
-        fig.savefig(tmp, dpi=100)
-        plt.close(fig)
-        os.replace(tmp, out / "exploitability.png")
+        fig = plot_exploitability(history, title=title)
+    else:
+        columns = [c for c in ("meta_nash_conv", "br_gain") if c in history and history[c].notna().any()]
+        log = all(float(v) > 0 for c in columns for v in history[c].dropna())
+        fig = plot_exploitability(history, y=columns or ["meta_nash_conv"], log=log, title=title)
+    write_atomic(out / "exploitability.png", lambda fh: fig.savefig(fh, dpi=100, format="png"))
+    plt.close(fig)
+    return True
 
 
-def cmd_psro(args: argparse.Namespace) -> int:
+def _exact_capable(game: Any) -> bool:
+    from pbmarl.algorithms.psro import _exact_capable as capable
+
+    return capable(game)
+
+
+def cmd_psro(args: argparse.Namespace, argv: Sequence[str]) -> int:
     import pbmarl as pb
     from pbmarl.algorithms.psro import PSRO
+    from pbmarl.io import write_json
 
-    if args.iterations < 0:
-        raise CliError(f"--iterations must be >= 0, got {args.iterations}")
+    if args.episodes > MAX_EPISODES:
+        raise CliError(f"--episodes must be at most {MAX_EPISODES:,} per cell, got {args.episodes}")
     game = pb.load_game(args.game)
     out = args.out or _default_out(args.game, args.solver)
     _check_out(out, game.name)
-    learner = _make_learner(game, args.oracle, args.seed, args.budget)
+    notes = []
+    if not _exact_capable(game):
+        if args.evaluator is None:
+            args.evaluator = "rollout"
+            notes.append(f"payoffs sampled (--evaluator rollout, {args.episodes} episodes per cell)")
+        if args.oracle is None:
+            args.oracle = SAMPLED_ORACLE
+            notes.append(f"best responses learned (--oracle {SAMPLED_ORACLE})")
+    oracle, evaluator_name = args.oracle or "exact", args.evaluator or "exact"
+    write_json(out / STARTED, {"argv": ["pbmarl", *argv]})
+    learner = _make_learner(game, oracle, args.seed, args.budget)
     evaluator = None
-    if args.evaluator == "rollout":
+    if evaluator_name == "rollout":
         if args.backend == "ray":
             pb.init_ray()
         evaluator = pb.RolloutPool(game, num_workers=args.workers, backend=args.backend, seed=args.seed)
+    elif args.workers != 1 or args.backend != "local":
+        raise CliError("--workers and --backend apply to sampled payoffs; add --evaluator rollout")
     run = PSRO(game, solver=args.solver, learner=learner, evaluator=evaluator, stop_exploitability=args.stop,
                max_iterations=args.iterations, eval_episodes=args.episodes, seed=args.seed, save_dir=out)
-    return _drive(run, args.iterations, out, args.quiet)
+    first = _describe(run)
+    if notes:
+        first += f" ({game.name} is too large for the exact engine: {', '.join(notes)})"
+    return _drive(run, args.iterations, out, args.quiet, first)
+
+
+def _not_started(out: Path) -> str:
+    started = out / STARTED
+    if started.is_file():
+        try:
+            argv = json.loads(started.read_text())["argv"]
+            command = shlex.join(str(a) for a in argv)
+        except (ValueError, KeyError, TypeError):
+            command = f"pbmarl psro --game GAME --out {shlex.quote(str(out))}"
+        return (f"no iteration of the run in {str(out)!r} completed before it stopped, so there is nothing to "
+                f"resume; start it again with: {command}")
+    return f"{str(out)!r} is not a pbmarl run folder (no run.json)"
 
 
 def cmd_resume(args: argparse.Namespace) -> int:
     from pbmarl.algorithms.psro import PSRO
+    from pbmarl.io import ensure_writable_folder
 
     out = args.run_dir
     if not (out / "run.json").exists():
-        raise CliError(f"{str(out)!r} is not a pbmarl run folder (no run.json)")
+        raise CliError(_not_started(out))
+    ensure_writable_folder(out, what="run folder")  # before any work: a read-only folder could not keep it
+    overrides = {} if args.stop is None else {"stop_exploitability": args.stop}
+    run = PSRO.load(out, **overrides)
     if args.iterations is not None:
-        if args.iterations < 0:
-            raise CliError(f"--iterations must be >= 0, got {args.iterations}")
-        run = PSRO.load(out)
         run.max_iterations = run.iteration + args.iterations
-    else:
-        run = PSRO.load(out)
     remaining = max((run.max_iterations or run.iteration) - run.iteration, 0)
-    return _drive(run, remaining, out, args.quiet)
+    if remaining == 0 or run.converged:
+        last = run.records[-1]
+        why = (f"it converged (exploitability {fmt(last.exploitability)} <= {fmt(run.stop_exploitability)})"
+               if run.converged else f"it reached its last iteration ({run.iteration})")
+        extend = f"pbmarl resume {shlex.quote(str(out))} --iterations N"
+        if run.converged:
+            extend += " --stop 0"
+        print(f"the run in {out} is complete: {why}; {_measured(last)}. Extend it with: {extend}")
+        return 0
+    return _drive(run, remaining, out, args.quiet, f"resuming {_describe(run)} at iteration {run.iteration}")
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
     args = _parser().parse_args(argv)
     try:
         if args.command == "psro":
-            return cmd_psro(args)
+            return cmd_psro(args, argv)
         return cmd_resume(args)
-    except (CliError, ValueError, FileNotFoundError, OSError) as exc:
+    except (CliError, ValueError, TypeError, FileNotFoundError, OSError, ConnectionError) as exc:
         print(f"pbmarl: error: {exc}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:

@@ -35,6 +35,21 @@ def write_atomic(path: str | os.PathLike[str], write: Callable[[Any], None], mod
     return path
 
 
+def remove_stray_tmp(folder: str | os.PathLike[str]) -> int:
+    """Delete the ``.*.tmp`` files an interrupted `write_atomic` left under `folder` (symlinks not
+    followed); returns how many. Call it only where no other process is writing into `folder`."""
+    removed = 0
+    for root, _dirs, files in os.walk(folder, followlinks=False):
+        for name in files:
+            if name.startswith(".") and name.endswith(".tmp"):
+                try:
+                    os.unlink(os.path.join(root, name))
+                    removed += 1
+                except OSError:
+                    pass  # a read-only folder keeps them; they are never read
+    return removed
+
+
 def ensure_writable_folder(path: str | os.PathLike[str], *, what: str = "folder") -> Path:
     """Create `path` if needed and check a file can be written there; raise OSError naming it."""
     folder = Path(path)

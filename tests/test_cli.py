@@ -64,7 +64,7 @@ def test_sampled_evaluator_from_the_command_line(tmp_path):
 
 @pytest.mark.parametrize("args, message", [
     (["psro", "--game", "kuhn_pokr"], "did you mean 'kuhn_poker'"),
-    (["psro", "--game", "connect_four"], "too large for the exact"),
+    (["psro", "--game", "connect_four", "--oracle", "exact"], "too large for the exact"),
     (["psro", "--game", "kuhn_poker", "--out", "/dev/null/run"], "cannot write the run folder"),
     (["resume", "/nonexistent/run"], "not a pbmarl run folder"),
 ])

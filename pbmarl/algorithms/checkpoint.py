@@ -24,7 +24,7 @@ import numpy as np
 
 from pbmarl.algorithms.records import IterationRecord
 from pbmarl.games.registry import game_from_spec, game_spec
-from pbmarl.io import ensure_writable_folder, read_json, write_json
+from pbmarl.io import ensure_writable_folder, read_json, remove_stray_tmp, write_json
 from pbmarl.payoffs import PayoffTable
 from pbmarl.population import Population
 
@@ -56,6 +56,7 @@ def _evaluator_spec(evaluator: Any) -> dict[str, Any]:
 def save_run(run: PSRO, folder: Path) -> Path:
     """Write `run` into `folder`; see the module doc for the layout and the write order."""
     ensure_writable_folder(folder, what="run folder")
+    remove_stray_tmp(folder)  # left by a process killed mid-write
     iteration = run.iteration
     run.population.save(folder / "population")
     table_file = f"table-{iteration:04d}.npz"
@@ -126,6 +127,8 @@ def load_run(cls: type[PSRO], folder: Path, **overrides: Any) -> PSRO:
     if overrides:
         raise TypeError(f"unknown overrides {sorted(overrides)}; accepted: game, solver, learner, evaluator, "
                         f"save_dir, {', '.join(sorted(options))}")
+    if run_dir_is(save_dir, folder):
+        remove_stray_tmp(folder)
     run = cls.__new__(cls)
     run._configure(game, solver, learner, evaluator, save_dir=save_dir, **options)
     run.population = Population.load(folder / "population", game, sizes=data["sizes"])
@@ -144,6 +147,11 @@ def load_run(cls: type[PSRO], folder: Path, **overrides: Any) -> PSRO:
             raise ValueError(f"re-solving the saved table in {str(folder)!r} gave a different meta-strategy for "
                              f"player {p}: {np.round(run.meta_strategy[p], 6).tolist()} vs saved {list(dist)}")
     return run
+
+
+def run_dir_is(save_dir: Any, folder: Path) -> bool:
+    """Whether the resumed run will write into `folder` itself (then its stray temporary files may go)."""
+    return save_dir is not None and Path(save_dir).resolve() == folder.resolve()
 
 
 def _rebuild_learner(game: Any, spec: dict[str, Any]) -> Any:

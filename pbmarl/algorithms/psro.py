@@ -230,6 +230,7 @@ class PSRO:
         t0 = time.perf_counter()
         self._fill()
         seconds["evaluate"] = time.perf_counter() - t0
+        gains, gain_se = self._gains(new_ids)
         t0 = time.perf_counter()
         self.meta_strategy = self.solver(self.table)
         seconds["solve"] = time.perf_counter() - t0
@@ -254,11 +255,22 @@ class PSRO:
             new_ids=new_ids,
             br_values=br_values,
             solver=getattr(self.solver, "name", type(self.solver).__name__),
+            br_gains=tuple(gains),
+            br_gain_stderr=tuple(gain_se),
         )
         self.records.append(record)
         if self.save_dir is not None:
             self.save(self.save_dir)
         return record
+
+    def _gains(self, new_ids: tuple[str, ...]) -> tuple[list[float], list[float]]:
+        """Each new policy's gain over the meta-strategy it answered (before it is re-solved)."""
+        if self.meta_strategy is None or not new_ids:
+            return [], []
+        from pbmarl.algorithms.progress import br_gains
+
+        members = [(m.player, m.index) for m in map(self.population.member, new_ids)]
+        return br_gains(self.table.values, self.table.stderr, list(self.meta_strategy), members)
 
     def _measurer(self) -> Any:
         """The exact evaluator that measures NashConv: the run's own when it has one (its cache
@@ -366,13 +378,16 @@ def _make_solver(solver: str | MetaSolverLike) -> MetaSolverLike:
 
 
 def _exact_capable(game: Game) -> bool:
-    if not game.enumerable:
-        return False
+    return _exact_refusal(game) is None
+
+
+def _exact_refusal(game: Game) -> str | None:
+    """Why the exact engine cannot take `game` (the tree builder's own message), or None."""
     try:
         game.tree()
-    except ValueError:
-        return False
-    return True
+    except ValueError as exc:
+        return str(exc)
+    return None
 
 
 def _make_oracle(game: Game, learner: Oracle | str | None, evaluator: Evaluator, seed: int | None) -> Oracle:
@@ -412,9 +427,10 @@ def _make_evaluator(game: Game, evaluator: Evaluator | str | None, seed: int | N
 
 
 def _default_learner(game: Game, evaluator: Evaluator) -> Oracle:
-    if not _exact_capable(game):
+    refusal = _exact_refusal(game)
+    if refusal is not None:
         raise ValueError(
-            f"game {game.name!r} is too large for the exact best-response oracle; "
+            f"the exact best-response oracle cannot take {game.name!r} ({refusal}); "
             "pass learner=pb.DQN(game) or pb.PPO(game) (command line: --oracle dqn or ppo)"
         )
     from pbmarl.evaluation import ExactEvaluator
@@ -425,9 +441,10 @@ def _default_learner(game: Game, evaluator: Evaluator) -> Oracle:
 
 
 def _default_evaluator(game: Game) -> Evaluator:
-    if not _exact_capable(game):
+    refusal = _exact_refusal(game)
+    if refusal is not None:
         raise ValueError(
-            f"game {game.name!r} is too large for the exact evaluator; "
+            f"the exact evaluator cannot take {game.name!r} ({refusal}); "
             "pass evaluator=pb.RolloutPool(game) to sample payoffs (command line: --evaluator rollout)"
         )
     from pbmarl.evaluation import ExactEvaluator

@@ -8,9 +8,11 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from pbmarl.fmt import fmt
+
 
 def _fmt(value: float | None, digits: int = 4) -> str:
-    return "—" if value is None or not np.isfinite(value) else f"{value:.{digits}g}"
+    return fmt(value, f".{digits}g")
 
 
 @dataclass(frozen=True)
@@ -30,6 +32,10 @@ class IterationRecord:
         env_steps: cumulative environment steps spent by oracles and evaluators.
         new_ids: ids of the policies added this iteration.
         br_values: value each new best response achieved against its opponents.
+        solver: the meta-solver's name.
+        br_gains: per new policy, its gain over the meta-strategy it answered, read from the
+            payoff table (`pbmarl.algorithms.progress.br_gains`): a sampled progress measure.
+        br_gain_stderr: the standard error of each gain (0 where the table is exact).
     """
 
     iteration: int
@@ -44,6 +50,8 @@ class IterationRecord:
     new_ids: tuple[str, ...] = ()
     br_values: tuple[float, ...] = ()
     solver: str = ""
+    br_gains: tuple[float, ...] = ()
+    br_gain_stderr: tuple[float, ...] = ()
 
     def as_row(self) -> dict[str, Any]:
         """A flat dict: one history row."""
@@ -64,6 +72,8 @@ class IterationRecord:
             row[f"sigma_{p}"] = list(dist)
         row["new_ids"] = list(self.new_ids)
         row["br_values"] = list(self.br_values)
+        row["br_gain"] = float(sum(self.br_gains)) if self.br_gains else None
+        row["br_gain_stderr"] = float(np.sqrt(sum(s * s for s in self.br_gain_stderr))) if self.br_gain_stderr else None
         return row
 
     def to_json(self) -> dict[str, Any]:
@@ -74,6 +84,7 @@ class IterationRecord:
             "meta_nash_conv": self.meta_nash_conv, "seconds": dict(self.seconds),
             "wall_time": self.wall_time, "env_steps": self.env_steps,
             "new_ids": list(self.new_ids), "br_values": list(self.br_values), "solver": self.solver,
+            "br_gains": list(self.br_gains), "br_gain_stderr": list(self.br_gain_stderr),
         }
 
     @classmethod
@@ -85,6 +96,8 @@ class IterationRecord:
             meta_nash_conv=data["meta_nash_conv"], seconds=dict(data["seconds"]),
             wall_time=float(data["wall_time"]), env_steps=int(data["env_steps"]),
             new_ids=tuple(data["new_ids"]), br_values=tuple(data["br_values"]), solver=data.get("solver", ""),
+            br_gains=tuple(float(x) for x in data.get("br_gains", ())),
+            br_gain_stderr=tuple(float(x) for x in data.get("br_gain_stderr", ())),
         )
 
     def __str__(self) -> str:

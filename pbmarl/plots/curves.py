@@ -25,7 +25,8 @@ from pbmarl.plots._axes import (
 X_AXES = {"iteration": "iteration", "wall_time": "wall time (s)", "env_steps": "environment steps"}
 Y_AXES = {"exploitability": "exploitability (NashConv / players)", "nash_conv": "NashConv",
           "meta_nash_conv": "meta-game NashConv",
-          "approx_nash_conv": "NashConv estimated by the oracle"}
+          "approx_nash_conv": "NashConv estimated by the oracle",
+          "br_gain": "best-response gain over the meta-strategy (± stderr)"}
 #: per overlaid line: markers and dash patterns, so that identical runs stay distinguishable
 MARKERS = ("o", "s", "^", "D", "v", "P", "X", "*")
 LINESTYLES = ("-", "--", "-.", ":")
@@ -55,7 +56,7 @@ def plot_exploitability(
             reached against this iteration's meta-strategy: in a two-player zero-sum game, the
             meta-strategy's NashConv when the oracle is exact, and a lower estimate of it when the
             oracle learns (DQN, PPO). It is the progress measure for games too large to measure.
-        log: logarithmic y axis (values of 0 are drawn at 1e-12).
+        log: logarithmic y axis; values at or below 1e-12 (0 up to rounding) are marked "converged".
         logx: logarithmic x axis (useful against wall time or env steps; points at 0 are dropped).
         reference: horizontal dashed lines ``label -> value``, e.g. a known equilibrium's exploitability.
         ax: draw into these axes instead of a new figure.
@@ -89,8 +90,15 @@ def plot_exploitability(
             raise ValueError(f"history{name} has no {column!r} values to plot (was it measured? see PSRO(measure=...))")
         values = np.clip(ys[keep], LOG_FLOOR, None) if log else ys[keep]
         text = " · ".join(filter(None, [label, Y_AXES[column] if len(columns) > 1 else ""]))
-        ax.plot(xs[keep], values, marker=MARKERS[k % len(MARKERS)], markersize=4,
-                linestyle=LINESTYLES[k % len(LINESTYLES)], label=text or None)
+        (line,) = ax.plot(xs[keep], values, marker=MARKERS[k % len(MARKERS)], markersize=4,
+                          linestyle=LINESTYLES[k % len(LINESTYLES)], label=text or None)
+        if f"{column}_stderr" in frame.columns:
+            se = _column(frame, f"{column}_stderr", name)[keep]
+            ok = np.isfinite(se)
+            low = np.clip(values - se, LOG_FLOOR, None) if log else values - se
+            ax.fill_between(xs[keep][ok], low[ok], (values + se)[ok], color=line.get_color(), alpha=0.2, linewidth=0)
+        if log:
+            _mark_converged(ax, xs[keep], ys[keep], line.get_color())
     for i, (label, value) in enumerate((reference or {}).items()):
         if not np.isfinite(value):
             raise ValueError(f"reference {label!r} must be a finite number, got {value!r}")
@@ -110,6 +118,18 @@ def plot_exploitability(
         ax.legend()
     ax.grid(True, which="both", alpha=0.3)
     return fig
+
+
+def _mark_converged(ax: Axes, xs: np.ndarray, ys: np.ndarray, color: str) -> None:
+    """Points at or below the log floor (0 up to rounding) get a hollow marker and the word "converged",
+    not a point drawn at an arbitrary 1e-12 that reads as a measured value."""
+    below = ys <= LOG_FLOOR
+    if not below.any():
+        return
+    ax.plot(xs[below], np.full(below.sum(), LOG_FLOOR), linestyle="none", marker="v", markersize=8,
+            markerfacecolor="white", markeredgecolor=color)
+    first = float(xs[below][0])
+    ax.annotate("converged", (first, LOG_FLOOR), textcoords="offset points", xytext=(4, 8), fontsize=8, color=color)
 
 
 def _approx_nash_conv(frame: pd.DataFrame, name: str) -> np.ndarray:
