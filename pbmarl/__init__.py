@@ -68,6 +68,9 @@ _EXPORTS: dict[str, str] = {
     "PSRO": "pbmarl.algorithms",
     "SelfPlay": "pbmarl.algorithms",
     "FictitiousPlay": "pbmarl.algorithms",
+    "XDO": "pbmarl.algorithms.xdo",
+    "JPSRO": "pbmarl.algorithms.jpsro",
+    "sequence_form_lp": "pbmarl.evaluation.sequence_form",
 }
 
 __all__ = sorted(_EXPORTS) + ["__version__"]

@@ -15,6 +15,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from pbmarl.solvers.alpharank import alpharank_profiles
+from pbmarl.solvers.correlated import correlated_result
 from pbmarl.solvers.dynamics import solve_prd, solve_rm
 from pbmarl.solvers.inputs import DistributionsLike, check_distributions, read_table
 from pbmarl.solvers.metastrategy import MetaStrategy
@@ -65,6 +66,22 @@ def _rectified_nash(U: np.ndarray, *, tol: float = 1e-6, zero_sum_tol: float = 1
     return SolverResult(result.distributions, result.method, {**result.info, "rectified": rect})
 
 
+def _mgcce(U: np.ndarray, *, epsilon: float = 0.0) -> SolverResult:
+    return correlated_result(U, kind="cce", objective="gini", epsilon=epsilon)
+
+
+def _mgce(U: np.ndarray, *, epsilon: float = 0.0) -> SolverResult:
+    return correlated_result(U, kind="ce", objective="gini", epsilon=epsilon)
+
+
+def _mwcce(U: np.ndarray, *, epsilon: float = 0.0) -> SolverResult:
+    return correlated_result(U, kind="cce", objective="welfare", epsilon=epsilon)
+
+
+def _mwce(U: np.ndarray, *, epsilon: float = 0.0) -> SolverResult:
+    return correlated_result(U, kind="ce", objective="welfare", epsilon=epsilon)
+
+
 #: solver name -> function of a checked payoff array and keyword options
 SOLVERS: Mapping[str, Callable[..., SolverResult]] = MappingProxyType({
     "uniform": _uniform,
@@ -74,6 +91,13 @@ SOLVERS: Mapping[str, Callable[..., SolverResult]] = MappingProxyType({
     "rm": _rm,
     "alpharank": _alpharank,
     "rectified_nash": _rectified_nash,
+    # correlated (joint) solvers; "ce"/"cce" are the maximum-welfare LPs
+    "ce": _mwce,
+    "cce": _mwcce,
+    "mgce": _mgce,
+    "mgcce": _mgcce,
+    "mwce": _mwce,
+    "mwcce": _mwcce,
 })
 
 
@@ -86,7 +110,10 @@ class MetaSolver:
 
     Names: ``"uniform"`` (fictitious play), ``"last"`` (self-play), ``"nash"``, ``"prd"``
     (projected replicator dynamics), ``"rm"`` (regret matching), ``"alpharank"``,
-    ``"rectified_nash"``. Options are the keyword arguments of the matching pure function;
+    ``"rectified_nash"``; correlated solvers (`pbmarl.solvers.correlated`): ``"mgcce"``,
+    ``"mgce"`` (maximum Gini, unique), ``"mwcce"``, ``"mwce"`` (maximum welfare), ``"cce"`` and
+    ``"ce"`` (the maximum-welfare ones); their `MetaStrategy` has ``.joint`` over profiles and
+    per-player marginals. Options are the keyword arguments of the matching pure function;
     `MetaSolver.defaults(name)` lists them.
 
     Example:
@@ -126,6 +153,7 @@ class MetaSolver:
         result = SOLVERS[self.name](U, **self.options)
         info = dict(result.info)
         rectified = info.pop("rectified", None)
+        joint = info.pop("joint", None)
         regrets = _regrets(U, result.distributions)
         return MetaStrategy(
             result.distributions,
@@ -136,6 +164,7 @@ class MetaSolver:
             method=result.method,
             info={**info, "options": dict(self.options)},
             rectified=rectified,
+            joint=joint,
         )
 
     def nash_conv(self, table: Any, sigma: DistributionsLike) -> float:

@@ -43,6 +43,9 @@ class MetaStrategy:
     info: Mapping[str, Any] = field(default_factory=dict)
     #: rectified Nash only: per player, ``{member index: opponent distribution}``
     rectified: tuple[Mapping[int, np.ndarray], ...] | None = None
+    #: correlated solvers only: the joint distribution over profiles, shape `sizes`;
+    #: `distributions` are then its marginals
+    joint: np.ndarray | None = None
 
     def __post_init__(self) -> None:
         dists = _as_tuple(self.distributions)
@@ -73,6 +76,8 @@ class MetaStrategy:
                     entries[int(member)] = w
                 rect.append(MappingProxyType(entries))
             object.__setattr__(self, "rectified", tuple(rect))
+        if self.joint is not None:
+            object.__setattr__(self, "joint", _check_joint(self.joint, self.distributions))
 
     # -- sequence of distributions ----------------------------------------------
     def __getitem__(self, player: int) -> np.ndarray:
@@ -135,6 +140,24 @@ class MetaStrategy:
     def _repr_html_(self) -> str:
         table = self.to_frame().to_html(index=False, float_format=lambda v: f"{v:.4f}")
         return f"<p><code>{html.escape(self._header())}</code></p>{table}"
+
+
+def _check_joint(joint: Any, distributions: tuple[np.ndarray, ...]) -> np.ndarray:
+    """A read-only copy of `joint`, checked against the sizes and the marginals `distributions`."""
+    sizes = tuple(d.size for d in distributions)
+    j = np.array(joint, dtype=float)
+    if j.shape != sizes:
+        raise ValueError(f"joint must have shape {sizes} (one axis per player's population), got {j.shape}")
+    if not np.all(np.isfinite(j)) or np.any(j < -1e-9) or abs(j.sum() - 1.0) > 1e-6:
+        raise ValueError(f"joint must be a distribution over profiles (non-negative, summing to 1), got sum {j.sum():.6g}")
+    k = len(sizes)
+    for p, d in enumerate(distributions):
+        marginal = j.sum(axis=tuple(q for q in range(k) if q != p))
+        if not np.allclose(marginal, d, atol=1e-6):
+            raise ValueError(f"player {p}'s distribution {np.round(d, 6).tolist()} is not the joint's marginal "
+                             f"{np.round(marginal, 6).tolist()}")
+    j.setflags(write=False)
+    return j
 
 
 def _as_tuple(distributions: Any) -> tuple[Any, ...]:
