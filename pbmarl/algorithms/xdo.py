@@ -1,0 +1,220 @@
+"""`XDO`: the extensive-form double oracle (McAleer, Lanier, Baldi and Fox 2021).
+
+PSRO mixes whole policies, so it needs a population member for every combination of
+choices at different information states. XDO mixes at every information state: the
+**restricted game** is the full game with, at each information state, only the actions
+that some population best response plays there. One iteration:
+
+1. each player's exact best response to the current restricted-game solution joins
+   the population (a pure policy: one action per information state);
+2. the restricted game is solved to exploitability ``tau`` (its own NashConv / 2) with
+   CFR+ (`pbmarl.evaluation.cfr.CFRPlus`, checked every `check_every` iterations), or
+   exactly with the sequence-form LP (`pbmarl.evaluation.sequence_form.solve_tree`);
+3. the solution's exploitability in the full game is measured exactly; when it is
+   below ``tau``, ``tau`` is halved (the authors' schedule, starting from 16).
+
+The population starts with each player's best response to the uniform policy, as in
+the authors' code. Two-player zero-sum games only.
+
+Example:
+    >>> xdo = XDO("leduc_poker")
+    >>> for record in xdo.run(20):
+    ...     print(record)
+    >>> xdo.history[["exploitability", "tau", "inner_iterations"]]
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from pbmarl.algorithms.xdo_io import XDORecord, load_xdo, save_xdo
+from pbmarl.evaluation.cfr import CFRPlus
+from pbmarl.evaluation.engine import best_response_values, nash_conv, opponent_reach
+from pbmarl.evaluation.realization import behaviour_from_plan, realization_plans
+from pbmarl.evaluation.sequence_form import _check_game, solve_tree
+from pbmarl.games.base import Game
+from pbmarl.games.registry import load_game
+from pbmarl.games.tree import GameTree
+from pbmarl.policies.tabular import TabularPolicy
+from pbmarl.population import Population
+
+SOLVERS = ("cfr+", "lp")
+
+
+def restricted_tree(tree: GameTree, masks: tuple[np.ndarray, ...]) -> GameTree:
+    """`tree` with each player's legal actions narrowed to ``masks[p]`` ``[S_p, A]`` (and the game's)."""
+    infosets = tuple(dataclasses.replace(i, legal=i.legal & m) for i, m in zip(tree.infosets, masks))
+    return dataclasses.replace(tree, infosets=infosets)
+
+
+class XDO:
+    """The extensive-form double oracle; see the module doc.
+
+    Args:
+        game: a two-player zero-sum `Game` (or its name) whose tree fits in memory.
+        solver: ``"cfr+"`` (to tolerance `tau`) or ``"lp"`` (exact) for the restricted game.
+        tau: the first restricted-game tolerance (exploitability); halved as in the paper.
+        check_every: CFR+ iterations between checks of the restricted game's exploitability.
+        max_inner: CFR+ iterations allowed per restricted game before giving up on `tau`.
+        stop_exploitability: `run` stops once the full-game exploitability is at or below this.
+        max_iterations: `run` never goes past this iteration.
+        save_dir: if given, the run is saved there after every iteration (atomically).
+    """
+
+    def __init__(self, game: Game | str, *, solver: str = "cfr+", tau: float = 16.0, check_every: int = 10,
+                 max_inner: int = 100_000, stop_exploitability: float | None = None,
+                 max_iterations: int | None = None, save_dir: str | os.PathLike[str] | None = None) -> None:
+        self.game = load_game(game) if isinstance(game, str) else game
+        if solver not in SOLVERS:
+            raise ValueError(f"XDO's restricted-game solver must be one of {SOLVERS}, got {solver!r}")
+        if isinstance(tau, bool) or not isinstance(tau, (int, float, np.floating)) or not tau > 0:
+            raise ValueError(f"tau (the restricted-game tolerance) must be a positive number, got {tau!r}")
+        for name, value in (("check_every", check_every), ("max_inner", max_inner)):
+            if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
+                raise ValueError(f"{name} must be a positive int, got {value!r}")
+        if stop_exploitability is not None and not stop_exploitability >= 0:
+            raise ValueError(f"stop_exploitability must be a non-negative number, got {stop_exploitability!r}")
+        if max_iterations is not None and (not isinstance(max_iterations, (int, np.integer)) or max_iterations < 0):
+            raise ValueError(f"max_iterations must be a non-negative int or None, got {max_iterations!r}")
+        self.tree = self.game.tree()
+        _check_game(self.game, self.tree)
+        self.solver, self.tau, self.check_every, self.max_inner = solver, float(tau), int(check_every), int(max_inner)
+        self.stop_exploitability, self.max_iterations = stop_exploitability, max_iterations
+        self.save_dir = Path(save_dir) if save_dir is not None else None
+        self.population = Population(self.game)
+        self.records: list[XDORecord] = []
+        self.plans: tuple[np.ndarray, ...] = ()
+        self._wall = 0.0
+        self._inner_total = 0
+
+    @classmethod
+    def _blank(cls) -> XDO:
+        return cls.__new__(cls)
+
+    # -- the loop ------------------------------------------------------------------
+    def step(self) -> XDORecord:
+        """One XDO iteration (the first call builds the initial population); returns its record."""
+        start = time.perf_counter()
+        uniform = not self.plans
+        plans = self.plans or tuple(realization_plans(self.tree.infosets[p].legal / np.maximum(
+            self.tree.infosets[p].legal.sum(axis=1, keepdims=True), 1), self.tree.infosets[p], self.tree.num_actions)
+            for p in range(2))
+        reach = [x[self.tree.terminal_seq[p]] for p, x in enumerate(plans)]
+        brs = [best_response_values(self.tree, p, opponent_reach(self.tree, p, reach))[1] for p in range(2)]
+        masks = tuple(self._masks(p) | (brs[p] > 0) for p in range(2))
+        oracle = time.perf_counter()
+        new_plans, inner, restricted = self._solve(restricted_tree(self.tree, masks))
+        solved = time.perf_counter()
+        br_values, values = nash_conv(self.tree, [x[self.tree.terminal_seq[p]] for p, x in enumerate(new_plans)])
+        nc = float((br_values - values).sum())
+        measured = time.perf_counter()
+        # everything is computed: now change the run (an exception above leaves it as it was)
+        iteration = len(self.records)
+        ids = tuple(self.population.add(p, self._policy(p, brs[p]), name=f"{'initial' if uniform else 'br'}{iteration}-{p}",
+                                        iteration=iteration, origin="xdo") for p in range(2))
+        self.plans = new_plans
+        tau_used = self.tau
+        if nc / 2 < self.tau:
+            self.tau /= 2
+        self._inner_total += inner
+        seconds = {"oracle": oracle - start, "solve": solved - oracle, "measure": measured - solved}
+        self._wall += sum(seconds.values())
+        record = XDORecord(iteration=iteration, sizes=self.population.sizes, nash_conv=nc, exploitability=nc / 2,
+                           restricted_exploitability=restricted, tau=tau_used, inner_iterations=inner,
+                           total_inner_iterations=self._inner_total,
+                           restricted_actions=int(sum(m.sum() for m in masks)), seconds=seconds,
+                           wall_time=self._wall, new_ids=ids, solver=self.solver)
+        self.records.append(record)
+        if self.save_dir is not None:
+            self.save(self.save_dir)
+        return record
+
+    def _masks(self, player: int) -> np.ndarray:
+        """Actions some population member of `player` plays at each of its information states."""
+        infos = self.tree.infosets[player]
+        mask = np.zeros(infos.legal.shape, bool)
+        for policy in self.population[player]:
+            rows = [policy.index[k] for k in infos.keys]  # type: ignore[attr-defined]
+            mask |= policy.table[rows] > 0  # type: ignore[attr-defined]
+        return mask
+
+    def _policy(self, player: int, table: np.ndarray) -> TabularPolicy:
+        policy = TabularPolicy(self.game)
+        policy.table[[policy.index[k] for k in self.tree.infosets[player].keys]] = table
+        return policy
+
+    def _solve(self, tree: GameTree) -> tuple[tuple[np.ndarray, ...], int, float]:
+        """Plans of a solution of the restricted `tree`, the CFR+ iterations spent, its exploitability."""
+        if self.solver == "lp":
+            plans, _, _ = solve_tree(tree)
+            return plans, 0, _restricted_exploitability(tree, plans)
+        cfr = CFRPlus(tree)
+        while True:
+            cfr.run(self.check_every)
+            plans = tuple(realization_plans(t, tree.infosets[p], tree.num_actions)
+                          for p, t in enumerate(cfr.average_tables()))
+            expl = _restricted_exploitability(tree, plans)
+            if expl <= self.tau or cfr.iterations >= self.max_inner:
+                return plans, cfr.iterations, expl
+
+    @property
+    def converged(self) -> bool:
+        if self.stop_exploitability is None or not self.records:
+            return False
+        return self.records[-1].exploitability <= self.stop_exploitability
+
+    def run(self, iterations: int) -> Iterator[XDORecord]:
+        """Yield the records of up to `iterations` more iterations (stops when converged or at `max_iterations`)."""
+        if isinstance(iterations, bool) or not isinstance(iterations, (int, np.integer)) or iterations < 0:
+            raise ValueError(f"iterations must be a non-negative int, got {iterations!r}")
+        for _ in range(int(iterations)):
+            if self.converged or (self.max_iterations is not None and self.iteration >= self.max_iterations):
+                return
+            yield self.step()
+
+    # -- views ------------------------------------------------------------------------
+    @property
+    def iteration(self) -> int:
+        return self.records[-1].iteration if self.records else -1
+
+    @property
+    def policies(self) -> tuple[TabularPolicy, ...]:
+        """The current restricted-game solution as one `TabularPolicy` per player."""
+        if not self.plans:
+            raise ValueError("XDO has no solution yet: call step() first")
+        return tuple(self._policy(p, behaviour_from_plan(x, self.tree.infosets[p], self.tree.num_actions))
+                     for p, x in enumerate(self.plans))
+
+    @property
+    def history(self) -> pd.DataFrame:
+        """One row per iteration (see `XDORecord`)."""
+        return pd.DataFrame([r.as_row() for r in self.records]).set_index("iteration") if self.records else \
+            pd.DataFrame(columns=["exploitability", "nash_conv", "tau", "inner_iterations", "wall_time"])
+
+    def __repr__(self) -> str:
+        tail = f", exploitability={self.records[-1].exploitability:.4g}" if self.records else ""
+        return f"XDO({self.game.name!r}, solver={self.solver!r}, iteration={self.iteration}, tau={self.tau:.3g}{tail})"
+
+    # -- files ------------------------------------------------------------------------
+    def save(self, path: str | os.PathLike[str]) -> Path:
+        """Write the run to folder `path` (population, solution plans, records; ``run.json`` last)."""
+        return save_xdo(self, Path(path))
+
+    @classmethod
+    def load(cls, path: str | os.PathLike[str], **overrides: Any) -> XDO:
+        """Resume a run saved by `save`; `overrides` replace saved options (``save_dir=``, ``max_inner=``, ...)."""
+        return load_xdo(cls, Path(path), **overrides)
+
+
+def _restricted_exploitability(tree: GameTree, plans: tuple[np.ndarray, ...]) -> float:
+    """NashConv / 2 of `plans` inside the (restricted) `tree`."""
+    br_values, values = nash_conv(tree, [x[tree.terminal_seq[p]] for p, x in enumerate(plans)])
+    return float((br_values - values).sum()) / 2
