@@ -60,7 +60,7 @@ def make_factory(learner: Any) -> Callable[[int], Any]:
     if isinstance(learner, Oracle):
         return lambda offset: learner_copy(learner, offset)
     if callable(learner):
-        return learner  # type: ignore[no-any-return]
+        return learner
     raise TypeError(f"learner must be an Oracle (with respond(player, opponents)) or a factory offset -> Oracle, "
                     f"got {type(learner).__name__}: {learner!r}")
 

@@ -1,0 +1,350 @@
+"""`NFSP`: Neural Fictitious Self-Play (Heinrich & Silver 2016), stepped from a notebook.
+
+Each player keeps two networks (Heinrich & Silver 2016, "Deep Reinforcement Learning from
+Self-Play in Imperfect-Information Games", arXiv:1603.01121, Algorithm 1):
+
+- a best response ``Q(s, a)`` learned by DQN on a circular replay buffer ``M_RL`` of its
+  own transitions (epsilon-greedy, a target network refitted every few updates);
+- an average policy ``Pi(s, a)`` fit by supervised learning (cross-entropy) to a
+  reservoir buffer ``M_SL`` of the actions it took while following its best response.
+
+At the start of every episode each player follows ``epsilon-greedy(Q)`` with probability
+eta (the anticipatory parameter) and ``Pi`` otherwise; only best-response actions enter
+``M_SL``. The average policies approach a Nash equilibrium; `step()` plays
+``episodes_per_step`` episodes and measures their exploitability exactly (OpenSpiel and
+other games whose tree fits in memory).
+
+Example:
+    >>> nfsp = NFSP("kuhn_poker", seed=0)
+    >>> for record in nfsp.run(10):
+    ...     print(record)                     # exploitability of the average policies
+    >>> nfsp.history.plot(x="episodes", y="exploitability")
+"""
+
+from __future__ import annotations
+
+import copy
+import math
+import os
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, cast
+
+import numpy as np
+import pandas as pd
+import torch
+import torch.nn.functional as F
+
+from pbmarl.algorithms import driver_io as io
+from pbmarl.games.base import Game
+from pbmarl.games.registry import load_game
+from pbmarl.learners.buffers import ReplayBuffer
+from pbmarl.learners.nets import build_mlp, masked_max_q, obs_dim, seeded, to_tensor
+from pbmarl.learners.reservoir import ReservoirBuffer
+from pbmarl.policies.neural import MLPPolicy, masked_logits
+from pbmarl.rollout.trajectories import Trajectories
+
+
+@dataclass(frozen=True)
+class NFSPConfig:
+    """NFSP options. Defaults are the Leduc settings of Heinrich & Silver 2016 (§5.2) where they give one."""
+
+    hidden: tuple[int, ...] = (64,)
+    """Hidden layers of both networks: one layer of 64 rectified units (Leduc)."""
+    rl_lr: float = 0.1
+    """SGD learning rate of the best-response network (Leduc: 0.1)."""
+    sl_lr: float = 0.005
+    """SGD learning rate of the average-policy network (Leduc: 0.005)."""
+    anticipatory: float = 0.1
+    """eta: probability of following the best response for a whole episode (Leduc: 0.1)."""
+    epsilon_start: float = 0.06
+    """Exploration of the best response at the start (Leduc: 0.06, decaying towards 0)."""
+    epsilon_decay_episodes: int = 1_000
+    """Exploration is ``epsilon_start / sqrt(1 + episodes / epsilon_decay_episodes)``: it decays as the
+    inverse square root of the episodes played, as in the paper."""
+    replay_capacity: int = 200_000
+    """Circular buffer M_RL, transitions (Leduc: 200k)."""
+    reservoir_capacity: int = 2_000_000
+    """Reservoir M_SL, (state, action) pairs (Leduc: 2M)."""
+    batch_size: int = 128
+    """Minibatch of every update (Leduc: 128)."""
+    learn_every: int = 128
+    """A player updates after every this many of its own decisions (Leduc: every 128 steps)..."""
+    updates_per_learn: int = 2
+    """...taking this many SGD steps per network (Leduc: 2)."""
+    target_update_every: int = 300
+    """Best-response updates between refits of the target network (Leduc: 300)."""
+    min_buffer: int = 1_000
+    """Items a buffer must hold before it is learned from (OpenSpiel's ``min_buffer_size_to_learn``)."""
+    gamma: float = 1.0
+    """Discount; 1 for these episodic games."""
+    episodes_per_step: int = 1_000
+    """Episodes played by one `step()` before the exploitability is measured."""
+
+    def __post_init__(self) -> None:
+        from pbmarl.learners.base import POSITIVE, POSITIVE_INT, UNIT, _check
+
+        rules = {"rl_lr": POSITIVE, "sl_lr": POSITIVE, "anticipatory": UNIT, "epsilon_start": UNIT,
+                 "epsilon_decay_episodes": POSITIVE_INT, "replay_capacity": POSITIVE_INT,
+                 "reservoir_capacity": POSITIVE_INT, "batch_size": POSITIVE_INT, "learn_every": POSITIVE_INT,
+                 "updates_per_learn": POSITIVE_INT, "target_update_every": POSITIVE_INT, "min_buffer": POSITIVE_INT,
+                 "gamma": UNIT, "episodes_per_step": POSITIVE_INT}
+        for name, (ok, accepted) in rules.items():
+            _check(ok(getattr(self, name)), name, getattr(self, name), accepted)
+        object.__setattr__(self, "hidden", tuple(int(h) for h in self.hidden))
+
+
+@dataclass(frozen=True)
+class NFSPRecord:
+    """One NFSP step: ``episodes_per_step`` episodes, then an exact measurement."""
+
+    iteration: int
+    episodes: int
+    """Episodes played in total."""
+    env_steps: int
+    """Decisions (all players) taken in total."""
+    exploitability: float | None
+    nash_conv: float | None
+    rl_loss: float
+    """Mean best-response (TD) loss of this step's updates (NaN if none)."""
+    sl_loss: float
+    """Mean average-policy (cross-entropy) loss of this step's updates (NaN if none)."""
+    epsilon: float
+    seconds: dict[str, float] = field(default_factory=dict)
+    wall_time: float = 0.0
+
+    def as_row(self) -> dict[str, Any]:
+        row = {k: v for k, v in self.__dict__.items() if k != "seconds"}
+        row.update({f"seconds_{k}": v for k, v in self.seconds.items()})
+        return row
+
+    def __str__(self) -> str:
+        from pbmarl.fmt import fmt
+
+        return (f"iter {self.iteration:>3} | episodes {self.episodes} | exploitability {fmt(self.exploitability, '.4g')} | "
+                f"rl {fmt(self.rl_loss, '.3g')} | sl {fmt(self.sl_loss, '.3g')} | {sum(self.seconds.values()):.2f}s")
+
+
+@dataclass(frozen=True)
+class _Transitions:
+    """The fields `ReplayBuffer.add` reads, for transitions gathered one at a time."""
+
+    obs: np.ndarray
+    legal_mask: np.ndarray
+    action: np.ndarray
+    reward: np.ndarray
+    done: np.ndarray
+    next_obs: np.ndarray
+    next_legal_mask: np.ndarray
+
+    def __len__(self) -> int:
+        return len(self.action)
+
+
+class NFSP:
+    """Neural Fictitious Self-Play for turn-based games; see the module doc.
+
+    Args:
+        game: a `Game` or its name.
+        config: an `NFSPConfig`; keyword `options` override its fields.
+        seed: seeds the networks, exploration, modes, chance and minibatches.
+        measure: measure exploitability exactly after every step (default: where the tree fits).
+        save_dir: if given, the run is saved there after every step.
+    """
+
+    def __init__(self, game: Game | str, *, config: NFSPConfig | None = None, seed: int = 0,
+                 measure: bool | None = None, save_dir: str | os.PathLike[str] | None = None, **options: Any) -> None:
+        from pbmarl.algorithms.psro import _exact_capable
+
+        self.game = load_game(game) if isinstance(game, str) else game
+        if not self.game.turn_based:
+            raise ValueError(f"NFSP here plays turn-based games; {self.game.name!r} is simultaneous-move")
+        self.config: NFSPConfig = io.config_with(NFSPConfig, config, options, owner="NFSP")
+        self.seed = int(seed)
+        self.rng = np.random.default_rng(self.seed)
+        self.measure = _exact_capable(self.game) if measure is None else bool(measure)
+        self.save_dir = Path(save_dir) if save_dir is not None else None
+        cfg, P, A, d = self.config, self.game.num_players, self.game.num_actions, obs_dim(self.game)
+        self.q_nets = [seeded(self.seed * 1000 + 2 * p, lambda: build_mlp(d, cfg.hidden, A)) for p in range(P)]
+        self.avg_nets = [seeded(self.seed * 1000 + 2 * p + 1, lambda: build_mlp(d, cfg.hidden, A)) for p in range(P)]
+        self.target_nets = [copy.deepcopy(q) for q in self.q_nets]
+        self.rl_opts = [torch.optim.SGD(q.parameters(), lr=cfg.rl_lr) for q in self.q_nets]
+        self.sl_opts = [torch.optim.SGD(a.parameters(), lr=cfg.sl_lr) for a in self.avg_nets]
+        self.replay = [ReplayBuffer(cfg.replay_capacity, self.game.observation_shape, A) for _ in range(P)]
+        self.reservoir = [ReservoirBuffer(cfg.reservoir_capacity, self.game.observation_shape, A) for _ in range(P)]
+        self.decisions = [0] * P
+        self.rl_updates = [0] * P
+        self.episodes = 0
+        self.records: list[NFSPRecord] = []
+        self._wall = 0.0
+        self._losses: dict[str, list[float]] = {"rl": [], "sl": []}
+
+    # -- acting ------------------------------------------------------------------------
+    @property
+    def epsilon(self) -> float:
+        cfg = self.config
+        return cfg.epsilon_start / math.sqrt(1.0 + self.episodes / cfg.epsilon_decay_episodes)
+
+    def _act(self, player: int, obs: np.ndarray, mask: np.ndarray, best_response: bool) -> int:
+        legal = np.flatnonzero(mask)
+        with torch.no_grad():
+            x = torch.as_tensor(obs, dtype=torch.float32).reshape(1, -1)
+            if best_response:
+                if self.rng.random() < self.epsilon:
+                    return int(legal[self.rng.integers(len(legal))])
+                q = self.q_nets[player](x)[0].numpy()
+                return int(legal[np.argmax(q[legal])])
+            logits = masked_logits(self.avg_nets[player](x), torch.as_tensor(mask)[None])
+            probs = torch.softmax(logits, dim=-1)[0].double().numpy()
+        return int(self.rng.choice(len(probs), p=probs / probs.sum()))
+
+    def play_episode(self) -> int:
+        """One self-play episode with learning; returns the decisions it took."""
+        game, P = self.game, self.game.num_players
+        modes = [bool(self.rng.random() < self.config.anticipatory) for _ in range(P)]
+        rows: list[list[tuple[Any, ...]]] = [[] for _ in range(P)]
+        pending: list[tuple[np.ndarray, np.ndarray, int] | None] = [None] * P
+        gained = np.zeros(P)
+        state = game.new_initial_state()
+        steps = 0
+        while not state.is_terminal():
+            if state.is_chance_node():
+                outcomes, probs = zip(*state.chance_outcomes())
+                state.apply_action(int(outcomes[self.rng.choice(len(probs), p=np.asarray(probs) / sum(probs))]))
+                continue
+            p = state.current_player()
+            obs, mask = game.observation(state, p), game.legal_mask(state, p)
+            if pending[p] is not None:
+                o, m, a = pending[p]  # type: ignore[misc]
+                rows[p].append((o, m, a, gained[p], False, obs, mask))
+                gained[p] = 0.0
+            action = self._act(p, obs, mask, modes[p])
+            if modes[p]:
+                self.reservoir[p].add(obs, mask, action, self.rng)
+            pending[p] = (obs, mask, action)
+            state.apply_action(action)
+            gained += np.asarray(state.rewards(), dtype=float)
+            steps += 1
+            self.decisions[p] += 1
+            if self.decisions[p] % self.config.learn_every == 0:
+                self._learn(p)
+        for p in range(P):
+            if pending[p] is not None:
+                o, m, a = pending[p]  # type: ignore[misc]
+                rows[p].append((o, m, a, gained[p], True, np.zeros_like(o), np.zeros_like(m)))
+            if rows[p]:
+                cols = list(zip(*rows[p]))
+                batch = _Transitions(np.stack(cols[0]), np.stack(cols[1]), np.asarray(cols[2], np.int64),
+                                     np.asarray(cols[3], float), np.asarray(cols[4], bool), np.stack(cols[5]),
+                                     np.stack(cols[6]))
+                self.replay[p].add(cast(Trajectories, batch))
+        self.episodes += 1
+        return steps
+
+    # -- learning -----------------------------------------------------------------------
+    def _learn(self, p: int) -> None:
+        cfg = self.config
+        for _ in range(cfg.updates_per_learn):
+            if len(self.replay[p]) >= cfg.min_buffer:
+                self._losses["rl"].append(self._rl_update(p))
+            if len(self.reservoir[p]) >= cfg.min_buffer:
+                self._losses["sl"].append(self._sl_update(p))
+
+    def _rl_update(self, p: int) -> float:
+        cfg = self.config
+        b = self.replay[p].sample(cfg.batch_size, self.rng)
+        n = len(b.action)
+        q = self.q_nets[p](to_tensor(b.obs).reshape(n, -1)).gather(1, torch.as_tensor(b.action)[:, None]).squeeze(1)
+        with torch.no_grad():
+            q_next = self.target_nets[p](to_tensor(b.next_obs).reshape(n, -1))
+            bootstrap = masked_max_q(q_next, q_next, torch.as_tensor(b.next_legal_mask))
+            target = to_tensor(b.reward) + cfg.gamma * (1.0 - to_tensor(b.done)) * bootstrap
+        loss = F.mse_loss(q, target)
+        self.rl_opts[p].zero_grad()
+        loss.backward()
+        self.rl_opts[p].step()
+        self.rl_updates[p] += 1
+        if self.rl_updates[p] % cfg.target_update_every == 0:
+            self.target_nets[p].load_state_dict(self.q_nets[p].state_dict())
+        return float(loss.detach())
+
+    def _sl_update(self, p: int) -> float:
+        obs, mask, action = self.reservoir[p].sample(self.config.batch_size, self.rng)
+        logits = masked_logits(self.avg_nets[p](to_tensor(obs).reshape(len(action), -1)), torch.as_tensor(mask))
+        loss = F.cross_entropy(logits, torch.as_tensor(action))
+        self.sl_opts[p].zero_grad()
+        loss.backward()
+        self.sl_opts[p].step()
+        return float(loss.detach())
+
+    # -- the loop -------------------------------------------------------------------------
+    def average_policies(self) -> list[MLPPolicy]:
+        """Per player, a copy of its average policy ``Pi`` as an `MLPPolicy`."""
+        out = []
+        for net in self.avg_nets:
+            policy = MLPPolicy(self.game, hidden=self.config.hidden, seed=None)
+            policy.net.load_state_dict(copy.deepcopy(net.state_dict()))
+            out.append(policy)
+        return out
+
+    def step(self) -> NFSPRecord:
+        """Play ``episodes_per_step`` episodes, then measure; returns the record."""
+        from pbmarl.learners.nets import torch_threads
+
+        t0 = time.perf_counter()
+        self._losses = {"rl": [], "sl": []}
+        with torch_threads(1):
+            for _ in range(self.config.episodes_per_step):
+                self.play_episode()
+        seconds = {"play": time.perf_counter() - t0}
+        t0 = time.perf_counter()
+        expl = nash_conv = None
+        if self.measure:
+            from pbmarl.evaluation.exact import exploitability
+
+            result = exploitability(self.game, self.average_policies())
+            expl, nash_conv = float(result.exploitability), float(result.nash_conv)
+        seconds["measure"] = time.perf_counter() - t0
+        self._wall += sum(seconds.values())
+        rl, sl = self._losses["rl"], self._losses["sl"]
+        record = NFSPRecord(iteration=len(self.records) + 1, episodes=self.episodes, env_steps=sum(self.decisions),
+                            exploitability=expl, nash_conv=nash_conv, rl_loss=float(np.mean(rl)) if rl else math.nan,
+                            sl_loss=float(np.mean(sl)) if sl else math.nan, epsilon=self.epsilon, seconds=seconds,
+                            wall_time=self._wall)
+        self.records.append(record)
+        if self.save_dir is not None:
+            self.save(self.save_dir)
+        return record
+
+    def run(self, steps: int) -> Iterator[NFSPRecord]:
+        """Yield the records of `steps` more steps."""
+        if not isinstance(steps, (int, np.integer)) or steps < 0:
+            raise ValueError(f"steps must be a non-negative int, got {steps!r}")
+        for _ in range(int(steps)):
+            yield self.step()
+
+    @property
+    def history(self) -> pd.DataFrame:
+        """One row per step."""
+        if not self.records:
+            return pd.DataFrame(columns=["episodes", "exploitability"])
+        return pd.DataFrame([r.as_row() for r in self.records]).set_index("iteration")
+
+    def __repr__(self) -> str:
+        return f"NFSP({self.game.name!r}, seed={self.seed}, episodes={self.episodes})"
+
+    # -- files ------------------------------------------------------------------------------
+    def save(self, path: str | os.PathLike[str]) -> Path:
+        """Write the whole state (networks, optimisers, both buffers, random state) to folder `path`."""
+        from pbmarl.algorithms.nfsp_io import save_nfsp
+
+        return save_nfsp(self, Path(path))
+
+    @classmethod
+    def load(cls, path: str | os.PathLike[str], *, save_dir: str | os.PathLike[str] | None = None) -> NFSP:
+        """Resume a run saved by `save`; it continues exactly as the uninterrupted run would."""
+        from pbmarl.algorithms.nfsp_io import load_nfsp
+
+        return load_nfsp(cls, Path(path), save_dir=save_dir)

@@ -1,0 +1,255 @@
+"""`P2SRO`: Pipeline PSRO (McAleer et al. 2020, "Pipeline PSRO: A Scalable Approach for
+Finding Approximate Nash Equilibria in Large Games", NeurIPS), stepped like `PSRO`.
+
+The population is a ladder. Its first ``k + 1`` rungs are *fixed* policies: they live in
+the payoff table and the meta-Nash is solved over them. Above them, ``active`` rungs are
+*active levels*, each training (one policy per player) against the meta-Nash of every rung
+below it, fixed or active; the targets are refreshed every ``refresh_every`` learner
+rounds. Only the lowest active level may freeze: once its training ends (the learner's
+budget or a plateau of its learning curve) it joins the fixed policies, and a new active
+level starts on top.
+
+`step()` runs refresh periods until the lowest level freezes and returns that iteration's
+`IterationRecord`, exactly like a `PSRO` iteration; with ``active=1`` the run *is* PSRO
+(same seed, same history). `levels` shows the active levels; `level_history` has one row
+per refresh period. The driver is the single writer of the table, so claiming a level and
+freezing it are atomic; each level's learner advances in this process (``backend="local"``).
+
+Example:
+    >>> p2sro = P2SRO("kuhn_poker", learner=pb.DQN(game, seed=0, budget=20_000), active=3, refresh_every=4)
+    >>> for record in p2sro.run(10):
+    ...     print(record)
+    >>> p2sro.levels, p2sro.level_history
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any, cast
+
+import numpy as np
+import pandas as pd
+
+from pbmarl.algorithms.psro import PSRO, _default_initial
+from pbmarl.algorithms.records import IterationRecord
+from pbmarl.algorithms.targets import Target, against
+from pbmarl.algorithms.transaction import all_or_nothing
+from pbmarl.games.base import Game
+from pbmarl.payoffs import PayoffTable
+from pbmarl.policies.base import Policy
+from pbmarl.policies.mixture import Mixture
+from pbmarl.protocols import Restorable
+
+
+class Level:
+    """One active level: a learner training one policy per player against its target mixtures.
+
+    With an RL `Learner` the players train one after the other, a task each, `rounds` learner
+    rounds per `advance`; a level that is not the lowest starts again (warm) when it has
+    finished, so it keeps improving until it is the lowest. An exact oracle answers every
+    player at every `advance`.
+    """
+
+    def __init__(self, index: int, learner: Any, initial: Sequence[Policy]) -> None:
+        self.index = index
+        """The rung: this level's policies will be member `index` of every player's population."""
+        self.learner = learner
+        self.policies: list[Policy] = list(initial)
+        self.values = [math.nan] * len(initial)
+        self.trained = [False] * len(initial)
+        self.player = 0
+        self.cycles = 0
+        self.targets: list[Mixture] = []
+
+    @property
+    def done(self) -> bool:
+        """Every player's training has ended since the level last started a cycle."""
+        return all(self.trained)
+
+    def _rl(self) -> bool:
+        from pbmarl.learners.base import Learner
+
+        return isinstance(self.learner, Learner)
+
+    def retarget(self, targets: list[Mixture]) -> None:
+        """Train against `targets` (one mixture per player) from now on, the running task included."""
+        self.targets = targets
+        task = getattr(self.learner, "task", None) if self._rl() else None
+        if task is not None:
+            task.opponents = [None if q == task.player else t for q, t in enumerate(targets)]
+
+    def select(self) -> list[Target]:
+        """The level's targets (the `TargetSelector` view): each player against the others' mixtures."""
+        return [Target(p, against(p, self.targets), f"level {self.index}") for p in range(len(self.targets))]
+
+    def advance(self, rounds: int) -> int:
+        """Train for `rounds` learner rounds (an exact oracle: one answer per player); returns env steps."""
+        if not self._rl():
+            spent = 0
+            for t in self.select():
+                answer = self.learner.respond(t.player, t.opponents)
+                self.policies[t.player], self.values[t.player] = answer.policy, float(answer.value)
+                spent += int(answer.env_steps)
+            self.trained = [True] * len(self.trained)
+            return spent
+        learner, spent = self.learner, 0
+        for _ in range(rounds):
+            if self.done:
+                self.trained = [False] * len(self.trained)
+                self.cycles += 1
+            p = self.player
+            if learner.task is None:
+                learner.start(p, self.select()[p].opponents, warm_start=True if self.cycles else None)
+            learner.step()
+            if learner.done:
+                self.policies[p], self.values[p] = learner.finish()
+                spent += int(learner.last_env_steps)
+                self.trained[p] = True
+                self.player = (p + 1) % len(self.trained)
+                if self.done:
+                    break
+        return spent
+
+    def current(self, player: int) -> Policy:
+        """The level's policy for `player` now (a copy of the one in training, if it is training)."""
+        task = getattr(self.learner, "task", None) if self._rl() else None
+        if task is not None and task.player == player:
+            return cast(Policy, self.learner.policy())
+        return self.policies[player]
+
+
+class P2SRO(PSRO):
+    """Pipeline PSRO; see the module doc. Options as `PSRO`, plus:
+
+    Args:
+        active: number of active levels (1: plain PSRO).
+        refresh_every: learner rounds between refreshes of the levels' targets.
+        backend: ``"local"``: every level advances in this process.
+    """
+
+    def __init__(self, game: Game | str, solver: Any = None, learner: Any = None, evaluator: Any = None, *,
+                 active: int = 3, refresh_every: int = 4, backend: str = "local", **options: Any) -> None:
+        if isinstance(active, bool) or not isinstance(active, (int, np.integer)) or active < 1:
+            raise ValueError(f"active must be a positive int (number of active levels), got {active!r}")
+        if isinstance(refresh_every, bool) or not isinstance(refresh_every, (int, np.integer)) or refresh_every < 1:
+            raise ValueError(f"refresh_every must be a positive int (learner rounds), got {refresh_every!r}")
+        if backend != "local":
+            raise ValueError(f"backend must be 'local', got {backend!r}")
+        self.active, self.refresh_every, self.backend = int(active), int(refresh_every), backend
+        super().__init__(game, solver, learner, evaluator, **options)
+        if not hasattr(self, "levels"):  # a save_dir run has started them already, to save iteration 0
+            self._start_levels()
+
+    def _start_levels(self) -> None:
+        from pbmarl.algorithms.driver_io import learner_copy
+
+        self.levels: list[Level] = []
+        self.level_records: list[dict[str, Any]] = []
+        for j in range(self.active):
+            learner = self.learner if j == 0 else learner_copy(self.learner, j)
+            self.levels.append(Level(self.population.sizes[0] + j, learner, self._initial()))
+
+    def _initial(self) -> list[Policy]:
+        return [_default_initial(self.game) for _ in range(self.game.num_players)]
+
+    # -- targets ---------------------------------------------------------------------
+    def level_targets(self, j: int) -> list[Mixture]:
+        """The meta-Nash (the run's solver) over the fixed policies and active levels below level `j`."""
+        if j == 0:
+            return self.population.mixture(self.meta_strategy)
+        P = self.game.num_players
+        pols = [list(self.population[p]) + [lv.current(p) for lv in self.levels[:j]] for p in range(P)]
+        sigma = self.solver(self._table_of(pols))
+        return [Mixture(pols[p], sigma[p]) for p in range(P)]
+
+    def _table_of(self, pols: list[list[Policy]]) -> PayoffTable:
+        from pbmarl.evaluation import ExactEvaluator
+        from pbmarl.population import Population
+
+        if isinstance(self.evaluator, ExactEvaluator):
+            return PayoffTable.from_array(self.evaluator.payoffs(pols))
+        pop = Population(self.game)
+        for p, members in enumerate(pols):
+            for policy in members:
+                pop.add(p, policy)
+        table = PayoffTable(pop)
+        self.evaluator.fill(table, self.eval_episodes, seed=int(self.rng.integers(2**62)))
+        return table
+
+    # -- the loop --------------------------------------------------------------------
+    @all_or_nothing
+    def step(self) -> IterationRecord:
+        """Refresh periods until the lowest active level freezes; returns that iteration's record."""
+        iteration = len(self.records)
+        t0 = time.perf_counter()
+        while not self.levels[0].done:  # a level whose training ended while higher up freezes at once
+            for j, level in enumerate(self.levels):  # bottom up: each level sees the ones below as trained so far
+                level.retarget(self.level_targets(j))
+                self._env_steps += level.advance(self.refresh_every)
+            low = self.levels[0]
+            self.level_records.append({
+                "period": len(self.level_records), "iteration": iteration, "frozen": low.done,
+                "levels": [lv.index for lv in self.levels], "trained": [sum(lv.trained) for lv in self.levels],
+                "cycles": [lv.cycles for lv in self.levels], "env_steps": self._env_steps})
+        low = self.levels[0]
+        ids = [self.population.add(p, low.policies[p], name=f"br{iteration}-{p}", iteration=iteration,
+                                   origin=self.learner.name, br_value=low.values[p])
+               for p in range(self.game.num_players)]
+        self.levels.pop(0)
+        self.levels.append(Level(low.index + self.active, low.learner, self._initial()))
+        seconds = {"oracle": time.perf_counter() - t0}
+        return self._finish_iteration(iteration, seconds, tuple(ids), tuple(low.values))
+
+    def snapshot(self) -> object:
+        learners = [lv.learner.snapshot() if isinstance(lv.learner, Restorable) and lv.learner is not self.learner
+                    else None for lv in self.levels]
+        levels = [(lv, dict(lv.__dict__), list(lv.policies), list(lv.trained), list(lv.values)) for lv in self.levels]
+        return super().snapshot(), levels, learners, len(self.level_records)
+
+    def restore(self, state: object) -> None:
+        base, levels, learners, n = cast("tuple[object, list[Any], list[Any], int]", state)
+        super().restore(base)
+        self.levels = []
+        for (level, attrs, policies, trained, values), saved in zip(levels, learners):
+            level.__dict__.update(attrs)
+            level.policies, level.trained, level.values = policies, trained, values
+            if saved is not None:
+                level.learner.restore(saved)
+            self.levels.append(level)
+        del self.level_records[n:]
+
+    @property
+    def level_history(self) -> pd.DataFrame:
+        """One row per refresh period: the active levels' rungs, how many players each has trained, env steps."""
+        return pd.DataFrame(self.level_records, columns=["period", "iteration", "frozen", "levels", "trained",
+                                                         "cycles", "env_steps"])
+
+    @property
+    def fixed(self) -> list[list[str]]:
+        """Ids of the fixed policies per player: always members ``0..k`` of the population."""
+        return [self.population.ids(p) for p in range(self.game.num_players)]
+
+    # -- files -----------------------------------------------------------------------
+    def save(self, path: str | os.PathLike[str]) -> Path:
+        """Write the run (as `PSRO.save`) and the active levels (``levels-NNNN/``, written first)."""
+        from pbmarl.algorithms.p2sro_io import save_levels
+
+        if not hasattr(self, "levels"):
+            self._start_levels()
+        save_levels(self, Path(path))
+        return super().save(path)
+
+    @classmethod
+    def load(cls, path: str | os.PathLike[str], **overrides: Any) -> P2SRO:
+        """Resume a run saved by `save`, active levels included."""
+        from pbmarl.algorithms.checkpoint import load_run
+        from pbmarl.algorithms.p2sro_io import load_levels, read_options
+
+        run = cast(P2SRO, load_run(cls, Path(path), **overrides))
+        run.active, run.refresh_every, run.backend = read_options(Path(path))
+        load_levels(run, Path(path))
+        return run

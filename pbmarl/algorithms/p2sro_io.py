@@ -1,0 +1,57 @@
+"""The active levels of a `P2SRO` run folder: ``levels-NNNN/`` beside PSRO's files, plus
+``p2sro.json``; both are written before PSRO's ``run.json``, which names the iteration."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from pbmarl.algorithms import driver_io as io
+from pbmarl.io import ensure_writable_folder, read_json, write_json
+
+if TYPE_CHECKING:  # pragma: no cover
+    from pbmarl.algorithms.p2sro import P2SRO
+
+
+def save_levels(run: P2SRO, folder: Path) -> None:
+    ensure_writable_folder(folder, what="run folder")
+    name = f"levels-{run.iteration:04d}"
+    ldir = folder / name
+    if ldir.exists():
+        shutil.rmtree(ldir)
+    ldir.mkdir(parents=True)
+    levels = []
+    for j, lv in enumerate(run.levels):
+        saved = None if lv.learner is run.learner else io.save_learner(lv.learner, ldir / f"learner-{j}")
+        levels.append({"index": lv.index, "policies": io.save_policies(ldir, f"level{j}", lv.policies),
+                       "values": lv.values, "trained": lv.trained, "player": lv.player, "cycles": lv.cycles,
+                       "learner": saved, "main_learner": lv.learner is run.learner,
+                       "offset": getattr(lv.learner, "seed", 0) - getattr(run.learner, "seed", 0)})
+    write_json(folder / "p2sro.json", {"active": run.active, "refresh_every": run.refresh_every,
+                                       "backend": run.backend, "levels_dir": name, "levels": levels,
+                                       "level_records": run.level_records})
+    for old in folder.glob("levels-*"):
+        if old.name != name:
+            shutil.rmtree(old, ignore_errors=True)
+
+
+def read_options(folder: Path) -> tuple[int, int, str]:
+    data = read_json(folder / "p2sro.json")
+    return int(data["active"]), int(data["refresh_every"]), str(data["backend"])
+
+
+def load_levels(run: P2SRO, folder: Path) -> None:
+    from pbmarl.algorithms.p2sro import Level
+
+    data = read_json(folder / "p2sro.json")
+    ldir = folder / data["levels_dir"]
+    run.levels = []
+    for entry in data["levels"]:
+        learner = run.learner if entry["main_learner"] else io.learner_copy(run.learner, int(entry["offset"]))
+        io.load_learner(learner, ldir, entry["learner"])
+        level = Level(int(entry["index"]), learner, io.load_policies(run.game, ldir, entry["policies"]))
+        level.values, level.trained = [float(v) for v in entry["values"]], [bool(t) for t in entry["trained"]]
+        level.player, level.cycles = int(entry["player"]), int(entry["cycles"])
+        run.levels.append(level)
+    run.level_records = list(data["level_records"])

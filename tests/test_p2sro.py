@@ -1,0 +1,74 @@
+"""P2SRO: the fixed set is always members 0..k, active=1 is PSRO, levels train against what is below, resume."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import pbmarl as pb
+from pbmarl.algorithms.p2sro import P2SRO
+
+DQN_TINY = dict(budget=200, steps_per_round=50, num_envs=16, learning_starts=50, hidden=(16,),
+                updates_per_round=4, batch_size=32)
+COLS = ["exploitability", "size_0", "size_1", "sigma_0", "sigma_1", "new_ids", "env_steps"]
+
+
+def _dqn(game, seed=0):
+    return pb.DQN(game, seed=seed, **DQN_TINY)
+
+
+def test_active_one_equals_psro_with_an_rl_oracle():
+    game = pb.load_game("kuhn_poker")
+    psro = pb.PSRO(game, learner=_dqn(game), seed=0)
+    list(psro.run(2))
+    p2sro = P2SRO(game, learner=_dqn(game), seed=0, active=1, refresh_every=2)
+    list(p2sro.run(2))
+    assert psro.history[COLS].equals(p2sro.history[COLS])
+
+
+def test_active_one_equals_psro_exact():
+    psro = pb.PSRO("kuhn_poker")
+    list(psro.run(5))
+    p2sro = P2SRO("kuhn_poker", active=1)
+    list(p2sro.run(5))
+    assert psro.history[COLS].equals(p2sro.history[COLS])
+
+
+def test_fixed_set_is_always_the_first_members_and_only_the_lowest_level_freezes():
+    game = pb.load_game("kuhn_poker")
+    run = P2SRO(game, learner=_dqn(game), active=3, refresh_every=1, seed=1)
+    for k, record in enumerate(run.run(3), start=1):
+        assert run.population.sizes == (k + 1, k + 1)
+        assert run.fixed == [[f"p{p}/{i}" for i in range(k + 1)] for p in range(2)]
+        assert [lv.index for lv in run.levels] == [k + 1, k + 2, k + 3]
+        assert record.new_ids == (f"p0/{k}", f"p1/{k}")
+    frozen = run.level_history[run.level_history["frozen"]]
+    assert len(frozen) <= 3  # a period freezes at most the lowest level
+    assert run.level_history["trained"].map(lambda t: t[1] + t[2]).max() > 0  # higher levels trained meanwhile
+
+
+def test_upper_levels_target_the_meta_nash_of_everything_below():
+    run = P2SRO("kuhn_poker", active=2)
+    list(run.run(2))
+    target = run.level_targets(1)
+    assert [len(m.policies) for m in target] == [4, 4]  # 3 fixed + the level below
+    assert all(np.isclose(m.weights.sum(), 1.0) for m in target)
+
+
+def test_bad_options_name_the_value():
+    with pytest.raises(ValueError, match="active must be a positive int"):
+        P2SRO("kuhn_poker", active=0)
+    with pytest.raises(ValueError, match="backend must be 'local'"):
+        P2SRO("kuhn_poker", backend="mpi")
+
+
+def test_save_resume_equals_uninterrupted(tmp_path):
+    game = pb.load_game("kuhn_poker")
+    whole = P2SRO(game, learner=_dqn(game), active=2, refresh_every=2, seed=0)
+    list(whole.run(3))
+    part = P2SRO(game, learner=_dqn(game), active=2, refresh_every=2, seed=0, save_dir=tmp_path / "run")
+    list(part.run(2))
+    resumed = P2SRO.load(tmp_path / "run")
+    list(resumed.run(1))
+    assert whole.history[COLS].equals(resumed.history[COLS])
+    assert whole.level_history.equals(resumed.level_history)
