@@ -71,6 +71,15 @@ _EXPORTS: dict[str, str] = {
     "XDO": "pbmarl.algorithms.xdo",
     "JPSRO": "pbmarl.algorithms.jpsro",
     "sequence_form_lp": "pbmarl.evaluation.sequence_form",
+    "League": "pbmarl.algorithms.league",
+    "LeagueConfig": "pbmarl.algorithms.league_rules",
+    "WinRateTable": "pbmarl.algorithms.win_rates",
+    "pfsp": "pbmarl.algorithms.pfsp",
+    "NFSP": "pbmarl.algorithms.nfsp",
+    "NFSPConfig": "pbmarl.algorithms.nfsp",
+    "P2SRO": "pbmarl.algorithms.p2sro",
+    "Target": "pbmarl.algorithms.targets",
+    "TargetSelector": "pbmarl.algorithms.targets",
 }
 
 __all__ = sorted(_EXPORTS) + ["__version__"]
