@@ -13,8 +13,8 @@ from __future__ import annotations
 import itertools
 import time
 import weakref
-from collections.abc import Callable, Sequence
-from typing import Any
+from collections.abc import Callable, Collection, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, overload
 
 import numpy as np
 
@@ -26,7 +26,10 @@ from pbmarl.rollout.results import EvalResult, FillResult
 from pbmarl.rollout.runner import ENGINES
 from pbmarl.rollout.staging import Staging
 from pbmarl.rollout.trajectories import Trajectories, concat_trajectories
-from pbmarl.rollout.units import COLLECT, EVAL, FILL, SeatRef, UnitResult, WorkUnit, chunks
+from pbmarl.rollout.units import COLLECT, COLLECT_GROUPS, EVAL, FILL, GroupsRef, SeatRef, UnitResult, WorkUnit, chunks
+
+if TYPE_CHECKING:  # pragma: no cover
+    from pbmarl.rollout.mapping import AgentMapping
 
 BACKENDS = ("local", "ray")
 #: work above these sizes shows a progress bar unless progress=False
@@ -34,9 +37,16 @@ PROGRESS_EPISODES = 200_000
 PROGRESS_STEPS = 500_000
 
 
+#: upper bounds on sizes, so that a typo or a tampered run folder is an error, not a hang or an out-of-memory
+LIMITS = {"num_workers": 4096, "envs_per_worker": 1 << 20, "episodes": 10**10, "max_episodes": 10**10,
+          "unit_episodes": 10**9, "unit_steps": 10**10}
+
+
 def _positive_int(value: Any, what: str) -> int:
     if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)) or value < 1:
         raise ValueError(f"{what} must be a positive int, got {value!r}")
+    if value > LIMITS.get(what, value):
+        raise ValueError(f"{what} must be at most {LIMITS[what]:,}, got {value!r}")
     return int(value)
 
 
@@ -90,6 +100,9 @@ class RolloutPool:
         self.unit_steps = None if unit_steps is None else _positive_int(unit_steps, "unit_steps")
         if seed is not None and (isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0):
             raise ValueError(f"seed must be a non-negative int or None, got {seed!r}")
+        if isinstance(worker_cpus, (bool, np.bool_)) or not isinstance(worker_cpus, (int, float, np.integer, np.floating)) \
+                or not 0 < float(worker_cpus) <= 1024:
+            raise ValueError(f"worker_cpus must be a number in (0, 1024] (CPUs each Ray actor reserves), got {worker_cpus!r}")
         self.backend_name = backend
         self._spec = {"kind": "rollout", "num_workers": self.num_workers, "envs_per_worker": self.envs_per_worker,
                       "backend": backend, "seed": None if seed is None else int(seed), "engine": engine,
@@ -184,13 +197,39 @@ class RolloutPool:
         stage.commit()
         return FillResult(tuple(sampled), total_episodes, total_steps, rounds, time.perf_counter() - started, worst)
 
+    @overload
     def collect(self, player: int, policy: Policy, opponents: Sequence[Policy | Mixture | None], steps: int, *,
-                seed: int | np.random.Generator | None = None, progress: bool | None = None) -> Trajectories:
-        """At least `steps` transitions of `policy` in seat `player`, from whole episodes.
+                seed: int | np.random.Generator | None = None, progress: bool | None = None) -> Trajectories: ...
 
-        `opponents` has one entry per seat (entry `player` is ignored and may be None);
-        a Mixture opponent draws its member once per episode.
+    @overload
+    def collect(self, *, policies: Mapping[str, Policy | Mixture], steps: int, mapping: AgentMapping | None = None,
+                learning: Collection[str] | None = None, seed: int | np.random.Generator | None = None,
+                progress: bool | None = None) -> dict[str, Trajectories]: ...
+
+    def collect(self, player: int | None = None, policy: Policy | None = None,
+                opponents: Sequence[Policy | Mixture | None] | None = None, steps: int | None = None, *,
+                policies: Mapping[str, Policy | Mixture] | None = None, mapping: AgentMapping | None = None,
+                learning: Collection[str] | None = None, seed: int | np.random.Generator | None = None,
+                progress: bool | None = None) -> Trajectories | dict[str, Trajectories]:
+        """Training data from whole episodes: one learning seat, or every learning group of a mapping.
+
+        ``collect(player, policy, opponents, steps)``: at least `steps` transitions of
+        `policy` in seat `player`. `opponents` has one entry per seat (entry `player` is
+        ignored and may be None); a Mixture opponent draws its member once per episode.
+
+        ``collect(policies={group: policy_or_mixture}, mapping=..., learning={groups}, steps=...)``
+        (PettingZoo Parallel and Gymnasium games): at least `steps` env steps, with
+        `mapping` (default `AgentMapping.independent`) sending each agent to its group's
+        policy; returns ``{group: Trajectories}`` for the `learning` groups (default:
+        all), one row per agent per step (see `Trajectories`). Bad input raises before
+        anything is played.
         """
+        if policies is not None:
+            if player is not None or policy is not None or opponents is not None:
+                raise TypeError("give either (player, policy, opponents, steps) or policies=..., mapping=..., not both")
+            return self._collect_groups(policies, mapping, learning, steps, seed=seed, progress=progress)
+        if player is None or policy is None or opponents is None or steps is None:
+            raise TypeError("collect needs (player, policy, opponents, steps), or policies=..., steps=... for groups")
         player = self.game.check_player(player)
         steps = _positive_int(steps, "steps")
         self._check_member(policy, "the learner's policy")
@@ -198,12 +237,70 @@ class RolloutPool:
             raise ValueError(f"opponents needs one entry per seat ({self.game.num_players}) for {self.game.name!r}, "
                              f"got {len(opponents)}")
         profile = [policy if p == player else opponents[p] for p in range(self.game.num_players)]
-        seats, policies = self._seats(profile)
-        entropy, call = self._begin(seed, policies)
+        seats, tokens = self._seats(profile)
+        entropy, call = self._begin(seed, tokens)
         units = [WorkUnit((COLLECT, j), entropy, seats, learner=player, min_learner_steps=n, call=call)
                  for j, n in enumerate(chunks(steps, self.unit_steps or _clamp(steps / 8, 512, 16_384)))]
-        results = self._run(units, policies, progress, steps, "collect", unit_size=lambda r: len(r.trajectories))
-        return concat_trajectories([results[u.key].trajectories for u in units])
+        results = self._run(units, tokens, progress, steps, "collect",
+                            unit_size=lambda r: 0 if r.trajectories is None else len(r.trajectories))
+        return concat_trajectories([t for t in (results[u.key].trajectories for u in units) if t is not None])
+
+    def _collect_groups(self, policies: Mapping[str, Policy | Mixture], mapping: AgentMapping | None,
+                        learning: Collection[str] | None, steps: int | None, *,
+                        seed: int | np.random.Generator | None, progress: bool | None) -> dict[str, Trajectories]:
+        from pbmarl.rollout.env_instances import parallel_capable
+        from pbmarl.rollout.mapping import AgentMapping
+
+        if not parallel_capable(self.game):
+            raise ValueError(f"collect(policies=...) steps PettingZoo Parallel and Gymnasium games; {self.game.name!r} "
+                             "is neither: use collect(player, policy, opponents, steps)")
+        if steps is None:
+            raise TypeError("collect(policies=...) needs steps=")
+        steps = _positive_int(steps, "steps")
+        if mapping is None:
+            mapping = AgentMapping.independent(self.game)
+        if not isinstance(mapping, AgentMapping):
+            raise TypeError(f"mapping must be a pb.AgentMapping, got {type(mapping).__name__}: {mapping!r}")
+        if mapping.game.name != self.game.name:
+            raise ValueError(f"the mapping was made for {mapping.game.name!r}, but this pool plays {self.game.name!r}")
+        if not isinstance(policies, Mapping):
+            raise TypeError(f"policies must be a dict {{group: Policy or Mixture}}, got {policies!r}")
+        unknown = [g for g in policies if g not in mapping.groups]
+        missing = [g for g in mapping.groups if g not in policies]
+        if unknown or missing:
+            said = [f"unknown group(s) {unknown}"] * bool(unknown) + [f"missing group(s) {missing}"] * bool(missing)
+            raise ValueError(f"policies must name every group of the mapping {list(mapping.groups)} and no other; "
+                             + ", ".join(said))
+        learn = tuple(mapping.groups) if learning is None else tuple(learning)
+        bad = [g for g in learn if g not in mapping.groups]
+        if bad or isinstance(learning, str):
+            raise ValueError(f"learning must be a set of groups out of {list(mapping.groups)}, got {learning!r}")
+        tokens: dict[str, Policy] = {}
+        seats = []
+        for group in mapping.groups:
+            entry = policies[group]
+            if isinstance(entry, Policy):
+                members, weights = [entry], [1.0]
+            elif isinstance(entry, Mixture):
+                members, weights = list(entry.policies), [float(w) for w in entry.weights]
+            else:
+                raise TypeError(f"group {group!r} must be played by a Policy or a Mixture, got {type(entry).__name__}: {entry!r}")
+            for pi in members:
+                _check_fits(pi, mapping, group)
+                tokens[self._token(pi)] = pi
+            seats.append((group, SeatRef(tuple(self._token(pi) for pi in members), tuple(weights))))
+        spec = mapping.spec()
+        ref = GroupsRef(tuple(spec["assignment"].items()), mapping.agent_id, mapping.pad, tuple(seats),
+                        tuple(g for g in mapping.groups if g in learn))
+        entropy, call = self._begin(seed, tokens)
+        units = [WorkUnit((COLLECT_GROUPS, j), entropy, (), min_learner_steps=n, call=call, groups=ref)
+                 for j, n in enumerate(chunks(steps, self.unit_steps or _clamp(steps / 8, 512, 16_384)))]
+        results = self._run(units, tokens, progress, steps, "collect", unit_size=lambda r: r.steps)
+        out = {}
+        for group in ref.learning:
+            parts = [results[u.key].groups for u in units]
+            out[group] = concat_trajectories([p[group] for p in parts if p is not None])
+        return out
 
     def close(self) -> None:
         """Stop the workers (Ray actors are killed). The pool cannot be used afterwards."""
@@ -334,6 +431,28 @@ class RolloutPool:
             want = episodes if not np.isfinite(se) else int(np.ceil(n * (se / target) ** 2 * 1.1)) - n
             plan[cell] = int(min(max(want, min(episodes, 100)), cap - n))
         return plan
+
+
+def _check_fits(policy: Any, mapping: AgentMapping, group: str) -> None:
+    """Raise unless `policy` is a Policy whose observation and action sizes fit `group`'s rows."""
+    if not isinstance(policy, Policy):
+        raise TypeError(f"group {group!r}'s policy must be a pbmarl Policy, got {type(policy).__name__}: {policy!r}")
+    view = mapping.group_game(group)
+    if policy.game_name != view.name:
+        raise ValueError(f"group {group!r}'s policy {policy!r} was made for game {policy.game_name!r}, not {view.name!r}")
+    if tuple(policy.observation_shape) != tuple(view.observation_shape) or policy.num_actions != view.num_actions:
+        raise ValueError(
+            f"group {group!r}'s policy {policy!r} takes observations {tuple(policy.observation_shape)} and "
+            f"{policy.num_actions} actions, but the group's agents {list(mapping.agents_of(group))} give observations "
+            f"{view.observation_shape} and act in {view.action_space(0)}; build it from mapping.group_game({group!r})"
+        )
+    if view.num_actions == 0:  # a Box group: the policy must act in the same Box
+        from pbmarl.policies.continuous import BoxPolicy
+
+        if not isinstance(policy, BoxPolicy) or policy.action_space != view.action_space(0):
+            space = policy.action_space if isinstance(policy, BoxPolicy) else "a discrete space"
+            raise ValueError(f"group {group!r}'s policy {policy!r} acts in {space}, but the group's agents "
+                             f"{list(mapping.agents_of(group))} act in {view.action_space(0)}")
 
 
 def _clamp(value: float, low: int, high: int) -> int:

@@ -16,7 +16,7 @@ import numpy as np
 
 from pbmarl.games.base import Game
 from pbmarl.policies.base import Policy, sample_actions
-from pbmarl.rollout.runner import EpisodeBook, RunOutput, Seat
+from pbmarl.rollout.records import EpisodeBook, RunOutput, Seat
 from pbmarl.rollout.trajectories import TransitionBuffer
 
 

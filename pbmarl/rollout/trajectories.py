@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, fields
+from typing import Any
 
 import numpy as np
 
@@ -31,7 +32,24 @@ class Trajectories:
             (episodes where the learner never acted included).
         episode_lengths: ``[E] int64``, decision steps (all seats) of each episode.
         steps: env decision steps taken in total (all seats).
-        player: the learning seat.
+        player: the learning seat (for a group: its first agent's seat).
+
+    Multi-agent collection (`RolloutPool.collect(policies=..., mapping=...)`) fills
+    these too, one row per agent per step; rows are ordered by (episode, agent,
+    time), so each agent's rows in an episode are contiguous and end with `done`:
+
+        terminated: ``[T] bool``, the agent's episode ended in a terminal state (do not bootstrap).
+        truncated: ``[T] bool``, it was cut off (time limit, ``max_cycles``): bootstrap from
+            `next_obs`, which holds the real final observation there (zeros only where terminated).
+        log_prob: ``[T] float64``, log-probability (density, for Box spaces) of `action`
+            under the behaviour policy; `action` is ``[T, d] float32`` for Box spaces.
+        agent: ``[T] int64``, the seat of the agent the row belongs to.
+        time: ``[T] int64``, the env step within the episode.
+        global_state, next_global_state: ``[T, S] float32``, the game's global state before
+            and after the step, where ``game.has_global_state`` (else None).
+        group: the group the rows belong to.
+        episode_seeds: ``[E] int64``, the seed each episode's environment was reset with
+            (replaying its actions from that reset reproduces it).
     """
 
     obs: np.ndarray
@@ -47,6 +65,15 @@ class Trajectories:
     episode_lengths: np.ndarray
     steps: int
     player: int
+    terminated: np.ndarray | None = None
+    truncated: np.ndarray | None = None
+    log_prob: np.ndarray | None = None
+    agent: np.ndarray | None = None
+    time: np.ndarray | None = None
+    global_state: np.ndarray | None = None
+    next_global_state: np.ndarray | None = None
+    group: str | None = None
+    episode_seeds: np.ndarray | None = None
 
     def __len__(self) -> int:
         return len(self.action)
@@ -57,8 +84,9 @@ class Trajectories:
 
     def __repr__(self) -> str:
         mean = np.round(self.episode_returns.mean(axis=0), 3).tolist() if self.num_episodes else []
+        who = f"group {self.group!r}" if self.group is not None else f"player {self.player}"
         return (
-            f"Trajectories(player {self.player}: {len(self)} transitions, {self.num_episodes} episodes, "
+            f"Trajectories({who}: {len(self)} transitions, {self.num_episodes} episodes, "
             f"{self.steps} env steps, mean return {mean})"
         )
 
@@ -68,15 +96,18 @@ def concat_trajectories(parts: Sequence[Trajectories]) -> Trajectories:
     if not parts:
         raise ValueError("nothing to concatenate")
     offsets = np.cumsum([0] + [p.num_episodes for p in parts[:-1]])
-    arrays = {}
+    arrays: dict[str, Any] = {}
     for f in fields(Trajectories):
-        if f.name in ("steps", "player"):
+        if f.name in ("steps", "player", "group"):
+            continue
+        if getattr(parts[0], f.name) is None:
+            arrays[f.name] = None
             continue
         if f.name == "episode":
             arrays[f.name] = np.concatenate([p.episode + o for p, o in zip(parts, offsets)])
         else:
             arrays[f.name] = np.concatenate([getattr(p, f.name) for p in parts])
-    return Trajectories(**arrays, steps=sum(p.steps for p in parts), player=parts[0].player)
+    return Trajectories(**arrays, steps=sum(p.steps for p in parts), player=parts[0].player, group=parts[0].group)
 
 
 class TransitionBuffer:

@@ -17,7 +17,7 @@ import numpy as np
 from pbmarl.games.base import Game
 from pbmarl.policies.base import Policy
 from pbmarl.rollout.compiled import CHANCE_NODE, SIMULTANEOUS_NODE, TERMINAL_NODE, CompiledTree
-from pbmarl.rollout.runner import EpisodeBook, RunOutput, Seat
+from pbmarl.rollout.records import EpisodeBook, RunOutput, Seat
 from pbmarl.rollout.trajectories import TransitionBuffer
 
 

@@ -16,7 +16,7 @@ import numpy as np
 from pbmarl.rollout.trajectories import Trajectories
 
 #: unit kinds, first entry of every key
-EVAL, FILL, COLLECT = 0, 1, 2
+EVAL, FILL, COLLECT, COLLECT_GROUPS = 0, 1, 2, 3
 
 
 @dataclass(frozen=True)
@@ -25,6 +25,20 @@ class SeatRef:
 
     tokens: tuple[str, ...]
     weights: tuple[float, ...]
+
+
+@dataclass(frozen=True)
+class GroupsRef:
+    """A multi-agent unit's dispatch: the mapping (as its spec), each group's seat, the learning groups."""
+
+    assignment: tuple[tuple[str, str], ...]
+    agent_id: bool
+    pad: bool
+    seats: tuple[tuple[str, SeatRef], ...]
+    learning: tuple[str, ...]
+
+    def mapping_spec(self) -> dict[str, Any]:
+        return {"assignment": dict(self.assignment), "agent_id": self.agent_id, "pad": self.pad}
 
 
 @dataclass(frozen=True)
@@ -42,13 +56,15 @@ class WorkUnit:
     learner: int | None = None
     min_learner_steps: int | None = None
     call: int = 0
+    groups: GroupsRef | None = None
 
     def rng(self) -> np.random.Generator:
         return np.random.default_rng(np.random.SeedSequence(entropy=self.entropy, spawn_key=self.key))
 
     @property
     def tokens(self) -> set[str]:
-        return {t for seat in self.seats for t in seat.tokens}
+        seats = list(self.seats) + ([ref for _, ref in self.groups.seats] if self.groups is not None else [])
+        return {t for seat in seats for t in seat.tokens}
 
 
 @dataclass(frozen=True, eq=False)
@@ -61,6 +77,7 @@ class UnitResult:
     steps: int
     trajectories: Trajectories | None = None
     worker: Any = None
+    groups: dict[str, Trajectories] | None = None
 
 
 def chunks(total: int, size: int) -> list[int]:

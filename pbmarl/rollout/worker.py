@@ -9,14 +9,15 @@ backend may hand over the policy objects themselves.
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
 
 from pbmarl.games.base import Game
 from pbmarl.policies.base import Policy, new_policy_from_state
-from pbmarl.rollout.runner import Seat, run_episodes
+from pbmarl.rollout.records import Seat
+from pbmarl.rollout.runner import run_episodes
 from pbmarl.rollout.units import UnitResult, WorkUnit
 
 #: what travels to a worker for one policy: (token, version, arrays, meta)
@@ -57,12 +58,16 @@ class RolloutWorker:
         self._tables: dict[Any, Any] = {}
         self._call = -1
         self._crash_after: int | None = None
+        self._mappings: dict[Any, Any] = {}
 
     # -- policies -------------------------------------------------------------
-    def load(self, shipments: Sequence[Shipment]) -> None:
-        """Rebuild shipped policies (replacing older versions of the same token)."""
+    def load(self, shipments: Sequence[Shipment], games: Mapping[str, Game] | None = None) -> None:
+        """Rebuild shipped policies (replacing older versions of the same token).
+
+        `games` names, per token, the game a group's policy was made for (`AgentMapping.group_game`).
+        """
         for token, version, arrays, meta in shipments:
-            policy = new_policy_from_state(self.game, arrays, meta)
+            policy = new_policy_from_state((games or {}).get(token, self.game), arrays, meta)
             policy.version = int(version)
             self.policies[token] = policy
             self.versions[token] = int(version)
@@ -80,6 +85,8 @@ class RolloutWorker:
     # -- work -----------------------------------------------------------------
     def run(self, unit: WorkUnit, shipments: Sequence[Shipment] = ()) -> UnitResult:
         """Load `shipments` (if any), then play `unit`."""
+        if unit.groups is not None:
+            return self._run_groups(unit, shipments)
         if shipments:
             self.load(shipments)
         if unit.call != self._call:  # probability tables live for one pool call
@@ -100,6 +107,30 @@ class RolloutWorker:
             if self._crash_after <= 0:
                 os._exit(1)  # test hook: die like a lost node, without a goodbye
         return UnitResult(unit.key, out.returns, out.lengths, out.steps, out.trajectories, os.getpid())
+
+    def _run_groups(self, unit: WorkUnit, shipments: Sequence[Shipment]) -> UnitResult:
+        """A multi-agent unit: agents dispatched to their groups' policies by the unit's mapping."""
+        from pbmarl.rollout.mapping import AgentMapping
+        from pbmarl.rollout.parallel_engine import run_parallel
+
+        ref = unit.groups
+        assert ref is not None
+        key = (ref.assignment, ref.agent_id, ref.pad)
+        mapping = self._mappings.get(key)
+        if mapping is None:
+            mapping = self._mappings[key] = AgentMapping.from_spec(self.game, ref.mapping_spec())
+        games = {t: mapping.group_game(g) for g, seat in ref.seats for t in seat.tokens}
+        if shipments:
+            self.load(shipments, games)
+        seats = {}
+        for group, seat in ref.seats:
+            missing = [t for t in seat.tokens if t not in self.policies]
+            if missing:
+                raise RuntimeError(f"worker has no policy for tokens {missing}; they were never shipped")
+            seats[group] = Seat(tuple(self.policies[t] for t in seat.tokens), np.asarray(seat.weights, dtype=float))
+        out = run_parallel(self.game, mapping, seats, set(ref.learning), unit.rng(), num_envs=self.envs,
+                           min_steps=unit.min_learner_steps, episodes=unit.episodes)
+        return UnitResult(unit.key, out.returns, out.lengths, out.steps, None, os.getpid(), out.groups)
 
     def crash_after(self, units: int) -> None:
         """Test hook: end this worker's process abruptly after `units` more units."""
