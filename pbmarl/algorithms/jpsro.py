@@ -168,7 +168,8 @@ class JPSRO:
         joint = np.asarray(sigma.joint)
         reach = [terminal_reach(self.evaluator.plans(p, self.population[p]), self.tree, p) for p in range(P)]
         values = np.tensordot(joint, self.table.values, axes=P)  # [P]
-        gaps, pending = np.zeros(P), []
+        gaps = np.zeros(P)
+        pending: list[tuple[int, np.ndarray]] = []
         for p in range(P):
             weights = np.moveaxis(joint, p, 0)  # [n_p, others...]
             if self.kind == "cce":

@@ -154,8 +154,8 @@ class XDO:
     def _solve(self, tree: GameTree) -> tuple[tuple[np.ndarray, ...], int, float]:
         """Plans of a solution of the restricted `tree`, the CFR+ iterations spent, its exploitability."""
         if self.solver == "lp":
-            plans, _, _ = solve_tree(tree)
-            return plans, 0, _restricted_exploitability(tree, plans)
+            exact, _, _ = solve_tree(tree)
+            return exact, 0, _restricted_exploitability(tree, exact)
         cfr = CFRPlus(tree)
         while True:
             cfr.run(self.check_every)

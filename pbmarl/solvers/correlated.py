@@ -26,9 +26,10 @@ the same for any table (`epsilon` is given in the table's own units).
 
 Example:
     >>> U = np.array([[[6, 6], [2, 7]], [[7, 2], [0, 0]]], float)     # chicken
-    >>> joint = solve_correlated(U, kind="ce", objective="gini")
-    >>> np.round(joint, 4).tolist()
-    [[0.3333, 0.3333], [0.3333, 0.0]]
+    >>> np.round(solve_correlated(U, kind="ce", objective="welfare"), 4).tolist()
+    [[0.5, 0.25], [0.25, 0.0]]
+    >>> np.round(solve_correlated(U, kind="ce", objective="gini"), 4).tolist()
+    [[0.2647, 0.2941], [0.2941, 0.1471]]
 """
 
 from __future__ import annotations
@@ -168,7 +169,7 @@ def _gini_qp(G: sp.csr_matrix, eps: float, kind: str) -> np.ndarray:
     profiles, where an active-set QP (HiGHS's) must handle a support of thousands of profiles.
     """
     try:
-        import clarabel
+        import clarabel  # type: ignore[import-untyped]
     except ImportError:
         raise ImportError("the maximum-Gini (C)CE needs the Clarabel QP solver: pip install clarabel "
                           "(or pbmarl[qp]); the maximum-welfare solvers 'mwcce'/'mwce' need only scipy") from None
