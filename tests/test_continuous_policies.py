@@ -155,3 +155,16 @@ def test_random_policy_is_uniform_in_a_box():
 def test_mlp_policy_refuses_box_actions(pendulum):
     with pytest.raises(ValueError, match=r"MLPPolicy needs discrete actions.*Box\(-2.0, 2.0"):
         pb.MLPPolicy(pendulum)
+
+
+def test_box_policies_join_a_population_and_save(tmp_path, pendulum):
+    pop = pb.Population(pendulum)
+    pop.add(0, pb.GaussianPolicy(pendulum, hidden=(4,), seed=0))
+    pop.add(0, pb.DeterministicPolicy(pendulum, hidden=(4,), seed=1, noise=pb.noise.Normal(0.1)))
+    pop.add(0, pb.RandomPolicy(pendulum))
+    pop.save(tmp_path / "pop")
+    back = pb.Population.load(tmp_path / "pop", pendulum)
+    obs = _obs(3)
+    for a, b in zip(pop[0], back[0]):
+        assert type(a) is type(b) and not b.discrete
+        np.testing.assert_allclose(a.act(obs, None, deterministic=True).action, b.act(obs, None, deterministic=True).action)

@@ -61,6 +61,11 @@ class Policy(abc.ABC):
         self.observation_shape = tuple(game.observation_shape)
         self.version = 0
 
+    @property
+    def discrete(self) -> bool:
+        """False for policies on Box spaces: they `act` but have no `action_probabilities`."""
+        return True
+
     @abc.abstractmethod
     def _probs(self, obs: np.ndarray, legal_mask: np.ndarray, keys: Sequence[str] | None) -> np.ndarray:
         """Unchecked probabilities; `action_probabilities` masks and validates them."""
@@ -161,6 +166,11 @@ def check_policy(policy: Any, game: Game) -> Policy:
         raise ValueError(
             f"{policy!r} has {policy.num_actions} actions but {game.name!r} has {game.num_actions}"
         )
+    if not policy.discrete:
+        out = policy.act(np.zeros((1,) + tuple(policy.observation_shape), np.float32), None, rng=0, deterministic=True)
+        if not (np.all(np.isfinite(out.action)) and np.all(np.isfinite(out.log_prob))):
+            raise ValueError(f"{policy!r} returned a non-finite action or log-probability: {out}")
+        return policy
     state = game.new_initial_state()
     rng = np.random.default_rng(0)
     while state.is_chance_node():

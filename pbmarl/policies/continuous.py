@@ -48,6 +48,10 @@ def tanh_log_det(u: torch.Tensor) -> torch.Tensor:
 class BoxPolicy(Policy):
     """Shared plumbing of the Box policies: the space, the rescaling, batch checks and saving."""
 
+    @property
+    def discrete(self) -> bool:
+        return False
+
     def __init__(self, game: Game, hidden: Sequence[int], *, player: int, seed: int | None, out_mult: int) -> None:
         super().__init__(game)
         self.player = game.check_player(player)

@@ -30,6 +30,10 @@ class RandomPolicy(Policy):
         if self.box is not None and not (np.all(np.isfinite(self.box.low)) and np.all(np.isfinite(self.box.high))):
             raise ValueError(f"RandomPolicy needs finite Box bounds to be uniform in; {game.name!r} has {self.box}")
 
+    @property
+    def discrete(self) -> bool:
+        return self.box is None
+
     def _probs(self, obs: np.ndarray, legal_mask: np.ndarray, keys: Sequence[str] | None) -> np.ndarray:
         if self.box is not None:
             raise TypeError(f"RandomPolicy on {self.box} has no action probabilities; use act()")
