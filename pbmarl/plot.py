@@ -7,7 +7,9 @@ The functions live in `pbmarl.plots`; this module is their short public address:
 """
 
 from pbmarl.plots import (
+    plot_against_lp,
     plot_exploitability,
+    plot_jpsro_gap,
     plot_meta_strategy,
     plot_meta_strategy_bars,
     plot_payoff_heatmap,
@@ -16,5 +18,5 @@ from pbmarl.plots import (
     plot_simplex,
 )
 
-__all__ = ["plot_exploitability", "plot_meta_strategy", "plot_meta_strategy_bars", "plot_payoff_heatmap",
-           "plot_population", "plot_response_graph", "plot_simplex"]
+__all__ = ["plot_against_lp", "plot_exploitability", "plot_jpsro_gap", "plot_meta_strategy", "plot_meta_strategy_bars",
+           "plot_payoff_heatmap", "plot_population", "plot_response_graph", "plot_simplex"]

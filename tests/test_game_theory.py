@@ -197,3 +197,27 @@ def test_jpsro_refuses_bad_input() -> None:
         pb.JPSRO(KUHN, solver="nash")
     with pytest.raises(ValueError, match="stop_gap"):
         pb.JPSRO(KUHN, stop_gap=-1.0)
+
+
+# -- plots ---------------------------------------------------------------------------------------------
+
+
+def test_plots_overlay_lp_and_jpsro_gap() -> None:
+    from pbmarl.plot import plot_against_lp, plot_jpsro_gap
+
+    game = pb.load_game(KUHN)
+    psro = pb.PSRO(game, solver="nash")
+    list(psro.run(3))
+    xdo = pb.XDO(game, solver="lp")
+    list(xdo.run(3))
+    fig = plot_against_lp({"PSRO": psro.history, "XDO": xdo.history}, game)
+    labels = [t.get_text() for t in fig.axes[0].get_legend().get_texts()]
+    assert "PSRO" in labels and "XDO" in labels and any("sequence-form LP" in t for t in labels)
+    jpsro = pb.JPSRO(game, solver="mwcce")
+    list(jpsro.run(3))
+    fig = plot_jpsro_gap(jpsro.history, reference={"OpenSpiel": [2.0, 1.0]})
+    assert len(fig.axes[0].get_lines()) == 2
+    with pytest.raises(ValueError, match="gap"):
+        plot_jpsro_gap(psro.history)
+    with pytest.raises(TypeError, match="sequence_form_lp"):
+        plot_against_lp(psro.history, game, lp=object())
