@@ -93,3 +93,10 @@ def test_discrete_action_out_of_range():
     state = pb.load_game("gym:CartPole-v1").new_initial_state(seed=0)
     with pytest.raises(ValueError, match=r"action 2 is outside Discrete\(2\).*0\.\.1"):
         state.apply_action(2)
+
+
+def test_a_gymnasium_id_without_its_prefix_is_pointed_at():
+    with pytest.raises(ValueError, match=r"unknown game 'Pendulum-v1'; did you mean 'gym:Pendulum-v1'"):
+        pb.load_game("Pendulum-v1")
+    with pytest.raises(ValueError, match=r"did you mean 'mdp:two_round_nmdp'"):
+        pb.load_game("two_round_nmdp")

@@ -55,6 +55,7 @@ def _load_openspiel(name: str, params: dict[str, Any]) -> Game:
     known = list(pyspiel.registered_names())
     if base not in known:
         close = difflib.get_close_matches(base, known, n=3, cutoff=0.6)
+        close = _other_sources(base) + close
         hint = f"; did you mean {' or '.join(repr(c) for c in close)}?" if close else ""
         raise ValueError(
             f"unknown game {base!r}{hint} (OpenSpiel names such as 'kuhn_poker', "
@@ -71,6 +72,16 @@ def _load_openspiel(name: str, params: dict[str, Any]) -> Game:
         message = str(exc).splitlines()[0]
         raise ValueError(f"cannot load game {full!r}: {message}") from None
     return OpenSpielGame(full, game)
+
+
+def _other_sources(name: str) -> list[str]:
+    """`name` with the prefix of the source that has it (Gymnasium id, verification MDP), if any."""
+    import gymnasium
+
+    from pbmarl.games.mdp import TABLES
+
+    found = [GYM_PREFIX + name] if name in gymnasium.registry else []
+    return found + ([MDP_PREFIX + name] if name in TABLES else [])
 
 
 def _param(value: Any) -> str:
