@@ -100,3 +100,12 @@ def test_a_gymnasium_id_without_its_prefix_is_pointed_at():
         pb.load_game("Pendulum-v1")
     with pytest.raises(ValueError, match=r"did you mean 'mdp:two_round_nmdp'"):
         pb.load_game("two_round_nmdp")
+
+
+def test_sampled_evaluation_of_a_gym_game_is_seeded():
+    game = pb.load_game("gym:CartPole-v1")
+    pool = pb.RolloutPool(game, backend="local", num_workers=1)
+    a = pool.evaluate([pb.RandomPolicy(game)], episodes=20, seed=3)
+    b = pool.evaluate([pb.RandomPolicy(game)], episodes=20, seed=3)
+    assert a.mean[0] == b.mean[0] and a.steps == b.steps
+    assert 10 < a.mean[0] < 60  # a random CartPole policy lasts about 22 steps

@@ -22,9 +22,10 @@ from pbmarl.rollout.trajectories import TransitionBuffer
 
 def state_factory(game: Game, rng: np.random.Generator) -> Callable[[], Any]:
     """New initial states; games whose resets are random internally get seeds from `rng`."""
+    from pbmarl.games.gym import GymGame
     from pbmarl.games.pettingzoo import PettingZooGame
 
-    if isinstance(game, PettingZooGame):
+    if isinstance(game, (PettingZooGame, GymGame)):
         return lambda: game.new_initial_state(seed=int(rng.integers(2**31 - 1)))
     return game.new_initial_state
 
