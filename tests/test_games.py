@@ -119,9 +119,13 @@ def test_tree_chance_reach_and_infosets():
         assert seqs.max() < tree.num_sequences(p)
 
 
-def test_tree_rejects_imperfect_recall_with_a_hint():
-    with pytest.raises(ValueError, match="imp_info=True"):
-        pb.load_game("goofspiel(num_cards=4)").tree()
+def test_tree_keys_goofspiel_by_histories_and_refuses_deliberate_imperfect_recall():
+    game = pb.load_game("goofspiel(num_cards=4)")
+    with pytest.warns(UserWarning, match="action-observation history"):
+        tree = game.tree()
+    assert game.recall_keys and tree.recall_keys
+    with pytest.raises(ValueError, match="imperfect-recall variant.*use 'liars_dice'"):
+        pb.load_game("liars_dice_ir").tree()
 
 
 def test_player_out_of_range():

@@ -117,13 +117,14 @@ class ExactEvaluator:
     Args:
         game: an enumerable game (OpenSpiel games such as Kuhn, Leduc, small Goofspiel,
             matrix games).
-        max_nodes: refuse trees with more histories than this (use `pb.RolloutPool`).
+        max_nodes: refuse trees with more histories than this (use `pb.RolloutPool`); None (the
+            default) refuses only trees estimated to need more memory than is available.
 
     Realisation plans are cached per (policy object, `policy.version`) and player;
     a policy changed in place (which bumps its version) is recomputed.
     """
 
-    def __init__(self, game: Game, *, max_nodes: int = 5_000_000) -> None:
+    def __init__(self, game: Game, *, max_nodes: int | None = None) -> None:
         if not isinstance(game, Game):
             raise TypeError(f"expected a pbmarl Game, got {type(game).__name__}: {game!r}")
         self.game = game

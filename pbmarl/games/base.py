@@ -118,29 +118,34 @@ class Game(abc.ABC):
     def observation(self, state: State, player: int) -> np.ndarray:
         """The float32 observation tensor of `player` at `state`."""
 
+    #: set (by the tree builder) when the game's own strings lack perfect recall: `info_key`
+    #: then names information sets by the player's action-observation history (`pbmarl.games.recall`)
+    recall_keys: bool = False
+    #: why the exact engine cannot take this game (None: it can, if the tree fits in memory)
+    exact_refusal: str | None = None
+
     @abc.abstractmethod
     def info_key(self, state: State, player: int) -> str:
         """A string that names `player`'s information state at `state`."""
+
+    def info_string(self, state: State, player: int) -> str:
+        """The game's own string for `player`'s information state (`info_key` unless recall keys are on)."""
+        return self.info_key(state, player)
 
     @property
     def enumerable(self) -> bool:
         """Whether the game tree can be walked (needed for tabular policies and the exact engine)."""
         return True
 
-    def tree(self, *, max_nodes: int = 5_000_000) -> GameTree:
-        """The whole game tree as flat arrays, built once and cached."""
-        cached = getattr(self, "_tree_cache", None)
-        if cached is None:
-            from pbmarl.games.tree import build_tree
+    def tree(self, *, max_nodes: int | None = None) -> GameTree:
+        """The whole game tree as flat arrays, built (or loaded from the disk cache) once and kept.
 
-            cached = build_tree(self, max_nodes=max_nodes)
-            self._tree_cache = cached
-        elif cached.num_nodes > max_nodes:
-            raise ValueError(
-                f"game {self.name!r} has {cached.num_nodes:,} histories, more than max_nodes={max_nodes:,}; "
-                "use a sampling evaluator (pb.RolloutPool) instead"
-            )
-        return cached
+        Refused, with the reason, for games outside the exact engine and for trees whose
+        estimated memory exceeds what is available (or with more than `max_nodes` histories).
+        """
+        from pbmarl.games.tree import game_tree
+
+        return game_tree(self, max_nodes=max_nodes)
 
     def legal_mask(self, state: State, player: int) -> np.ndarray:
         mask = np.zeros(self.num_actions, dtype=bool)

@@ -33,6 +33,17 @@ class OpenSpielGame(Game):
         else:
             self.observation_shape = (1,)
         self._has_obs_tensor = self._use_info_tensor or gtype.provides_observation_tensor
+        base = name.split("(", 1)[0].strip()
+        if gtype.dynamics == pyspiel.GameType.Dynamics.MEAN_FIELD:
+            self.exact_refusal = (
+                f"{base!r} is a mean-field game (its states carry a population distribution, not "
+                "players' moves): it is outside pbmarl's exact engine and rollouts; use OpenSpiel's mfg algorithms"
+            )
+        elif base.endswith("_ir"):
+            self.exact_refusal = (
+                f"{base!r} is OpenSpiel's deliberately imperfect-recall variant (players forget their past), and "
+                f"the exact engine needs perfect recall: use {base[:-3]!r}, or a sampling evaluator (pb.RolloutPool)"
+            )
 
     def new_initial_state(self) -> State:
         return self.pyspiel_game.new_initial_state()
@@ -47,6 +58,13 @@ class OpenSpielGame(Game):
         return np.asarray(flat, dtype=np.float32).reshape(self.observation_shape)
 
     def info_key(self, state: State, player: int) -> str:
+        if self.recall_keys:
+            from pbmarl.games.recall import recall_key
+
+            return recall_key(self, state, player)
+        return self.info_string(state, player)
+
+    def info_string(self, state: State, player: int) -> str:
         if self._use_info_string:
             return state.information_state_string(player)
         return state.observation_string(player)
