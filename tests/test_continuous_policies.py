@@ -27,8 +27,9 @@ def _reference(pi, obs):
     return TransformedDistribution(base, [TanhTransform(), AffineTransform(loc, scale)])
 
 
-def test_gaussian_log_prob_equals_torch_reference(pendulum):
-    pi = pb.GaussianPolicy(pendulum, hidden=(16,), seed=0)
+@pytest.mark.parametrize("state_dependent_std", [True, False])
+def test_gaussian_log_prob_equals_torch_reference(pendulum, state_dependent_std):
+    pi = pb.GaussianPolicy(pendulum, hidden=(16,), seed=0, state_dependent_std=state_dependent_std, log_std_init=-0.5)
     obs = _obs()
     out = pi.act(obs, None, rng=1)
     assert out.action.shape == (64, 1) and out.log_prob.shape == (64,)
@@ -66,15 +67,18 @@ def test_gaussian_deterministic_and_seeded(pendulum):
     np.testing.assert_allclose(det, 2.0 * np.tanh(mean.detach().numpy()), rtol=1e-5)
 
 
-def test_reparameterised_sample_has_gradients(pendulum):
-    pi = pb.GaussianPolicy(pendulum, hidden=(8,), seed=0)
+@pytest.mark.parametrize("state_dependent_std", [True, False])
+def test_reparameterised_sample_has_gradients(pendulum, state_dependent_std):
+    pi = pb.GaussianPolicy(pendulum, hidden=(8,), seed=0, state_dependent_std=state_dependent_std)
     action, log_prob = pi.sample(torch.as_tensor(_obs(4)))
     (action.sum() + log_prob.sum()).backward()
-    assert all(p.grad is not None for p in pi.net.parameters())
+    assert all(p.grad is not None for p in pi.parameters())
+    assert len(pi.parameters()) == len(list(pi.net.parameters())) + (0 if state_dependent_std else 1)
 
 
 def test_box_policies_save_and_load_without_pickle(pendulum):
     for pi in (pb.GaussianPolicy(pendulum, hidden=(8,), seed=1),
+               pb.GaussianPolicy(pendulum, hidden=(8,), seed=1, state_dependent_std=False, log_std_init=-1.0),
                pb.DeterministicPolicy(pendulum, hidden=(8,), seed=1, noise=pb.noise.OrnsteinUhlenbeck(sigma=0.3))):
         obs = _obs(5)
         pi.act(obs, None, rng=0)  # moves the OU state

@@ -124,16 +124,32 @@ class GaussianPolicy(BoxPolicy):
         hidden: widths of the hidden layers.
         player: whose spaces the policy is built for.
         seed: seeds the initial weights (None: torch's current state).
+        state_dependent_std: True (SAC): the MLP outputs the log-std too; False (PPO):
+            one learned log-std per dimension (`log_std`), starting at `log_std_init`.
+        log_std_init: the initial log-std where it is state-independent.
     """
 
     kind = "gaussian"
 
-    def __init__(self, game: Game, hidden: Sequence[int] = (64, 64), *, player: int = 0, seed: int | None = 0) -> None:
-        super().__init__(game, hidden, player=player, seed=seed, out_mult=2)
+    def __init__(self, game: Game, hidden: Sequence[int] = (64, 64), *, player: int = 0, seed: int | None = 0,
+                 state_dependent_std: bool = True, log_std_init: float = 0.0) -> None:
+        self.state_dependent_std = bool(state_dependent_std)
+        super().__init__(game, hidden, player=player, seed=seed, out_mult=2 if self.state_dependent_std else 1)
+        self.log_std: nn.Parameter | None = None
+        if not self.state_dependent_std:
+            self.log_std = nn.Parameter(torch.full((self.act_dim,), float(log_std_init)))
+
+    def parameters(self) -> list[nn.Parameter]:
+        """Everything an optimiser should train: the MLP's weights and, if separate, `log_std`."""
+        return list(self.net.parameters()) + ([self.log_std] if self.log_std is not None else [])
 
     def distribution(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """Mean and log-std ``[B, d]`` each of the pre-squash Gaussian, for a float tensor ``[B, in_dim]``."""
-        mean, log_std = self.net(x.reshape(len(x), -1)).chunk(2, dim=-1)
+        out = self.net(x.reshape(len(x), -1))
+        if self.log_std is None:
+            mean, log_std = out.chunk(2, dim=-1)
+        else:
+            mean, log_std = out, self.log_std.expand_as(out)
         return mean, log_std.clamp(LOG_STD_MIN, LOG_STD_MAX)
 
     def sample(self, x: torch.Tensor, *, generator: torch.Generator | None = None,
@@ -167,10 +183,22 @@ class GaussianPolicy(BoxPolicy):
             action, log_prob = self.sample(x, generator=gen, deterministic=deterministic)
         return self._output(action, log_prob)
 
+    def arrays(self) -> dict[str, np.ndarray]:
+        out = super().arrays()
+        if self.log_std is not None:
+            out["log_std"] = self.log_std.detach().numpy().copy()
+        return out
+
+    def meta(self) -> dict[str, Any]:
+        return {**super().meta(), "state_dependent_std": self.state_dependent_std}
+
     @classmethod
     def from_state(cls, game: Game, arrays: dict[str, np.ndarray], meta: dict[str, Any]) -> GaussianPolicy:
-        policy = cls(game, hidden=meta["hidden"], player=int(meta.get("player", 0)), seed=None)
+        policy = cls(game, hidden=meta["hidden"], player=int(meta.get("player", 0)), seed=None,
+                     state_dependent_std=bool(meta.get("state_dependent_std", True)))
         policy._load_net(arrays)
+        if policy.log_std is not None:
+            policy.log_std.data = torch.as_tensor(np.array(arrays["log_std"]), dtype=torch.float32)
         policy.version = int(meta.get("version", 0))
         return policy
 
