@@ -302,9 +302,19 @@ class PayoffTable:
         return write_npz(path, arrays)
 
     @classmethod
-    def load(cls, path: str | os.PathLike[str], population: Population | None = None) -> PayoffTable:
-        """Read a table written by `save`; bound to `population` if given (whose ids must extend the table's)."""
-        data = read_npz(path)
+    def load(cls, path: str | os.PathLike[str], population: Population | None = None, *,
+             sizes: Sequence[int] | None = None) -> PayoffTable:
+        """Read a table written by `save`; bound to `population` if given (whose ids must extend the table's).
+
+        `sizes`, when given, are the table's expected sizes: every array's shape is checked
+        against them before it is read (a run folder's loader passes its recorded sizes).
+        """
+        expect = None
+        if sizes is not None:
+            shape, k = tuple(int(n) for n in sizes), len(sizes)
+            expect = {"mean": (shape + (k,), "f"), "m2": (shape + (k,), "f"), "count": (shape, "iu"),
+                      "exact": (shape, "b"), **{f"ids_{p}": ((shape[p],), "U") for p in range(k)}}
+        data = read_npz(path, expect)
         k = data["count"].ndim
         ids = [[str(x) for x in data[f"ids_{p}"]] for p in range(k)]
         table = cls(num_players=k)

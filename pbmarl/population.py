@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
@@ -13,7 +14,7 @@ import pandas as pd
 
 from pbmarl.games.base import Game
 from pbmarl.games.registry import game_from_spec, game_spec
-from pbmarl.io import read_json, read_npz, write_json, write_npz
+from pbmarl.io import _json_default, inside, read_json, read_npz, write_json, write_npz
 from pbmarl.policies.base import Policy, check_policy, new_policy_from_state
 from pbmarl.policies.mixture import Mixture, check_distribution
 
@@ -63,6 +64,12 @@ class Population:
         pid = member_id(player, index)
         if name is not None and not isinstance(name, str):
             raise TypeError(f"name must be a string, got {name!r}")
+        for key, value in meta.items():  # metadata is saved as JSON: refuse what could not be, now
+            try:
+                json.dumps(value, default=_json_default)
+            except (TypeError, ValueError):
+                raise TypeError(f"metadata {key}={value!r} cannot be saved: use numbers, strings, lists or dicts "
+                                "of them") from None
         member = Member(pid, player, index, name or f"{type(policy).__name__}#{index}", policy, dict(meta))
         self._members[player].append(member)
         self._by_id[pid] = member
@@ -167,16 +174,30 @@ class Population:
         if not (folder / "population.json").exists():
             raise FileNotFoundError(f"no population.json in {str(folder)!r}")
         data = read_json(folder / "population.json")
+        where = f"population.json in {str(folder)!r}"
+        if not isinstance(data, dict) or not isinstance(data.get("game"), dict) or "name" not in data["game"] \
+                or not isinstance(data.get("members"), list):
+            raise ValueError(f"{where} must hold 'game' (with a 'name') and a list of 'members'")
         if game is None:
             game = game_from_spec(data["game"])
         elif game_spec(game)["name"] != data["game"]["name"]:
             raise ValueError(f"population in {str(folder)!r} is for game {data['game']['name']!r}, not {game.name!r}")
         pop = cls(game)
-        for entry in data["members"]:
-            if sizes is not None and int(entry["id"].split("/")[1]) >= sizes[int(entry["player"])]:
+        for i, entry in enumerate(data["members"]):
+            try:
+                player, index = int(entry["player"]), int(entry["id"].split("/")[1])
+                if not 0 <= player < game.num_players:
+                    raise ValueError(f"player {player} out of range")
+                file, name, meta, policy_meta = entry["file"], entry["name"], dict(entry["meta"]), entry["policy"]
+                if not isinstance(policy_meta, dict):
+                    raise TypeError("'policy' must be an object")
+            except (KeyError, TypeError, ValueError, IndexError, AttributeError) as exc:
+                raise ValueError(f"{where}: members[{i}] is malformed ({type(exc).__name__}: {exc})") from None
+            if sizes is not None and index >= sizes[player]:
                 continue
-            policy = new_policy_from_state(game, read_npz(folder / entry["file"]), entry["policy"])
-            pid = pop.add(int(entry["player"]), policy, name=entry["name"], **entry["meta"])
+            path = inside(folder, file, entry=f"{where} members[{i}] 'file'")
+            policy = new_policy_from_state(game, read_npz(path), policy_meta)
+            pid = pop.add(player, policy, name=name, **meta)
             if pid != entry["id"]:
                 raise ValueError(f"population file {str(folder)!r} is out of order: expected {entry['id']!r}, got {pid!r}")
             pop._saved_versions[f"{folder.resolve()}::{pid}"] = policy.version

@@ -20,7 +20,9 @@ Example:
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Sequence
+from pathlib import Path
 from typing import TYPE_CHECKING, NamedTuple, Protocol, runtime_checkable
 
 import numpy as np
@@ -91,7 +93,20 @@ class Restorable(Protocol):
         ...
 
 
+@runtime_checkable
+class Checkpointed(Protocol):
+    """An oracle with state worth keeping between iterations (an RL learner's networks and counters)."""
+
+    def save(self, folder: str | os.PathLike[str]) -> Path:
+        """Write the state into `folder` (each file atomically)."""
+        ...
+
+    def load(self, folder: str | os.PathLike[str]) -> object:
+        """Restore the state `save` wrote."""
+        ...
+
+
 #: a meta-solver: a payoff table in, a meta-strategy (one distribution per player) out
 MetaSolverLike = Callable[["PayoffTable"], "MetaStrategy"]
 
-__all__ = ["BestResponse", "Evaluator", "MetaSolverLike", "Opponents", "Oracle", "Restorable", "SampledFill"]
+__all__ = ["BestResponse", "Checkpointed", "Evaluator", "MetaSolverLike", "Opponents", "Oracle", "Restorable", "SampledFill"]

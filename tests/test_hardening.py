@@ -130,3 +130,118 @@ def test_item16_output_lines(tmp_path):
     loud = subprocess.run([sys.executable, "-m", "pbmarl.cli", "resume", str(out), "--iterations", "3", "--stop", "0"],
                           capture_output=True, text=True, env=env, timeout=120)
     assert "e-17" not in loud.stdout and "e-16" not in loud.stdout and "\r" not in loud.stderr
+
+
+# -- items 6, 7, 8: run folders are untrusted input ------------------------------------------------
+@pytest.fixture(scope="module")
+def saved_run(tmp_path_factory):
+    out = tmp_path_factory.mktemp("saved") / "run"
+    run = pb.PSRO("kuhn_poker", save_dir=out)
+    run.step()
+    return out
+
+
+def _copy(saved_run, tmp_path):
+    import shutil
+
+    dst = tmp_path / "copy"
+    shutil.copytree(saved_run, dst, symlinks=True)
+    return dst
+
+
+def _edit_json(path, change):
+    data = json.loads(path.read_text())
+    change(data)
+    path.write_text(json.dumps(data))
+
+
+@pytest.mark.parametrize("where, key, value", [
+    ("run.json", "table", "../../../../etc/passwd"),
+    ("run.json", "table", "/etc/passwd"),
+    ("run.json", "learner_state", "../outside"),
+    ("population/population.json", "file", "../../secret.npz"),
+])
+def test_item6_names_that_leave_the_folder_are_refused(saved_run, tmp_path, where, key, value):
+    folder = _copy(saved_run, tmp_path)
+    if key == "file":
+        _edit_json(folder / where, lambda d: d["members"][0].__setitem__("file", value))
+    else:
+        _edit_json(folder / where, lambda d: d.__setitem__(key, value))
+    with pytest.raises(ValueError, match=f"'{key}' must name a file inside the run folder") as info:
+        pb.PSRO.load(folder)
+    assert "passwd" not in str(info.value) or value in str(info.value)
+
+
+def test_item6_symlinks_out_of_the_folder_are_refused(saved_run, tmp_path):
+    folder = _copy(saved_run, tmp_path)
+    table = json.loads((folder / "run.json").read_text())["table"]
+    outside = tmp_path / "outside.npz"
+    (folder / table).rename(outside)
+    (folder / table).symlink_to(outside)
+    with pytest.raises(ValueError, match="'table' must name a file inside the run folder"):
+        pb.PSRO.load(folder)
+
+
+def test_item7_arrays_are_checked_before_they_are_decompressed(saved_run, tmp_path):
+    import zipfile
+
+    folder = _copy(saved_run, tmp_path)
+    table = folder / json.loads((folder / "run.json").read_text())["table"]
+    # a small file whose header declares a 1.6 GB array, compressed: refused from the header
+    bomb = tmp_path / "bomb.npz"
+    header = np.lib.format.header_data_from_array_1_0(np.zeros(1))
+    header["shape"] = (200_000_000,)
+    with zipfile.ZipFile(bomb, "w", compression=zipfile.ZIP_DEFLATED) as zf:
+        with zf.open("big.npy", "w", force_zip64=True) as fh:
+            np.lib.format.write_array_header_1_0(fh, header)
+            chunk = bytes(2**24)
+            for _ in range(96):
+                fh.write(chunk)
+    assert bomb.stat().st_size < 3_000_000
+    from pbmarl.io import read_npz
+
+    with pytest.raises(ValueError, match="more than the"):
+        read_npz(bomb)
+    # arrays that pbmarl does not expect are never read; a wrong shape is refused by the metadata
+    arrays = read_npz(table)
+    arrays["extra"] = np.zeros(10)
+    arrays["count"] = np.zeros((5, 5), dtype=np.int64)
+    np.savez(table, **arrays)
+    with pytest.raises(ValueError, match=r"array 'mean'|array 'count'.*shape"):
+        pb.PSRO.load(folder)
+    # pickled content is refused with the file named
+    np.savez(tmp_path / "pickled.npz", obj=np.array([{"a": 1}], dtype=object))
+    with pytest.raises(ValueError, match="pickled.npz.*Python objects"):
+        read_npz(tmp_path / "pickled.npz")
+
+
+@pytest.mark.parametrize("change, message", [
+    (lambda d: d.clear() or d.update({"format": 1}), "no 'game' entry"),
+    (lambda d: d.__setitem__("records", []), "'records' is empty"),
+    (lambda d: d["records"][0].pop("sizes"), r"records\[0\] is malformed"),
+    (lambda d: d["evaluator"].update({"kind": "rollout", "envs_per_worker": 10**12}), "envs_per_worker must be at most"),
+    (lambda d: d["options"].update({"seed": "abc"}), "seed must be"),
+    (lambda d: d["options"].update({"eval_episodes": 10**13}), "eval_episodes must be at most"),
+    (lambda d: d.__setitem__("rng", {"state": 1}), "'rng' is not a"),
+])
+def test_item8_malformed_metadata_names_file_and_key(saved_run, tmp_path, change, message):
+    folder = _copy(saved_run, tmp_path)
+    _edit_json(folder / "run.json", change)
+    with pytest.raises(ValueError, match=message):
+        pb.PSRO.load(folder)
+
+
+def test_item8_invalid_json_names_the_file(saved_run, tmp_path):
+    folder = _copy(saved_run, tmp_path)
+    (folder / "run.json").write_text('{"format": 1,')
+    with pytest.raises(ValueError, match=r"run.json' is not valid JSON .*line 1"):
+        pb.PSRO.load(folder)
+    assert cli(["resume", str(folder)]) == 2
+
+
+def test_item8_saved_learner_options_are_checked_on_load(tmp_path):
+    pytest.importorskip("torch")
+    from pbmarl.learners import make_learner
+
+    with pytest.raises(ValueError, match="buffer_size must be a positive int up to 10\\*\\*8"):
+        make_learner(pb.load_game("kuhn_poker"), {"name": "dqn", "buffer_size": 10**13})

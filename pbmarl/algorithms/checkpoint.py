@@ -24,9 +24,10 @@ import numpy as np
 
 from pbmarl.algorithms.records import IterationRecord
 from pbmarl.games.registry import game_from_spec, game_spec
-from pbmarl.io import ensure_writable_folder, read_json, remove_stray_tmp, write_json
+from pbmarl.io import ensure_writable_folder, inside, read_json, remove_stray_tmp, write_atomic, write_json
 from pbmarl.payoffs import PayoffTable
 from pbmarl.population import Population
+from pbmarl.protocols import Checkpointed
 
 if TYPE_CHECKING:  # pragma: no cover
     from pbmarl.algorithms.psro import PSRO
@@ -62,13 +63,11 @@ def save_run(run: PSRO, folder: Path) -> Path:
     table_file = f"table-{iteration:04d}.npz"
     run.table.save(folder / table_file)
     learner_dir = None
-    if hasattr(run.learner, "save"):
+    if isinstance(run.learner, Checkpointed):
         learner_dir = f"learner-{iteration:04d}"
         run.learner.save(folder / learner_dir)
     history = run.history
-    tmp = folder / ".history.csv.tmp"
-    history.to_csv(tmp)
-    tmp.replace(folder / "history.csv")
+    write_atomic(folder / "history.csv", lambda fh: history.to_csv(fh), "w")
     write_json(folder / "run.json", {
         "format": FORMAT,
         "kind": type(run).__name__,
@@ -110,9 +109,7 @@ def load_run(cls: type[PSRO], folder: Path, **overrides: Any) -> PSRO:
     """
     if not (folder / "run.json").exists():
         raise FileNotFoundError(f"{str(folder)!r} is not a pbmarl run folder (no run.json)")
-    data = read_json(folder / "run.json")
-    if data.get("format") != FORMAT:
-        raise ValueError(f"run folder {str(folder)!r} has format {data.get('format')!r}; this pbmarl reads {FORMAT}")
+    data = read_run_json(folder)
     game = overrides.pop("game", None) or game_from_spec(data["game"])
     if game.name != data["game"]["name"]:
         raise ValueError(f"run folder {str(folder)!r} is for game {data['game']['name']!r}, not {game.name!r}")
@@ -131,13 +128,26 @@ def load_run(cls: type[PSRO], folder: Path, **overrides: Any) -> PSRO:
         remove_stray_tmp(folder)
     run = cls.__new__(cls)
     run._configure(game, solver, learner, evaluator, save_dir=save_dir, **options)
-    run.population = Population.load(folder / "population", game, sizes=data["sizes"])
-    run.table = PayoffTable.load(folder / data["table"], run.population)
-    if data.get("learner_state") and hasattr(run.learner, "load"):
-        run.learner.load(folder / data["learner_state"])
-    run.records = [IterationRecord.from_json(r) for r in data["records"]]
+    if len(data["sizes"]) != game.num_players:
+        raise ValueError(f"run.json in {str(folder)!r}: 'sizes' has {len(data['sizes'])} entries for a "
+                         f"{game.num_players}-player game")
+    run.population = Population.load(inside(folder, "population", entry="the population folder"), game,
+                                     sizes=data["sizes"])
+    run.table = PayoffTable.load(inside(folder, data["table"], entry="run.json 'table'"), run.population,
+                                 sizes=data["sizes"])
+    if data["learner_state"] is not None:
+        state_dir = inside(folder, data["learner_state"], entry="run.json 'learner_state'")
+        if not isinstance(run.learner, Checkpointed):
+            raise ValueError(f"run.json in {str(folder)!r} has learner state but the learner {run.learner!r} "
+                             "cannot load state")
+        run.learner.load(state_dir)
+    run.records = data["records"]
     run.rng = np.random.default_rng()
-    run.rng.bit_generator.state = data["rng"]
+    try:
+        run.rng.bit_generator.state = data["rng"]
+    except (TypeError, ValueError, KeyError) as exc:
+        raise ValueError(f"run.json in {str(folder)!r}: 'rng' is not a {type(run.rng.bit_generator).__name__} "
+                         f"state ({exc})") from None
     run._wall = float(data["wall_time"])
     run._env_steps = int(data["env_steps"])
     run.meta_strategy = run.solver(run.table)
@@ -147,6 +157,52 @@ def load_run(cls: type[PSRO], folder: Path, **overrides: Any) -> PSRO:
             raise ValueError(f"re-solving the saved table in {str(folder)!r} gave a different meta-strategy for "
                              f"player {p}: {np.round(run.meta_strategy[p], 6).tolist()} vs saved {list(dist)}")
     return run
+
+
+def read_run_json(folder: Path) -> dict[str, Any]:
+    """`run.json`, checked key by key: a malformed file is a ValueError naming the file and the key.
+
+    Records are parsed (`IterationRecord`); options are checked later by the constructors.
+    """
+    where = f"run.json in {str(folder)!r}"
+    data = read_json(folder / "run.json")
+    if not isinstance(data, dict):
+        raise ValueError(f"{where} must hold a JSON object, got {type(data).__name__}")
+    if data.get("format") != FORMAT:
+        raise ValueError(f"run folder {str(folder)!r} has format {data.get('format')!r}; this pbmarl reads {FORMAT}")
+    kinds: dict[str, tuple[type, ...]] = {
+        "game": (dict,), "solver": (dict,), "learner": (dict,), "evaluator": (dict,), "options": (dict,),
+        "iteration": (int,), "sizes": (list,), "table": (str,), "learner_state": (str, type(None)), "rng": (dict,),
+        "wall_time": (int, float), "env_steps": (int,), "records": (list,)}
+    for key, types in kinds.items():
+        if key not in data:
+            raise ValueError(f"{where} has no {key!r} entry")
+        if not isinstance(data[key], types) or isinstance(data[key], bool):
+            raise ValueError(f"{where}: {key!r} must be {' or '.join(t.__name__ for t in types)}, "
+                             f"got {type(data[key]).__name__}")
+    for key, inner in (("game", "name"), ("solver", "name"), ("solver", "options")):
+        if inner not in data[key]:
+            raise ValueError(f"{where}: {key!r} has no {inner!r} entry")
+    if not isinstance(data["solver"]["options"], dict):
+        raise ValueError(f"{where}: 'solver' 'options' must be an object")
+    if not data["sizes"] or not all(isinstance(n, int) and not isinstance(n, bool) and 1 <= n <= 10**6
+                                    for n in data["sizes"]):
+        raise ValueError(f"{where}: 'sizes' must be a list of positive ints, got {data['sizes']!r}")
+    if not data["records"]:
+        raise ValueError(f"{where}: 'records' is empty; a saved run has at least iteration 0")
+    records = []
+    for i, entry in enumerate(data["records"]):
+        try:
+            records.append(IterationRecord.from_json(entry))
+        except (KeyError, TypeError, ValueError, AttributeError) as exc:
+            raise ValueError(f"{where}: records[{i}] is malformed ({type(exc).__name__}: {exc})") from None
+    last = records[-1]
+    if last.iteration != data["iteration"] or list(last.sizes) != data["sizes"]:
+        raise ValueError(f"{where}: the last record (iteration {last.iteration}, sizes {list(last.sizes)}) does not "
+                         f"match 'iteration' {data['iteration']} and 'sizes' {data['sizes']}")
+    if data["env_steps"] < 0 or not np.isfinite(data["wall_time"]):
+        raise ValueError(f"{where}: 'env_steps' and 'wall_time' must be non-negative and finite")
+    return {**data, "records": records}
 
 
 def run_dir_is(save_dir: Any, folder: Path) -> bool:

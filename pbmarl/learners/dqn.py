@@ -96,7 +96,8 @@ class DQNConfig(LearnerConfig):
     """Temperature of the exported policy ``softmax(Q / T)``; small is greedy."""
 
     checks: ClassVar[dict[str, Rule]] = {
-        "buffer_size": POSITIVE_INT, "batch_size": POSITIVE_INT, "updates_per_round": NON_NEGATIVE_INT,
+        "buffer_size": (lambda v: POSITIVE_INT[0](v) and v <= 10**8, "a positive int up to 10**8 transitions"),
+        "batch_size": POSITIVE_INT, "updates_per_round": NON_NEGATIVE_INT,
         "learning_starts": NON_NEGATIVE_INT, "target_update_interval": POSITIVE_INT, "epsilon_start": UNIT,
         "epsilon_end": UNIT, "exploration_fraction": UNIT, "double": FLAG, "prioritized": FLAG,
         "priority_alpha": UNIT, "priority_beta": UNIT, "loss": (lambda v: v in LOSSES, f"one of {LOSSES}"),
