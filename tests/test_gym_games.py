@@ -109,3 +109,49 @@ def test_sampled_evaluation_of_a_gym_game_is_seeded():
     b = pool.evaluate([pb.RandomPolicy(game)], episodes=20, seed=3)
     assert a.mean[0] == b.mean[0] and a.steps == b.steps
     assert 10 < a.mean[0] < 60  # a random CartPole policy lasts about 22 steps
+
+
+class _Toy:
+    """A tiny registered environment with a MultiDiscrete action and a Discrete observation."""
+
+    @staticmethod
+    def make():
+        import gymnasium
+
+        class Toy(gymnasium.Env):
+            action_space = spaces.MultiDiscrete([3, 2])
+            observation_space = spaces.Discrete(4)
+
+            def reset(self, *, seed=None, options=None):
+                super().reset(seed=seed)
+                self.t = 0
+                return 0, {}
+
+            def step(self, action):
+                self.t += 1
+                return self.t % 4, float(action[0] + action[1]), self.t >= 3, False, {}
+
+        return Toy()
+
+
+def test_any_registered_id_with_multidiscrete_actions():
+    import gymnasium
+
+    gymnasium.register("pbmarl_test/Toy-v0", entry_point=_Toy.make)
+    try:
+        game = pb.load_game("gym:pbmarl_test/Toy-v0")
+        assert game.action_space(0) == spaces.MultiDiscrete([3, 2]) and game.num_actions == 0
+        assert game.observation_space(0).shape == (4,)  # a Discrete observation becomes one-hot
+        state = game.new_initial_state(seed=0)
+        assert state.observation(0).tolist() == [1, 0, 0, 0]
+        out = pb.RandomPolicy(game).act(np.zeros((50, 4)), None, rng=0)
+        assert out.action.shape == (50, 2) and out.action[:, 0].max() == 2 and out.action[:, 1].max() == 1
+        np.testing.assert_allclose(out.log_prob, -np.log(6))
+        state.apply_action(out.action[0])
+        with pytest.raises(ValueError, match=r"action \[3, 0\] is outside MultiDiscrete"):
+            state.apply_action(np.array([3, 0]))
+        state.apply_action(np.array([2, 1]))
+        state.apply_action(np.array([2, 1]))
+        assert state.terminated and state.returns()[0] == pytest.approx(6 + out.action[0].sum())
+    finally:
+        del gymnasium.registry["pbmarl_test/Toy-v0"]

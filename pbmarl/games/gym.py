@@ -8,7 +8,8 @@ stepper needs:
   ``max_episode_steps`` is reported apart from termination). Seed it with
   ``env.reset(seed=...)``; ``game.env_fns(n)`` gives ``n`` such factories for
   ``gymnasium.vector.SyncVectorEnv`` / ``AsyncVectorEnv``.
-- ``game.action_space(0)``: the environment's own action space (`Discrete` or `Box`).
+- ``game.action_space(0)``: the environment's own action space (`Discrete`, `Box`
+  or `MultiDiscrete`).
 - ``game.observation_space(0)``: a float32 `Box`; `Box` observations keep their
   shape and bounds, other spaces (`Discrete`, `MultiDiscrete`, ...) are flattened
   (one-hot) by ``game.flatten_observation(raw)``.
@@ -90,10 +91,10 @@ class GymGame(Game):
             if int(space.start) != 0:
                 raise ValueError(f"{env_id!r} has action space {space}; Discrete spaces must start at 0")
             self.num_actions = int(space.n)
-        elif isinstance(space, gymnasium.spaces.Box):
-            self.num_actions = 0
+        elif isinstance(space, (gymnasium.spaces.Box, gymnasium.spaces.MultiDiscrete)):
+            self.num_actions = 0  # no single discrete action set: policies act on the space itself
         else:
-            raise ValueError(f"{env_id!r} has action space {space}; supported: Discrete(n) and Box")
+            raise ValueError(f"{env_id!r} has action space {space}; supported: Discrete(n), Box and MultiDiscrete")
         self._obs_space = flat_observation_space(self.env_observation_space)
         self.observation_shape = tuple(self._obs_space.shape)
         self.num_players = 1

@@ -15,7 +15,8 @@ class RandomPolicy(Policy):
     """Uniform over the legal actions; on a bounded `Box` (of seat `player`), uniform in the Box.
 
     On a Box, ``act`` returns ``[B, *shape]`` float32 actions and the log-density
-    ``-sum(log(high - low))``; it has no `action_probabilities`.
+    ``-sum(log(high - low))``; on a `MultiDiscrete`, ``[B, *shape]`` ints, each entry
+    uniform. Neither has `action_probabilities`.
     """
 
     kind = "random"
@@ -27,20 +28,27 @@ class RandomPolicy(Policy):
         self.player = game.check_player(player)
         space = game.action_space(self.player)
         self.box = space if isinstance(space, spaces.Box) else None
+        self.multi = space if isinstance(space, spaces.MultiDiscrete) else None
         if self.box is not None and not (np.all(np.isfinite(self.box.low)) and np.all(np.isfinite(self.box.high))):
             raise ValueError(f"RandomPolicy needs finite Box bounds to be uniform in; {game.name!r} has {self.box}")
 
     @property
     def discrete(self) -> bool:
-        return self.box is None
+        return self.box is None and self.multi is None
 
     def _probs(self, obs: np.ndarray, legal_mask: np.ndarray, keys: Sequence[str] | None) -> np.ndarray:
-        if self.box is not None:
-            raise TypeError(f"RandomPolicy on {self.box} has no action probabilities; use act()")
+        if not self.discrete:
+            raise TypeError(f"RandomPolicy on {self.box or self.multi} has no action probabilities; use act()")
         return legal_mask.astype(float)
 
     def act(self, obs: np.ndarray, legal_mask: np.ndarray | None, rng: int | np.random.Generator | None = None,
             keys: Sequence[str] | None = None, *, deterministic: bool = False) -> ActionOutput:
+        if self.multi is not None:
+            nvec, start = self.multi.nvec.reshape(-1), self.multi.start.reshape(-1)
+            size = (len(obs), len(nvec))
+            draws = np.broadcast_to(start, size) if deterministic else as_rng(rng).integers(start, start + nvec, size=size)
+            shaped = np.asarray(draws, dtype=np.int64).reshape((len(obs),) + self.multi.nvec.shape)
+            return ActionOutput(shaped, np.full(len(obs), -float(np.log(nvec).sum())))
         if self.box is None:
             return super().act(obs, legal_mask, rng, keys, deterministic=deterministic)
         low, high = self.box.low.astype(np.float64), self.box.high.astype(np.float64)
