@@ -441,16 +441,124 @@ class Learner(abc.ABC):
         return f"{type(self).__name__}({self.game.name!r}, seed={self.seed}, {state})"
 
     # -- files -------------------------------------------------------------
-    def save(self, folder: str | Path) -> Path:
-        """Write the learner's whole state into `folder` (each file atomically; `learner.json` last)."""
-        from pbmarl.learners.registry import save_learner
+    #: version of the folder layout `save` writes and `load` reads
+    FORMAT: ClassVar[int] = 1
 
-        return save_learner(self, Path(folder))
+    def save(self, folder: str | Path) -> Path:
+        """Write the learner's whole state into `folder` (each file atomically; `learner.json` last).
+
+        Layout: ``learner.json`` (spec, rng state, counters, records, the open task), ``state.pt``
+        (torch state dicts: warm starts, the task's networks and optimiser), ``buffer.npz`` (the
+        task's replay buffer, if any), ``opponent-S-K.npz`` (the task's opponents, seat S, member K).
+        """
+        from pbmarl.io import write_atomic, write_json, write_npz
+
+        folder = Path(folder)
+        folder.mkdir(parents=True, exist_ok=True)
+        state: dict[str, Any] = {"warm": {str(p): sd for p, sd in self._warm.items()}}
+        task_json = None
+        if self.task is not None:
+            state["task"] = {name: module.state_dict() for name, module in self._modules().items()}
+            buffer = self._buffer()
+            if buffer is not None:
+                write_npz(folder / "buffer.npz", buffer.state_arrays())
+            seats: list[dict[str, Any] | None] = []
+            for seat, mix in enumerate(self.task.opponents):
+                if mix is None:
+                    seats.append(None)
+                    continue
+                members = []
+                for k, policy in enumerate(mix.policies):
+                    file = f"opponent-{seat}-{k}.npz"
+                    write_npz(folder / file, policy.arrays())
+                    members.append({"file": file, "meta": policy.meta()})
+                seats.append({"weights": mix.weights.tolist(), "members": members})
+            task_json = {**self.task.to_json(), "opponents": seats, "buffer": buffer is not None}
+        import torch
+
+        write_atomic(folder / "state.pt", lambda fh: torch.save(state, fh))
+        write_json(folder / "learner.json", {
+            "format": self.FORMAT, "spec": self.spec(), "rng": self.rng.bit_generator.state,
+            "tasks_done": self.tasks_done, "last_value": self.last_value, "last_env_steps": self.last_env_steps,
+            "records": [dataclasses.asdict(r) for r in self.records], "task": task_json,
+        })
+        return folder
 
     def load(self, folder: str | Path) -> Learner:
-        """Restore the state written by `save` into this learner (built from the same spec); returns self."""
-        from pbmarl.learners.registry import load_learner_state
+        """Restore the state written by `save` into this learner (built from the same spec); returns self.
 
-        load_learner_state(self, Path(folder))
+        Nothing executes code: JSON, ``.npz`` without pickles, ``torch.load(weights_only=True)``;
+        a malformed folder raises ValueError naming the file, and leaves this learner as it was.
+        """
+        import torch
+
+        from pbmarl.io import inside, read_npz
+
+        folder = Path(folder)
+        data = read_learner_json(folder)
+        where = f"learner.json in {str(folder)!r}"
+        try:
+            spec = data["spec"]
+            if spec["name"] != self.name:
+                raise ValueError(f"{str(folder)!r} holds a {spec['name']!r} learner, not {self.name!r}")
+            saved_hidden = tuple(spec["config"]["hidden"])
+            records = [self.record_class(**r) for r in data["records"]]
+            counters = int(data["tasks_done"]), float(data["last_value"]), int(data["last_env_steps"])
+            saved, rng_state = data["task"], data["rng"]
+        except (KeyError, TypeError) as exc:
+            raise ValueError(f"{where} is malformed ({type(exc).__name__}: {exc})") from None
+        if saved_hidden != self.config.hidden:
+            raise ValueError(f"{str(folder)!r} holds networks with hidden={saved_hidden}, "
+                             f"but this learner has hidden={self.config.hidden}")
+        try:
+            state = torch.load(inside(folder, "state.pt", entry="the learner's state.pt"), weights_only=True)
+        except (RuntimeError, OSError, EOFError, Exception) as exc:  # torch's refusals of pickled code included
+            if isinstance(exc, ValueError):
+                raise
+            raise ValueError(f"cannot load {str(folder / 'state.pt')!r}: {type(exc).__name__}: {exc}") from None
+        before = self.snapshot()
+        try:
+            self._warm = {int(p): sd for p, sd in state["warm"].items()}
+            self.records = records
+            self.tasks_done, self.last_value, self.last_env_steps = counters
+            self.task = None
+            if saved is not None:
+                opponents = [None if s is None else _load_mixture(self.game, folder, s, where)
+                             for s in saved["opponents"]]
+                fields = {k: v for k, v in saved.items() if k not in ("opponents", "buffer")}
+                self.task = Task(**fields, opponents=opponents)
+                self._init_task(self.task.player, None)  # fresh modules to load into (rng restored below)
+                for name, module in self._modules().items():
+                    module.load_state_dict(state["task"][name])
+                if saved["buffer"]:
+                    self._buffer().load_state_arrays(read_npz(inside(folder, "buffer.npz", entry="buffer.npz")))
+            self.rng.bit_generator.state = rng_state
+        except BaseException as exc:
+            self.restore(before)
+            if isinstance(exc, (KeyError, TypeError)):
+                raise ValueError(f"{where} or state.pt is malformed ({type(exc).__name__}: {exc})") from None
+            raise
         return self
+
+
+def read_learner_json(folder: Path) -> dict[str, Any]:
+    """A learner folder's ``learner.json``, with its format checked."""
+    from pbmarl.io import read_json
+
+    if not (folder / "learner.json").exists():
+        raise FileNotFoundError(f"{str(folder)!r} is not a saved learner (no learner.json)")
+    data = read_json(folder / "learner.json")
+    if not isinstance(data, dict) or data.get("format") != Learner.FORMAT:
+        got = data.get("format") if isinstance(data, dict) else None
+        raise ValueError(f"learner folder {str(folder)!r} has format {got!r}; this pbmarl reads {Learner.FORMAT}")
+    return data
+
+
+def _load_mixture(game: Game, folder: Path, seat: dict[str, Any], where: str) -> Mixture:
+    from pbmarl.io import inside, read_npz
+    from pbmarl.policies.base import new_policy_from_state
+
+    policies = [new_policy_from_state(game, read_npz(inside(folder, m["file"], entry=f"{where} opponent 'file'")),
+                                      m["meta"]) for m in seat["members"]]
+    return Mixture(policies, np.asarray(seat["weights"], dtype=float))
 
