@@ -1,7 +1,7 @@
 """One environment instance behind one small interface, for the parallel engine.
 
 PettingZoo Parallel environments already speak it (dicts keyed by agent); a
-Gymnasium environment becomes a one-agent Parallel environment. The engine steps
+Gymnasium environment (and an ``mdp:`` game's env) becomes a one-agent Parallel environment. The engine steps
 many of these itself (pbmarl's batch stepper): `benchmarks/env_throughput.py`
 measures it against Gymnasium's `SyncVectorEnv` in the same run.
 """
@@ -92,14 +92,16 @@ def make_instance(game: Game) -> EnvInstance:
         ValueError: for games that are not PettingZoo Parallel or Gymnasium environments.
     """
     from pbmarl.games.gym import GymGame
+    from pbmarl.games.mdp import MDPGame
     from pbmarl.games.pettingzoo import PettingZooGame
 
-    if isinstance(game, GymGame):
-        return GymInstance(game.make_env(), game.agents[0], game.env_observation_space)
+    if isinstance(game, (GymGame, MDPGame)):
+        env = game.make_env()
+        return GymInstance(env, game.agents[0], env.observation_space)
     if isinstance(game, PettingZooGame) and game.api == "parallel":
         return ParallelInstance(game.make_env(), list(game.agents))
     raise ValueError(
-        f"multi-agent collection steps PettingZoo Parallel and Gymnasium environments; {game.name!r} is neither. "
+        f"multi-agent collection steps PettingZoo Parallel, Gymnasium and mdp: environments; {game.name!r} is neither. "
         "Use collect(player, policy, opponents, steps) for turn-based games"
     )
 
@@ -107,6 +109,7 @@ def make_instance(game: Game) -> EnvInstance:
 def parallel_capable(game: Game) -> bool:
     """Whether `make_instance` accepts `game`."""
     from pbmarl.games.gym import GymGame
+    from pbmarl.games.mdp import MDPGame
     from pbmarl.games.pettingzoo import PettingZooGame
 
-    return isinstance(game, GymGame) or (isinstance(game, PettingZooGame) and game.api == "parallel")
+    return isinstance(game, (GymGame, MDPGame)) or (isinstance(game, PettingZooGame) and game.api == "parallel")

@@ -191,7 +191,7 @@ class AgentMapping:
         width = max(widths)
         for t in transforms:
             width = t.out_width(width)
-        return GroupGame(self.game, group, tuple(names), action, width, tuple(transforms))
+        return GroupGame(self.game, group, tuple(names), action, width, tuple(transforms), max(widths))
 
 
 def _common_action_space(group: str, names: Sequence[str], act_spaces: Sequence[Any], *, pad: bool, spaces: Any) -> Any:
@@ -214,7 +214,7 @@ class GroupGame(Game):
     """
 
     def __init__(self, game: Game, group: str, agents: tuple[str, ...], action: Any, width: int,
-                 transforms: tuple[Transform, ...]) -> None:
+                 transforms: tuple[Transform, ...], agent_width: int) -> None:
         from gymnasium import spaces
 
         self.base = game
@@ -225,6 +225,8 @@ class GroupGame(Game):
         self.zero_sum = game.zero_sum
         self.group_agents = agents
         self.transforms = transforms
+        #: the widest of the agents' own observations (rows are laid out this wide before `transforms`)
+        self.agent_width = int(agent_width)
         self._action = action
         self._obs = spaces.Box(-np.inf, np.inf, shape=(int(width),), dtype=np.float32)
         self.num_actions = int(action.n) if isinstance(action, spaces.Discrete) else 0

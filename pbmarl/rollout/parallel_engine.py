@@ -49,6 +49,7 @@ class _Group:
     discrete: bool
     num_actions: int
     agent_actions: tuple[int, ...]
+    agent_width: int
     rows: _Rows | None
 
 
@@ -127,7 +128,7 @@ def run_parallel(
         discrete = isinstance(space, spaces.Discrete)
         counts = tuple(int(game.action_space(p).n) if discrete else 0 for p in mapping.seats_of(g))
         groups.append(_Group(g, mapping.agents_of(g), mapping.seats_of(g), seats[g], space, gg.transforms,
-                             discrete, gg.num_actions, counts, _Rows() if g in learning else None))
+                             discrete, gg.num_actions, counts, gg.agent_width, _Rows() if g in learning else None))
     book = EpisodeBook(P, [grp.seat for grp in groups], episodes, min_steps)
     N = int(max(1, min(num_envs, episodes if episodes is not None else min_steps or 1)))
     envs: list[EnvInstance] = [make_instance(game) for _ in range(N)]
@@ -237,8 +238,7 @@ def _observe(space: Any, raws: list[Any], infos: list[Any], *, num_actions: int)
 def _group_rows(grp: _Group, raw_spaces: Mapping[str, Any], obs: list[dict[str, Any]], infos: list[dict[str, Any]],
                 pairs: list[tuple[int, int]]) -> tuple[np.ndarray, np.ndarray]:
     """The transformed observations and masks of `pairs` (instance, agent index in group)."""
-    width = max(int(np.prod(raw_spaces[a].shape)) for a in grp.agents)
-    x = np.zeros((len(pairs), width), dtype=np.float32)
+    x = np.zeros((len(pairs), grp.agent_width), dtype=np.float32)
     mask = np.zeros((len(pairs), grp.num_actions), dtype=bool)
     index = np.asarray([k for _, k in pairs], dtype=np.int64)
     for k, agent in enumerate(grp.agents):

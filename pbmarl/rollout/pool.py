@@ -252,7 +252,7 @@ class RolloutPool:
         from pbmarl.rollout.mapping import AgentMapping
 
         if not parallel_capable(self.game):
-            raise ValueError(f"collect(policies=...) steps PettingZoo Parallel and Gymnasium games; {self.game.name!r} "
+            raise ValueError(f"collect(policies=...) steps PettingZoo Parallel, Gymnasium and mdp: games; {self.game.name!r} "
                              "is neither: use collect(player, policy, opponents, steps)")
         if steps is None:
             raise TypeError("collect(policies=...) needs steps=")
