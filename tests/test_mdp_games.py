@@ -103,3 +103,17 @@ def test_unknown_mdp_and_bad_horizon():
         pb.load_game("mdp:multi_round_nmdp", horizon=0)
     with pytest.raises(ValueError, match="illegal action 2"):
         pb.load_game("mdp:one_round_dmdp").new_initial_state().apply_action(2)
+
+
+def test_env_passes_gymnasiums_checker_and_vectorises():
+    import gymnasium
+    from gymnasium.utils.env_checker import check_env
+
+    game = pb.load_game("mdp:two_round_dmdp")
+    check_env(game.make_env(), skip_render_check=True)
+    vec = gymnasium.vector.SyncVectorEnv([game.make_env] * 3)
+    obs, _ = vec.reset(seed=0)
+    assert obs.shape == (3, 3)
+    _, r1, *_ = vec.step(np.array([0, 1, 1]))
+    _, r2, term, trunc, _ = vec.step(np.array([1, 0, 1]))
+    assert r1.tolist() == [0, 0, 0] and r2.tolist() == [3, 1, 2] and term.all() and not trunc.any()
