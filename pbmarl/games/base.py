@@ -172,7 +172,7 @@ class Game(abc.ABC):
         payoff = "zero-sum" if self.zero_sum else "general-sum"
         return (
             f"{type(self).__name__}({self.name!r}: {self.num_players} players, "
-            f"{self.num_actions} actions, obs {self.observation_shape}, {kind}, {payoff})"
+            f"{self.num_actions or 'continuous'} actions, obs {self.observation_shape}, {kind}, {payoff})"
         )
 
 
