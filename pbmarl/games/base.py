@@ -59,6 +59,12 @@ class Game(abc.ABC):
         `Box`, `MultiDiscrete`), each agent with its own sizes. A `Discrete(n)` agent
         plays actions ``0..n-1`` and its legal mask is ``num_actions`` long.
 
+    Real environments (for steppers that drive them directly):
+        Gymnasium, PettingZoo and MDP games have ``make_env()``, a fresh environment
+        seeded by its ``reset(seed=...)``; their ``new_initial_state(seed=...)`` seeds
+        the state's own environment. Episodes end by termination or truncation (time
+        limit, ``max_cycles``, an MDP's horizon), which their states and envs keep apart.
+
     Global state (centralised critics):
         ``has_global_state`` says whether ``global_state(state)`` answers: a float32
         vector of shape ``global_state_shape`` describing the whole state (MPE's
