@@ -61,8 +61,9 @@ class Game(abc.ABC):
 
     Real environments (for steppers that drive them directly):
         Gymnasium, PettingZoo and MDP games have ``make_env()``, a fresh environment
-        seeded by its ``reset(seed=...)``; their ``new_initial_state(seed=...)`` seeds
-        the state's own environment. Episodes end by termination or truncation (time
+        seeded by its ``reset(seed=...)``; Gymnasium and PettingZoo games'
+        ``new_initial_state(seed=...)`` seeds the state's own environment (MDP states
+        draw their outcomes at chance nodes, like OpenSpiel's). Episodes end by termination or truncation (time
         limit, ``max_cycles``, an MDP's horizon), which their states and envs keep apart.
 
     Global state (centralised critics):
