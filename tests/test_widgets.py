@@ -6,6 +6,8 @@ import matplotlib
 
 matplotlib.use("Agg")
 
+from types import SimpleNamespace
+
 import numpy as np
 import pytest
 
@@ -129,3 +131,109 @@ def test_table_explorer_follows_a_growing_table(psro: pb.PSRO) -> None:
         explorer.select(0, 5)
     with pytest.raises(TypeError, match="needs a PayoffTable"):
         TableExplorer(np.zeros((2, 2)))
+
+
+def test_failed_click_shows_one_line_and_the_run_stays_usable() -> None:
+    game = pb.load_game("kuhn_poker")
+    pool = pb.RolloutPool(game, seed=0)
+    psro = pb.PSRO(game, solver="nash", evaluator=pool, eval_episodes=20, seed=0)
+    dash = Dashboard(psro, progress=False)
+    dash.step_button.click()
+    assert "iteration 1" in dash.counter.value and dash.error.value == "" and dash.last_error is None
+    pool.close()
+    dash.step_button.click()  # the evaluator cannot sample: the click fails
+    assert isinstance(dash.last_error, RuntimeError)
+    assert "RuntimeError: this RolloutPool is closed" in dash.error.value and "Traceback" not in dash.error.value
+    assert "\n" not in dash.error.value and "still at iteration 1" in dash.error.value
+    assert not dash.step_button.disabled and not dash.run_button.disabled
+    assert psro.iteration == 1 and psro.population.sizes == (2, 2)  # all-or-nothing: nothing was added
+    psro.evaluator = pb.RolloutPool(game, seed=0)  # fix the cause, click again
+    dash.step_button.click()
+    assert psro.iteration == 2 and "iteration 2" in dash.counter.value
+    assert dash.error.value == "" and dash.last_error is None
+    psro.evaluator.close()
+
+
+def test_run_fills_the_progress_bar_beside_the_buttons(psro: pb.PSRO) -> None:
+    dash = Dashboard(psro)
+    assert dash.progress_bar.layout.visibility == "hidden"
+    dash.run(3)
+    controls = dash.widget.children[0]
+    assert dash.progress_bar in controls.children and dash.counter in controls.children
+    assert dash.progress_bar.value == dash.progress_bar.max == 3
+    assert dash.progress_bar.layout.visibility == "visible" and "3/3" in dash.progress_text.value
+    assert "exploitability" in dash.progress_text.value and "iteration 3" in dash.counter.value
+    children = list(dash.widget.children)
+    assert children.index(dash.output) < children.index(dash.image)  # what a step prints shows above the figure
+    dash.step()
+    assert dash.progress_bar.layout.visibility == "hidden"  # a finished run's bar does not linger
+    assert not Dashboard(pb.PSRO(pb.load_game("kuhn_poker"), seed=0), progress=False).progress_text.value
+
+
+def test_table_section_opens_an_explorer_that_follows_the_run(psro: pb.PSRO) -> None:
+    dash = Dashboard(psro, progress=False)
+    assert dash.explorer is None  # built only when the section is opened
+    dash.table_section.selected_index = 0
+    assert dash.explorer is not None and dash.explorer.pickers[0].options == ("p0/0",)
+    dash.step()
+    assert dash.explorer.pickers[0].options == ("p0/0", "p0/1")
+    assert dash.table_section.children == (dash.explorer.widget,)
+
+
+def _sampled(values: np.ndarray, stderr: np.ndarray | None = None) -> SimpleNamespace:
+    """A two-player table as the heatmap reads it: values, stderr and ids (player 0's payoffs given)."""
+    values = np.asarray(values, dtype=float)
+    both = np.stack([values, -values], axis=-1)
+    se = np.zeros_like(both) if stderr is None else np.stack([stderr, stderr], axis=-1)
+    ids = [[f"p{p}/{i}" for i in range(n)] for p, n in enumerate(values.shape)]
+    return SimpleNamespace(values=both, stderr=se, ids=ids)
+
+
+def _heatmap_texts(values: np.ndarray, stderr: np.ndarray | None = None, **kwargs: object) -> list[str]:
+    import matplotlib.pyplot as plt
+
+    from pbmarl.plot import plot_payoff_heatmap
+
+    table = _sampled(values, stderr)
+    fig, axes = plt.subplots(1, 3, figsize=(13, 3.8))  # the dashboard's panel size
+    plot_payoff_heatmap(table, ax=axes[1], colorbar=False, **kwargs)
+    texts = [t.get_text() for t in axes[1].texts]
+    sizes = {t.get_fontsize() for t in axes[1].texts}
+    plt.close(fig)
+    return texts + [f"size={s}" for s in sizes]
+
+
+def test_heatmap_annotations_fit_their_cells_or_are_left_out() -> None:
+    rng = np.random.default_rng(0)
+    small = rng.normal(size=(3, 3)) / 6
+    small[0, 0] = -2.8e-17  # rounding noise reads 0
+    texts = _heatmap_texts(small)
+    assert texts[0] == "0" and len(texts) == 9 + 1
+    big = rng.normal(size=(10, 10)) / 6  # "-0.167-0.0833" would overlap at this size
+    assert _heatmap_texts(big) == []
+    forced = _heatmap_texts(big, annotate=True)  # asked for: written, in a smaller font
+    assert len(forced) == 100 + 1 and float(forced[-1].split("=")[1]) < 8
+    stderr = np.full((5, 5), 0.01234)
+    with_se = _heatmap_texts(rng.normal(size=(5, 5)), stderr)
+    assert all("\n±0.012" in t for t in with_se[:-1])
+    roomy = _heatmap_texts(rng.normal(size=(3, 3)), np.full((3, 3), 0.01234))
+    assert all("±" in t for t in roomy[:-1])
+    tight = _heatmap_texts(rng.normal(size=(8, 8)), np.full((8, 8), 0.01234))
+    assert tight == [] or not any("±" in t for t in tight)  # the ± lines go first
+
+
+def test_heatmap_hover_text_names_the_cell() -> None:
+    from pbmarl.plot import plot_payoff_heatmap
+
+    fig = plot_payoff_heatmap(_sampled(np.array([[0.5, -2.8e-17], [1.0, -1.0]]), np.array([[0.0123, 0], [0, 0]])))
+    ax = fig.axes[0]
+    assert ax.format_coord(0.1, -0.2) == "p0/0 vs p1/0: 0.5 ± 0.012"
+    assert ax.format_coord(1.2, 0.3) == "p0/0 vs p1/1: 0"
+    assert ax.format_coord(5, 5) == ""
+
+
+def test_table_explorer_shows_noise_as_zero() -> None:
+    table = pb.PayoffTable.from_array([[-2.8e-17, 1.0], [-1.0, 0.25]])
+    explorer = TableExplorer(table)
+    details = explorer.details.value
+    assert "e-17" not in details and "<td>0</td>" in details
