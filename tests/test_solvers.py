@@ -25,6 +25,7 @@ FAST = {
     "rm": {"iterations": 300},
     "alpharank": {},
     "rectified_nash": {"iterations": 300},
+    **{name: {} for name in ("ce", "cce", "mgce", "mgcce", "mwce", "mwcce")},
 }
 
 
