@@ -20,7 +20,7 @@ from pbmarl._version import __version__
 _EXPORTS: dict[str, str] = {
     # games
     "Game": "pbmarl.games.base",
-    "VecEnv": "pbmarl.games.base",
+    "VecEnv": "pbmarl.rollout.stepper",
     "MatrixGame": "pbmarl.games.matrix",
     "load_game": "pbmarl.games.registry",
     # policies

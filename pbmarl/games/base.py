@@ -1,21 +1,22 @@
 """The `Game` abstraction: what every adapter (OpenSpiel, matrix, PettingZoo) provides.
 
-A game hands out *states* that follow the small, pyspiel-like protocol below, so one
-vectorised stepper (`VecEnv`) and one tree builder (`pbmarl.games.tree`) serve every
-adapter whose states support it.
+A game hands out *states* that follow the small, pyspiel-like protocol below and
+describes them; it does not step them. One stepper in the rollout layer
+(`pbmarl.rollout.stepper`: `VecEnv` and the runner's state engine) and one tree builder
+(`pbmarl.games.tree`) serve every adapter whose states support it.
 """
 
 from __future__ import annotations
 
 import abc
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 
 if TYPE_CHECKING:  # pragma: no cover
     from pbmarl.games.tree import GameTree
+    from pbmarl.rollout.stepper import VecEnv
 
 #: `current_player()` values, the same numbers OpenSpiel uses.
 SIMULTANEOUS = -2
@@ -160,7 +161,9 @@ class Game(abc.ABC):
         return mask
 
     def vec_env(self, num_envs: int, *, seed: int | np.random.Generator | None = None) -> VecEnv:
-        """`num_envs` game instances stepped together; see `VecEnv`."""
+        """`num_envs` game instances stepped together; see `pbmarl.rollout.stepper.VecEnv`."""
+        from pbmarl.rollout.stepper import VecEnv
+
         return VecEnv(self, num_envs, seed=seed)
 
     def check_player(self, player: int) -> int:
@@ -188,152 +191,3 @@ def as_rng(seed: int | np.random.Generator | None) -> np.random.Generator:
     if isinstance(seed, np.random.Generator):
         return seed
     return np.random.default_rng(seed)
-
-
-@dataclass(frozen=True)
-class StepResult:
-    """What `VecEnv.step` returns: per instance rewards of this step and whether it ended.
-
-    `returns` holds the whole episode's return for instances where `done` is True
-    (those instances have already been restarted when `autoreset` is on).
-    """
-
-    rewards: np.ndarray  # [N, P] float
-    done: np.ndarray  # [N] bool
-    returns: np.ndarray  # [N, P] float, meaningful where done
-    lengths: np.ndarray  # [N] int, decision steps of the finished episodes, where done
-
-
-class VecEnv:
-    """Many instances of one game stepped together.
-
-    Chance nodes are resolved inside with the env's own rng, so every instance
-    always waits on players. `acting[i, p]` says whether player `p` must act in
-    instance `i`; `observe(p)` gathers the observations of the instances where
-    `p` acts; `step(actions)` takes an ``[N, P]`` int array (``-1`` where a player
-    does not act) and restarts finished instances at once (``autoreset``).
-
-    Example:
-        >>> env = load_game("kuhn_poker").vec_env(64, seed=0)
-        >>> idx, obs, mask, keys = env.observe(0)
-    """
-
-    def __init__(
-        self,
-        game: Game,
-        num_envs: int,
-        *,
-        seed: int | np.random.Generator | None = None,
-        autoreset: bool = True,
-    ) -> None:
-        if not isinstance(num_envs, (int, np.integer)) or num_envs < 1:
-            raise ValueError(f"num_envs must be a positive int, got {num_envs!r}")
-        self.game = game
-        self.num_envs = int(num_envs)
-        self.autoreset = autoreset
-        self.rng = as_rng(seed)
-        P = game.num_players
-        self.states: list[Any] = [None] * self.num_envs
-        self.acting = np.zeros((self.num_envs, P), dtype=bool)
-        self.episode_returns = np.zeros((self.num_envs, P))
-        self.episode_lengths = np.zeros(self.num_envs, dtype=np.int64)
-        for i in range(self.num_envs):
-            self._restart(i)
-
-    # -- internals -------------------------------------------------------
-    def _advance_chance(self, i: int) -> None:
-        state = self.states[i]
-        while state.is_chance_node():
-            outcomes = state.chance_outcomes()
-            actions = [a for a, _ in outcomes]
-            probs = np.asarray([p for _, p in outcomes], dtype=float)
-            state.apply_action(int(actions[self.rng.choice(len(actions), p=probs / probs.sum())]))
-            self.episode_returns[i] += state.rewards()
-        self._update_acting(i)
-
-    def _update_acting(self, i: int) -> None:
-        state = self.states[i]
-        self.acting[i] = False
-        if state.is_terminal():
-            return
-        if state.is_simultaneous_node():
-            for p in range(self.game.num_players):
-                self.acting[i, p] = len(state.legal_actions(p)) > 0
-        else:
-            self.acting[i, state.current_player()] = True
-
-    def _restart(self, i: int) -> None:
-        self.states[i] = self.game.new_initial_state()
-        self.episode_returns[i] = 0.0
-        self.episode_lengths[i] = 0
-        self._advance_chance(i)
-
-    # -- public ----------------------------------------------------------
-    def reset(self) -> None:
-        """Restart every instance."""
-        for i in range(self.num_envs):
-            self._restart(i)
-
-    def observe(self, player: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, list[str]]:
-        """(instance indices, observations, legal masks, info keys) where `player` acts."""
-        idx = np.flatnonzero(self.acting[:, player])
-        shape = (len(idx),) + tuple(self.game.observation_shape)
-        obs = np.empty(shape, dtype=np.float32)
-        mask = np.zeros((len(idx), self.game.num_actions), dtype=bool)
-        keys: list[str] = []
-        for k, i in enumerate(idx):
-            state = self.states[i]
-            obs[k] = self.game.observation(state, player)
-            mask[k, state.legal_actions(player)] = True
-            keys.append(self.game.info_key(state, player))
-        return idx, obs, mask, keys
-
-    def step(self, actions: np.ndarray) -> StepResult:
-        """Apply one action per acting player in every instance; see the class doc."""
-        actions = np.asarray(actions)
-        N, P = self.num_envs, self.game.num_players
-        if actions.shape != (N, P):
-            raise ValueError(f"actions must have shape {(N, P)} (instances, players), got {actions.shape}")
-        rewards = np.zeros((N, P))
-        done = np.zeros(N, dtype=bool)
-        returns = np.zeros((N, P))
-        lengths = np.zeros(N, dtype=np.int64)
-        for i in range(N):
-            state = self.states[i]
-            if state.is_terminal():
-                continue
-            acting = self.acting[i]
-            before = self.episode_returns[i].copy()
-            if state.is_simultaneous_node():
-                joint = [int(a) if acting[p] else 0 for p, a in enumerate(actions[i])]
-                self._check_legal(i, joint, acting)
-                state.apply_actions(joint)
-            else:
-                p = int(np.flatnonzero(acting)[0])
-                a = int(actions[i, p])
-                self._check_legal(i, {p: a}, acting)
-                state.apply_action(a)
-            self.episode_returns[i] += state.rewards()
-            self.episode_lengths[i] += 1
-            if not state.is_terminal():
-                self._advance_chance(i)
-            rewards[i] = self.episode_returns[i] - before
-            if state.is_terminal():
-                done[i] = True
-                returns[i] = self.episode_returns[i]
-                lengths[i] = self.episode_lengths[i]
-                if self.autoreset:
-                    self._restart(i)
-                else:
-                    self.acting[i] = False
-        return StepResult(rewards=rewards, done=done, returns=returns, lengths=lengths)
-
-    def _check_legal(self, i: int, joint: Sequence[int] | dict[int, int], acting: np.ndarray) -> None:
-        state = self.states[i]
-        items = joint.items() if isinstance(joint, dict) else enumerate(joint)
-        for p, a in items:
-            if acting[p] and a not in state.legal_actions(p):
-                raise ValueError(
-                    f"illegal action {a} for player {p} in instance {i}; "
-                    f"legal actions are {state.legal_actions(p)}"
-                )

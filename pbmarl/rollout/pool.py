@@ -186,8 +186,12 @@ class RolloutPool:
                 for j, n in enumerate(chunks(count, size)):
                     units.append(WorkUnit((FILL, rounds) + cell + (j,), entropy, seats, episodes=n, call=call))
             unit_cell = {u.key: u.key[2:-1] for u in units}
+
+            def stage_result(r: UnitResult, cells: dict[tuple[int, ...], tuple[int, ...]] = unit_cell) -> None:
+                stage.add(cells[r.key], r.key, r.returns)
+
             done = self._run(units, {self._token(pi): pi for pi in every}, progress, sum(plan.values()), "fill",
-                             stage_to=lambda r, cells=unit_cell: stage.add(cells[r.key], r.key, r.returns))
+                             stage_to=stage_result)
             total_episodes += sum(len(r.returns) for r in done.values())
             total_steps += sum(r.steps for r in done.values())
             rounds += 1

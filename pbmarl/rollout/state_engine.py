@@ -1,5 +1,7 @@
 """The runner's engine over game states (any game following the state protocol).
 
+It steps states through `pbmarl.rollout.stepper`, the same functions `VecEnv` uses.
+
 Each step gathers, for every distinct policy, the observations, legal masks (and
 info keys, where the policy needs them) of all instances and seats it acts in,
 makes ONE batched `action_probabilities` call, samples, and applies the actions.
@@ -16,6 +18,7 @@ import numpy as np
 
 from pbmarl.games.base import Game
 from pbmarl.policies.base import Policy, sample_actions
+from pbmarl.rollout import stepper
 from pbmarl.rollout.records import EpisodeBook, RunOutput, Seat
 from pbmarl.rollout.trajectories import TransitionBuffer
 
@@ -52,31 +55,20 @@ def run_states(
     last_t = np.full(N, -1, dtype=np.int64)
     buf = TransitionBuffer(A, tuple(game.observation_shape)) if learner is not None else None
 
-    uniform = _Uniforms(rng)
+    uniform = stepper.Uniforms(rng)
 
     def credit(i: int, rewards: Sequence[float]) -> None:
         if not any(rewards):
             return
         ret[i] += rewards
-        if buf is not None and last_t[i] >= 0:
+        if buf is not None and learner is not None and last_t[i] >= 0:
             buf.add_reward(last_t[i:i + 1], np.asarray(rewards, dtype=float)[learner:learner + 1])
 
     def advance_chance(i: int) -> None:
-        state = states[i]
-        while state.is_chance_node():
-            outcomes = state.chance_outcomes()
-            u = uniform() * sum(p for _, p in outcomes)
-            action, acc = outcomes[-1][0], 0.0
-            for a, p in outcomes:
-                acc += p
-                if u < acc:
-                    action = a
-                    break
-            state.apply_action(int(action))
-            credit(i, state.rewards())
+        stepper.advance_chance(states[i], uniform, lambda rewards: credit(i, rewards))
 
-    def start(idx: Sequence[int]) -> None:
-        idx = np.asarray(idx, dtype=np.int64)
+    def start(which: Sequence[int]) -> None:
+        idx = np.asarray(which, dtype=np.int64)
         k = book.may_start(len(idx))
         active[idx[k:]] = False
         for i in idx[k:]:
@@ -107,33 +99,20 @@ def run_states(
                 buf.end(last_t[term])
             start(term)
             continue
+        live: list[int] = act.tolist()
         groups: dict[int, tuple[Policy, list[tuple[int, int]]]] = {}
-        simultaneous: dict[int, list[int]] = {}
-        for i in act:
-            state = states[i]
-            if state.is_simultaneous_node():
-                players = [p for p in range(P) if len(state.legal_actions(p)) > 0]
-                simultaneous[int(i)] = [0] * P
-            else:
-                players = [int(state.current_player())]
-            for p in players:
+        for i in live:
+            for p in stepper.acting_players(states[i], P):
                 pi = seats[p].policies[member[i, p]]
-                groups.setdefault(id(pi), (pi, []))[1].append((int(i), p))
-        chosen: dict[int, int] = {}
+                groups.setdefault(id(pi), (pi, []))[1].append((i, p))
+        joint: dict[int, dict[int, int]] = {i: {} for i in live}
         for pi, pairs in groups.values():
             actions = _act(game, pi, pairs, states, rng, buf, learner, episode, last_t)
             for (i, p), a in zip(pairs, actions):
-                if i in simultaneous:
-                    simultaneous[i][p] = int(a)
-                else:
-                    chosen[i] = int(a)
-        for i in act:
-            i = int(i)
+                joint[i][p] = int(a)
+        for i in live:
             state = states[i]
-            if i in simultaneous:
-                state.apply_actions(simultaneous[i])
-            else:
-                state.apply_action(chosen[i])
+            stepper.apply_joint(state, joint[i], P)
             length[i] += 1
             credit(i, state.rewards())
             if not state.is_terminal():
@@ -182,19 +161,3 @@ def _act(
             a = actions[mine]
             last_t[idx] = buf.add(episode[idx], obs[mine], mask[mine], a, probs[mine][np.arange(len(a)), a])
     return actions
-
-
-class _Uniforms:
-    """Scalar uniform draws from `rng`, fetched in blocks (one numpy call per 4096 draws)."""
-
-    def __init__(self, rng: np.random.Generator) -> None:
-        self.rng = rng
-        self.block: list[float] = []
-        self.pos = 0
-
-    def __call__(self) -> float:
-        if self.pos >= len(self.block):
-            self.block = self.rng.random(4096).tolist()
-            self.pos = 0
-        self.pos += 1
-        return self.block[self.pos - 1]

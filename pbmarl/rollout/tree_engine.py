@@ -145,7 +145,7 @@ def run_tree(
             row = offset[pl, member[act, pl]] + s
             a = (u >= cdf_all[row]).sum(axis=1)
             slot = a
-            if buf is not None:
+            if buf is not None and learner is not None:
                 mine = pl == learner
                 if mine.any():
                     _record(buf, tree, learner, act[mine], episode, s[mine], a[mine], prob_all[row[mine], a[mine]], last_t)
