@@ -172,3 +172,9 @@ def test_box_policies_join_a_population_and_save(tmp_path, pendulum):
     for a, b in zip(pop[0], back[0]):
         assert type(a) is type(b) and not b.discrete
         np.testing.assert_allclose(a.act(obs, None, deterministic=True).action, b.act(obs, None, deterministic=True).action)
+
+
+def test_discrete_act_without_a_mask_allows_every_action():
+    game = pb.load_game("gym:CartPole-v1")
+    out = pb.MLPPolicy(game, hidden=(8,), seed=0).act(_obs(300, 4), None, rng=0)
+    assert set(out.action.tolist()) == {0, 1} and np.all(out.log_prob < 0)

@@ -102,12 +102,14 @@ class Policy(abc.ABC):
     ) -> ActionOutput:
         """One action per row: sampled with `rng`, or the most likely legal one if `deterministic`.
 
+        A `legal_mask` of None means every action is legal.
+
         Returns an `ActionOutput`: ``.action`` ``[B]`` int64 and ``.log_prob`` ``[B]``, the
         log-probability of that action under `action_probabilities`. Policies on `Box`
         spaces override this and return ``[B, d]`` float actions.
         """
-        if legal_mask is None:
-            raise ValueError(f"{type(self).__name__} for {self.game_name!r} needs the legal mask [batch, {self.num_actions}]")
+        if legal_mask is None:  # every action legal, as in Gymnasium games
+            legal_mask = np.ones((len(obs), self.num_actions), dtype=bool)
         probs = self.action_probabilities(obs, legal_mask, keys)
         if deterministic:
             actions = np.argmax(probs, axis=1).astype(np.int64)
