@@ -252,6 +252,7 @@ class Dashboard:
             _message(table, f"{self.psro.table.num_players}-player table: see psro.table.to_frame()")
         if len(history):
             plot_meta_strategy_bars(history, ax=bars, title="meta-strategy")
+            _thin_tick_labels(bars)
         else:
             _message(bars, "no meta-strategy yet")
         self.image.value = _png(self.figure, self.dpi)
@@ -299,6 +300,19 @@ class Dashboard:
 
     def __repr__(self) -> str:
         return f"Dashboard({self.psro!r})"
+
+
+def _thin_tick_labels(ax: Axes, points: float = 9.0) -> None:
+    """Hide all but every k-th x tick label so that the shown ones are at least `points` apart."""
+    labels = ax.get_xticklabels()
+    if len(labels) < 2:
+        return
+    figure = ax.get_figure(root=True)
+    width = figure.get_size_inches()[0] if figure is not None else 6.4
+    span = 72 * width * ax.get_position().width / len(labels)
+    every = max(1, int(np.ceil(points / span)))
+    for i, label in enumerate(labels):
+        label.set_visible(i % every == 0)
 
 
 def _error_line(exc: BaseException, psro: Any) -> str:

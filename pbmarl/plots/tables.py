@@ -106,8 +106,10 @@ def plot_payoff_heatmap(
         ax.add_patch(Rectangle((j - 0.5, i - 0.5), 1, 1, fill=False, edgecolor="gold", linewidth=3))
     named = max(len(rows), len(cols)) <= TICK_LIMIT  # beyond that, member indices chosen by matplotlib
     if named:
-        ax.set_xticks(range(len(cols)), cols, rotation=90 if len(cols) > 8 else 0, fontsize="small")
-        ax.set_yticks(range(len(rows)), rows, fontsize="small")
+        every_col, every_row = _tick_steps(ax, len(rows), len(cols))
+        ax.set_xticks(range(0, len(cols), every_col), cols[::every_col], rotation=90 if len(cols) > 8 else 0,
+                      fontsize="small")
+        ax.set_yticks(range(0, len(rows), every_row), rows[::every_row], fontsize="small")
     ax.set_xlabel("player 1's policy" + ("" if named else " (index)"))
     ax.set_ylabel("player 0's policy" + ("" if named else " (index)"))
     ax.set_title(title if title is not None else f"player {player}'s payoff")
@@ -161,6 +163,15 @@ def _annotations(
     if forced:
         return numbers, max(size, 1.0)
     return np.full(values.shape, "", dtype=object), 0.0
+
+
+def _tick_steps(ax: Axes, rows: int, cols: int) -> tuple[int, int]:
+    """Label every k-th member (columns, rows) so that labels about 9 points apart never overlap."""
+    box = ax.get_position()
+    figure = ax.get_figure(root=True)
+    width, height = figure.get_size_inches() if figure is not None else (6.4, 4.8)
+    col_pts, row_pts = 72 * width * box.width / cols, 72 * height * box.height / rows
+    return max(1, int(np.ceil(9 / col_pts))), max(1, int(np.ceil(9 / row_pts)))
 
 
 class _HoverText:
