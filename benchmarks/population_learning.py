@@ -198,10 +198,12 @@ def main() -> None:
     parser.add_argument("--steps", type=int, default=200_000, help="league: env-step budget per method")
     parser.add_argument("--match-steps", type=int, default=5_000)
     parser.add_argument("--eval-episodes", type=int, default=500)
+    parser.add_argument("--no-record", action="store_true", help="print only; append nothing to the CSV")
     args = parser.parse_args()
     sink = Sink("python benchmarks/population_learning.py " + " ".join(sys.argv[1:]))
     {"nfsp": nfsp_slice, "p2sro": p2sro_slice, "league": league_slice}[args.only](args, sink)
-    sink.write()
+    if not args.no_record:
+        sink.write()
 
 
 if __name__ == "__main__":

@@ -58,7 +58,7 @@ def test_upper_levels_target_the_meta_nash_of_everything_below():
 def test_bad_options_name_the_value():
     with pytest.raises(ValueError, match="active must be a positive int"):
         P2SRO("kuhn_poker", active=0)
-    with pytest.raises(ValueError, match="backend must be 'local'"):
+    with pytest.raises(ValueError, match="backend must be 'local' or 'ray'"):
         P2SRO("kuhn_poker", backend="mpi")
 
 
@@ -72,3 +72,18 @@ def test_save_resume_equals_uninterrupted(tmp_path):
     list(resumed.run(1))
     assert whole.history[COLS].equals(resumed.history[COLS])
     assert whole.level_history.equals(resumed.level_history)
+
+
+@pytest.mark.ray
+def test_ray_backend_levels_are_actors_and_resume(tmp_path, ray_session):
+    game = pb.load_game("kuhn_poker")
+    run = P2SRO(game, learner=_dqn(game), active=2, refresh_every=2, seed=0, backend="ray", save_dir=tmp_path / "r")
+    list(run.run(2))
+    assert run.fixed == [["p0/0", "p0/1", "p0/2"], ["p1/0", "p1/1", "p1/2"]]
+    assert [lv.index for lv in run.levels] == [3, 4]
+    resumed = P2SRO.load(tmp_path / "r")
+    assert resumed.backend == "ray" and [lv.index for lv in resumed.levels] == [3, 4]
+    list(resumed.run(1))
+    assert resumed.population.sizes == (4, 4)
+    with pytest.raises(ValueError, match="backend='ray' runs RL learners"):
+        P2SRO("kuhn_poker", backend="ray")

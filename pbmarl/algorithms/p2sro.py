@@ -114,6 +114,24 @@ class Level:
                     break
         return spent
 
+    def reset(self, index: int, initial: Sequence[Policy]) -> Level:
+        """A fresh level at rung `index` that reuses this level's learner (a frozen level's learner moves up)."""
+        return Level(index, self.learner, initial)
+
+    def set_state(self, state: dict[str, Any]) -> None:
+        self.index, self.policies, self.values = int(state["index"]), list(state["policies"]), list(state["values"])
+        self.trained, self.player, self.cycles = list(state["trained"]), int(state["player"]), int(state["cycles"])
+
+    def save_learner(self, folder: Path) -> str | None:
+        from pbmarl.algorithms.driver_io import save_learner
+
+        return save_learner(self.learner, folder)
+
+    def load_learner(self, folder: Path, saved: str | None) -> None:
+        from pbmarl.algorithms.driver_io import load_learner
+
+        load_learner(self.learner, folder, saved)
+
     def current(self, player: int) -> Policy:
         """The level's policy for `player` now (a copy of the one in training, if it is training)."""
         task = getattr(self.learner, "task", None) if self._rl() else None
@@ -128,7 +146,9 @@ class P2SRO(PSRO):
     Args:
         active: number of active levels (1: plain PSRO).
         refresh_every: learner rounds between refreshes of the levels' targets.
-        backend: ``"local"``: every level advances in this process.
+        backend: ``"local"``: the levels advance in this process, bottom up, each seeing the levels
+            below as trained so far; ``"ray"``: every level is a learner actor and all advance at once
+            against targets computed at the start of the refresh period (RL learners only).
     """
 
     def __init__(self, game: Game | str, solver: Any = None, learner: Any = None, evaluator: Any = None, *,
@@ -137,21 +157,31 @@ class P2SRO(PSRO):
             raise ValueError(f"active must be a positive int (number of active levels), got {active!r}")
         if isinstance(refresh_every, bool) or not isinstance(refresh_every, (int, np.integer)) or refresh_every < 1:
             raise ValueError(f"refresh_every must be a positive int (learner rounds), got {refresh_every!r}")
-        if backend != "local":
-            raise ValueError(f"backend must be 'local', got {backend!r}")
+        if backend not in ("local", "ray"):
+            raise ValueError(f"backend must be 'local' or 'ray', got {backend!r}")
         self.active, self.refresh_every, self.backend = int(active), int(refresh_every), backend
         super().__init__(game, solver, learner, evaluator, **options)
+        if backend == "ray" and not hasattr(self.learner, "spec"):
+            raise ValueError(f"backend='ray' runs RL learners (with a spec to rebuild them in an actor), "
+                             f"not {self.learner!r}; use backend='local'")
         if not hasattr(self, "levels"):  # a save_dir run has started them already, to save iteration 0
             self._start_levels()
 
     def _start_levels(self) -> None:
         from pbmarl.algorithms.driver_io import learner_copy
 
-        self.levels: list[Level] = []
+        self.levels: list[Any] = []  # Level, or RemoteLevel with backend="ray"
         self.level_records: list[dict[str, Any]] = []
         for j in range(self.active):
             learner = self.learner if j == 0 else learner_copy(self.learner, j)
-            self.levels.append(Level(self.population.sizes[0] + j, learner, self._initial()))
+            self.levels.append(self._level(self.population.sizes[0] + j, learner, self._initial()))
+
+    def _level(self, index: int, learner: Any, initial: list[Policy]) -> Any:
+        if self.backend == "ray":
+            from pbmarl.algorithms.p2sro_ray import RemoteLevel
+
+            return RemoteLevel(self.game, learner, index, initial)
+        return Level(index, learner, initial)
 
     def _initial(self) -> list[Policy]:
         return [_default_initial(self.game) for _ in range(self.game.num_players)]
@@ -187,9 +217,15 @@ class P2SRO(PSRO):
         iteration = len(self.records)
         t0 = time.perf_counter()
         while not self.levels[0].done:  # a level whose training ended while higher up freezes at once
-            for j, level in enumerate(self.levels):  # bottom up: each level sees the ones below as trained so far
-                level.retarget(self.level_targets(j))
-                self._env_steps += level.advance(self.refresh_every)
+            if self.backend == "ray":  # all levels at once, against this period's targets
+                for j, level in enumerate(self.levels):
+                    level.retarget(self.level_targets(j))
+                refs = [level.start(self.refresh_every) for level in self.levels]
+                self._env_steps += sum(level.finish(ref) for level, ref in zip(self.levels, refs))
+            else:
+                for j, level in enumerate(self.levels):  # bottom up: each level sees the ones below as trained so far
+                    level.retarget(self.level_targets(j))
+                    self._env_steps += level.advance(self.refresh_every)
             low = self.levels[0]
             self.level_records.append({
                 "period": len(self.level_records), "iteration": iteration, "frozen": low.done,
@@ -200,13 +236,14 @@ class P2SRO(PSRO):
                                    origin=self.learner.name, br_value=low.values[p])
                for p in range(self.game.num_players)]
         self.levels.pop(0)
-        self.levels.append(Level(low.index + self.active, low.learner, self._initial()))
+        self.levels.append(low.reset(low.index + self.active, self._initial()))
         seconds = {"oracle": time.perf_counter() - t0}
         return self._finish_iteration(iteration, seconds, tuple(ids), tuple(low.values))
 
     def snapshot(self) -> object:
-        learners = [lv.learner.snapshot() if isinstance(lv.learner, Restorable) and lv.learner is not self.learner
-                    else None for lv in self.levels]
+        # remote learners (backend="ray") are not rolled back: only the driver's side is
+        learners = [lv.learner.snapshot() if isinstance(lv, Level) and isinstance(lv.learner, Restorable)
+                    and lv.learner is not self.learner else None for lv in self.levels]
         levels = [(lv, dict(lv.__dict__), list(lv.policies), list(lv.trained), list(lv.values)) for lv in self.levels]
         return super().snapshot(), levels, learners, len(self.level_records)
 

@@ -23,11 +23,11 @@ def save_levels(run: P2SRO, folder: Path) -> None:
     ldir.mkdir(parents=True)
     levels = []
     for j, lv in enumerate(run.levels):
-        saved = None if lv.learner is run.learner else io.save_learner(lv.learner, ldir / f"learner-{j}")
+        main = getattr(lv, "learner", None) is run.learner  # saved with the run by PSRO.save
+        saved = None if main else lv.save_learner(ldir / f"learner-{j}")
         levels.append({"index": lv.index, "policies": io.save_policies(ldir, f"level{j}", lv.policies),
                        "values": lv.values, "trained": lv.trained, "player": lv.player, "cycles": lv.cycles,
-                       "learner": saved, "main_learner": lv.learner is run.learner,
-                       "offset": getattr(lv.learner, "seed", 0) - getattr(run.learner, "seed", 0)})
+                       "learner": saved, "main_learner": main, "offset": j})
     write_json(folder / "p2sro.json", {"active": run.active, "refresh_every": run.refresh_every,
                                        "backend": run.backend, "levels_dir": name, "levels": levels,
                                        "level_records": run.level_records})
@@ -42,16 +42,15 @@ def read_options(folder: Path) -> tuple[int, int, str]:
 
 
 def load_levels(run: P2SRO, folder: Path) -> None:
-    from pbmarl.algorithms.p2sro import Level
-
     data = read_json(folder / "p2sro.json")
     ldir = folder / data["levels_dir"]
     run.levels = []
     for entry in data["levels"]:
         learner = run.learner if entry["main_learner"] else io.learner_copy(run.learner, int(entry["offset"]))
-        io.load_learner(learner, ldir, entry["learner"])
-        level = Level(int(entry["index"]), learner, io.load_policies(run.game, ldir, entry["policies"]))
-        level.values, level.trained = [float(v) for v in entry["values"]], [bool(t) for t in entry["trained"]]
-        level.player, level.cycles = int(entry["player"]), int(entry["cycles"])
+        policies = io.load_policies(run.game, ldir, entry["policies"])
+        level = run._level(int(entry["index"]), learner, policies)
+        if not entry["main_learner"]:
+            level.load_learner(ldir, entry["learner"])
+        level.set_state({**entry, "policies": policies})
         run.levels.append(level)
     run.level_records = list(data["level_records"])

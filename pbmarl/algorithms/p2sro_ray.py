@@ -1,0 +1,117 @@
+"""P2SRO's Ray backend: every active level is a learner actor, advancing at the same time.
+
+`RemoteLevel` has the interface of `Level` that `P2SRO` uses, and mirrors the actor's state
+(policies, values, progress) after every call, so the driver (the single writer of the
+payoff table: claiming and freezing stay atomic) reads it without a round trip. The actor
+rebuilds the game and the learner from their specs, so nothing but specs, policies and
+numbers travel. Ray is imported through `pbmarl.rollout.ray_backend`, lazily.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from pbmarl.algorithms import driver_io as io
+from pbmarl.games.base import Game
+from pbmarl.policies.base import Policy
+from pbmarl.policies.mixture import Mixture
+
+
+class LevelWorker:
+    """The body of a level actor: one `Level` and its learner."""
+
+    def __init__(self, game_spec: dict[str, Any], learner_spec: dict[str, Any], index: int,
+                 initial: Sequence[Policy]) -> None:
+        from pbmarl.algorithms.p2sro import Level
+        from pbmarl.games.registry import game_from_spec
+        from pbmarl.learners.registry import make_learner
+
+        game = game_from_spec(game_spec)
+        self.level = Level(index, make_learner(game, learner_spec), initial)
+
+    def reset(self, index: int, initial: Sequence[Policy]) -> dict[str, Any]:
+        from pbmarl.algorithms.p2sro import Level
+
+        self.level = Level(index, self.level.learner, initial)
+        return self.state()
+
+    def advance(self, targets: list[Mixture], rounds: int) -> tuple[int, dict[str, Any]]:
+        self.level.retarget(targets)
+        spent = self.level.advance(rounds)
+        return spent, self.state()
+
+    def state(self) -> dict[str, Any]:
+        lv = self.level
+        return {"index": lv.index, "policies": lv.policies, "values": lv.values, "trained": lv.trained,
+                "player": lv.player, "cycles": lv.cycles, "current": [lv.current(p) for p in range(len(lv.policies))]}
+
+    def set_state(self, state: dict[str, Any]) -> None:
+        lv = self.level
+        lv.index, lv.policies, lv.values = state["index"], list(state["policies"]), list(state["values"])
+        lv.trained, lv.player, lv.cycles = list(state["trained"]), state["player"], state["cycles"]
+
+    def save_learner(self, folder: str) -> str | None:
+        return io.save_learner(self.level.learner, Path(folder))
+
+    def load_learner(self, folder: str, saved: str | None) -> None:
+        io.load_learner(self.level.learner, Path(folder), saved)
+
+
+class RemoteLevel:
+    """A `Level` whose learner lives in a Ray actor; see the module doc."""
+
+    def __init__(self, game: Game, learner: Any, index: int, initial: Sequence[Policy]) -> None:
+        from pbmarl.games.registry import game_spec
+        from pbmarl.rollout.ray_backend import _import_ray, init_ray
+
+        init_ray(quiet=True)
+        ray = _import_ray()
+        self._ray = ray
+        self.learner_spec = learner.spec()
+        self.actor = ray.remote(num_cpus=1)(LevelWorker).remote(game_spec(game), self.learner_spec, index, initial)
+        self.targets: list[Mixture] = []
+        self._mirror(ray.get(self.actor.state.remote()))
+
+    def _mirror(self, state: dict[str, Any]) -> None:
+        self.index = int(state["index"])
+        self.policies, self.values = list(state["policies"]), list(state["values"])
+        self.trained, self.player, self.cycles = list(state["trained"]), state["player"], state["cycles"]
+        self._current = list(state["current"])
+
+    @property
+    def done(self) -> bool:
+        return all(self.trained)
+
+    def retarget(self, targets: list[Mixture]) -> None:
+        self.targets = targets
+
+    def start(self, rounds: int) -> Any:
+        """Begin `rounds` learner rounds in the actor; `finish` with the returned reference."""
+        return self.actor.advance.remote(self.targets, rounds)
+
+    def finish(self, ref: Any) -> int:
+        spent, state = self._ray.get(ref)
+        self._mirror(state)
+        return int(spent)
+
+    def advance(self, rounds: int) -> int:
+        return self.finish(self.start(rounds))
+
+    def current(self, player: int) -> Policy:
+        return self._current[player]  # type: ignore[no-any-return]
+
+    def reset(self, index: int, initial: Sequence[Policy]) -> RemoteLevel:
+        self._mirror(self._ray.get(self.actor.reset.remote(index, initial)))
+        return self
+
+    def set_state(self, state: dict[str, Any]) -> None:
+        self._ray.get(self.actor.set_state.remote(state))
+        self._mirror(self._ray.get(self.actor.state.remote()))
+
+    def save_learner(self, folder: Path) -> str | None:
+        return self._ray.get(self.actor.save_learner.remote(str(folder)))  # type: ignore[no-any-return]
+
+    def load_learner(self, folder: Path, saved: str | None) -> None:
+        self._ray.get(self.actor.load_learner.remote(str(folder), saved))
