@@ -100,7 +100,7 @@ class RemoteLevel:
         return self.finish(self.start(rounds))
 
     def current(self, player: int) -> Policy:
-        return self._current[player]  # type: ignore[no-any-return]
+        return self._current[player]
 
     def reset(self, index: int, initial: Sequence[Policy]) -> RemoteLevel:
         self._mirror(self._ray.get(self.actor.reset.remote(index, initial)))
@@ -111,7 +111,7 @@ class RemoteLevel:
         self._mirror(self._ray.get(self.actor.state.remote()))
 
     def save_learner(self, folder: Path) -> str | None:
-        return self._ray.get(self.actor.save_learner.remote(str(folder)))  # type: ignore[no-any-return]
+        return self._ray.get(self.actor.save_learner.remote(str(folder)))
 
     def load_learner(self, folder: Path, saved: str | None) -> None:
         self._ray.get(self.actor.load_learner.remote(str(folder), saved))
