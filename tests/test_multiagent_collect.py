@@ -132,3 +132,23 @@ def test_bad_input_names_the_value_and_loses_nothing(spread, shared_run):
     with pb.RolloutPool(kuhn, seed=0) as pool:
         with pytest.raises(ValueError, match="'kuhn_poker' is neither"):
             pool.collect(policies={"player_0": pb.RandomPolicy(kuhn), "player_1": pb.RandomPolicy(kuhn)}, steps=10)
+
+
+def test_continuous_mpe_with_per_instance_noise_and_global_state():
+    game = pb.load_game("pettingzoo:simple_spread_v3", max_cycles=4, continuous_actions=True)
+    mapping = pb.AgentMapping.shared(game, agent_id=True)
+    mu = pb.DeterministicPolicy(mapping.group_game("shared"), hidden=(8,),
+                                noise=pb.noise.OrnsteinUhlenbeck(sigma=0.3, theta=0.15))
+    with pb.RolloutPool(game, envs_per_worker=3, seed=0) as pool:
+        a = pool.collect(policies={"shared": mu}, mapping=mapping, steps=12, seed=5)["shared"]
+        b = pool.collect(policies={"shared": mu}, mapping=mapping, steps=12, seed=5)["shared"]
+    space = game.action_space(0)
+    assert a.action.shape == (len(a), 5) and np.all(a.action >= space.low) and np.all(a.action <= space.high)
+    _same(a, b)  # the noise state starts afresh each call, so the same seed gives the same data
+    assert a.global_state.shape == (len(a), 54)
+    # the global state after a step is the one before the next step of the same episode
+    follow = (~a.done[:-1]) & (a.episode[1:] == a.episode[:-1])
+    np.testing.assert_array_equal(a.next_global_state[:-1][follow], a.global_state[1:][follow])
+    # each agent's rows of one step share the global state
+    step0 = (a.episode == 0) & (a.time == 0)
+    assert len(np.unique(a.global_state[step0], axis=0)) == 1

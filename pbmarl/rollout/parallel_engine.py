@@ -51,6 +51,7 @@ class _Group:
     agent_actions: tuple[int, ...]
     agent_width: int
     rows: _Rows | None
+    noise_offset: int = 0  # this group's first noise-instance id (stateful exploration noise)
 
 
 class _Rows:
@@ -131,6 +132,7 @@ def run_parallel(
                              discrete, gg.num_actions, counts, gg.agent_width, _Rows() if g in learning else None))
     book = EpisodeBook(P, [grp.seat for grp in groups], episodes, min_steps)
     N = int(max(1, min(num_envs, episodes if episodes is not None else min_steps or 1)))
+    noisy = _stateful_noise(groups, N)
     envs: list[EnvInstance] = [make_instance(game) for _ in range(N)]
     raw_spaces = envs[0].observation_spaces
     with_state = bool(game.has_global_state) and bool(learning)
@@ -156,6 +158,9 @@ def run_parallel(
         for j, i in enumerate(idx[:k]):
             episode[i], member[i], ret[i], t[i], active[i] = ids[j], members[j], 0.0, 0, True
             obs[i], infos[i] = envs[i].reset(int(seeds[j]))
+            for gi, pi in noisy:
+                grp = groups[gi]
+                pi.reset_noise([grp.noise_offset + i * len(grp.agents) + k for k in range(len(grp.agents))])
 
     start(list(range(N)))
     while active.any():
@@ -172,7 +177,8 @@ def run_parallel(
                 inst = [i for i, _ in pairs]
                 index = np.asarray([k for _, k in pairs], dtype=np.int64)
                 x, mask = _group_rows(grp, raw_spaces, obs, infos, pairs)
-                actions, log_prob = _act(grp, grp.seat.policies[m], x, mask, rng)
+                ids = grp.noise_offset + np.asarray(inst) * len(grp.agents) + index
+                actions, log_prob = _act(grp, grp.seat.policies[m], x, mask, rng, ids)
                 for (i, k), a in zip(pairs, actions):
                     joint[i][grp.agents[k]] = int(a) if grp.discrete else a
                 if grp.rows is not None:
@@ -257,14 +263,38 @@ def _group_rows(grp: _Group, raw_spaces: Mapping[str, Any], obs: list[dict[str, 
     return x, mask
 
 
-def _act(grp: _Group, pi: Policy, x: np.ndarray, mask: np.ndarray, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
-    """One policy call for a group's rows: actions and their log-probabilities."""
+def _stateful_noise(groups: list[_Group], num_envs: int) -> list[tuple[int, Any]]:
+    """(group index, policy) for Box policies with per-instance noise, all reset; gives each group its id range."""
+    out: list[tuple[int, Any]] = []
+    offset = 0
+    for gi, grp in enumerate(groups):
+        grp.noise_offset = offset
+        offset += num_envs * len(grp.agents)
+        if grp.discrete:
+            continue
+        from pbmarl.policies.continuous import DeterministicPolicy
+
+        for pi in grp.seat.policies:
+            if isinstance(pi, DeterministicPolicy):
+                pi.reset_noise(None)  # each call starts afresh: the same data on any worker
+                out.append((gi, pi))
+    return out
+
+
+def _act(grp: _Group, pi: Policy, x: np.ndarray, mask: np.ndarray, rng: np.random.Generator,
+         ids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """One policy call for a group's rows: actions and their log-probabilities (`ids`: rows' noise instances)."""
     if grp.discrete:
         probs = pi.action_probabilities(x, mask)
         actions = sample_actions(probs, rng)
         with np.errstate(divide="ignore"):
             return actions, np.log(probs[np.arange(len(actions)), actions])
-    record = pi.act(x, mask, rng=rng)
+    from pbmarl.policies.continuous import DeterministicPolicy
+
+    if isinstance(pi, DeterministicPolicy):
+        record = pi.act(x, mask, rng=rng, env_ids=ids)
+    else:
+        record = pi.act(x, mask, rng=rng)
     actions = np.asarray(record.action, dtype=np.float32).reshape(len(x), -1)
     low, high = grp.space.low.reshape(1, -1), grp.space.high.reshape(1, -1)
     tol = 1e-6 * (1.0 + np.abs(high - low))

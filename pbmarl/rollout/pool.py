@@ -26,7 +26,7 @@ from pbmarl.rollout.results import EvalResult, FillResult
 from pbmarl.rollout.runner import ENGINES
 from pbmarl.rollout.staging import Staging
 from pbmarl.rollout.trajectories import Trajectories, concat_trajectories
-from pbmarl.rollout.units import COLLECT, COLLECT_GROUPS, EVAL, FILL, GroupsRef, SeatRef, UnitResult, WorkUnit, chunks
+from pbmarl.rollout.units import COLLECT, COLLECT_GROUPS, EVAL, FILL, SeatRef, UnitResult, WorkUnit, chunks
 
 if TYPE_CHECKING:  # pragma: no cover
     from pbmarl.rollout.mapping import AgentMapping
@@ -252,59 +252,20 @@ class RolloutPool:
     def _collect_groups(self, policies: Mapping[str, Policy | Mixture], mapping: AgentMapping | None,
                         learning: Collection[str] | None, steps: int | None, *,
                         seed: int | np.random.Generator | None, progress: bool | None) -> dict[str, Trajectories]:
-        from pbmarl.rollout.env_instances import parallel_capable
-        from pbmarl.rollout.mapping import AgentMapping
+        from pbmarl.rollout.groups import group_plan
 
-        if not parallel_capable(self.game):
-            raise ValueError(f"collect(policies=...) steps PettingZoo Parallel, Gymnasium and mdp: games; {self.game.name!r} "
-                             "is neither: use collect(player, policy, opponents, steps)")
         if steps is None:
             raise TypeError("collect(policies=...) needs steps=")
         steps = _positive_int(steps, "steps")
-        if mapping is None:
-            mapping = AgentMapping.independent(self.game)
-        if not isinstance(mapping, AgentMapping):
-            raise TypeError(f"mapping must be a pb.AgentMapping, got {type(mapping).__name__}: {mapping!r}")
-        if mapping.game.name != self.game.name:
-            raise ValueError(f"the mapping was made for {mapping.game.name!r}, but this pool plays {self.game.name!r}")
-        if not isinstance(policies, Mapping):
-            raise TypeError(f"policies must be a dict {{group: Policy or Mixture}}, got {policies!r}")
-        unknown = [g for g in policies if g not in mapping.groups]
-        missing = [g for g in mapping.groups if g not in policies]
-        if unknown or missing:
-            said = [f"unknown group(s) {unknown}"] * bool(unknown) + [f"missing group(s) {missing}"] * bool(missing)
-            raise ValueError(f"policies must name every group of the mapping {list(mapping.groups)} and no other; "
-                             + ", ".join(said))
-        learn = tuple(mapping.groups) if learning is None else tuple(learning)
-        bad = [g for g in learn if g not in mapping.groups]
-        if bad or isinstance(learning, str):
-            raise ValueError(f"learning must be a set of groups out of {list(mapping.groups)}, got {learning!r}")
-        tokens: dict[str, Policy] = {}
-        seats = []
-        for group in mapping.groups:
-            entry = policies[group]
-            if isinstance(entry, Policy):
-                members, weights = [entry], [1.0]
-            elif isinstance(entry, Mixture):
-                members, weights = list(entry.policies), [float(w) for w in entry.weights]
-            else:
-                raise TypeError(f"group {group!r} must be played by a Policy or a Mixture, got {type(entry).__name__}: {entry!r}")
-            for pi in members:
-                _check_fits(pi, mapping, group)
-                tokens[self._token(pi)] = pi
-            seats.append((group, SeatRef(tuple(self._token(pi) for pi in members), tuple(weights))))
-        spec = mapping.spec()
-        ref = GroupsRef(tuple(spec["assignment"].items()), mapping.agent_id, mapping.pad, tuple(seats),
-                        tuple(g for g in mapping.groups if g in learn))
+        plan = group_plan(self.game, policies, mapping, learning)  # every check before anything runs
+        tokens = {self._token(pi): pi for pi in plan.members()}
+        ref = plan.ref(self._token)
         entropy, call = self._begin(seed, tokens)
         units = [WorkUnit((COLLECT_GROUPS, j), entropy, (), min_learner_steps=n, call=call, groups=ref)
                  for j, n in enumerate(chunks(steps, self.unit_steps or _clamp(steps / 8, 512, 16_384)))]
         results = self._run(units, tokens, progress, steps, "collect", unit_size=lambda r: r.steps)
-        out = {}
-        for group in ref.learning:
-            parts = [results[u.key].groups for u in units]
-            out[group] = concat_trajectories([p[group] for p in parts if p is not None])
-        return out
+        parts = [results[u.key].groups or {} for u in units]
+        return {group: concat_trajectories([p[group] for p in parts]) for group in ref.learning}
 
     def close(self) -> None:
         """Stop the workers (Ray actors are killed). The pool cannot be used afterwards."""
@@ -435,28 +396,6 @@ class RolloutPool:
             want = episodes if not np.isfinite(se) else int(np.ceil(n * (se / target) ** 2 * 1.1)) - n
             plan[cell] = int(min(max(want, min(episodes, 100)), cap - n))
         return plan
-
-
-def _check_fits(policy: Any, mapping: AgentMapping, group: str) -> None:
-    """Raise unless `policy` is a Policy whose observation and action sizes fit `group`'s rows."""
-    if not isinstance(policy, Policy):
-        raise TypeError(f"group {group!r}'s policy must be a pbmarl Policy, got {type(policy).__name__}: {policy!r}")
-    view = mapping.group_game(group)
-    if policy.game_name != view.name:
-        raise ValueError(f"group {group!r}'s policy {policy!r} was made for game {policy.game_name!r}, not {view.name!r}")
-    if tuple(policy.observation_shape) != tuple(view.observation_shape) or policy.num_actions != view.num_actions:
-        raise ValueError(
-            f"group {group!r}'s policy {policy!r} takes observations {tuple(policy.observation_shape)} and "
-            f"{policy.num_actions} actions, but the group's agents {list(mapping.agents_of(group))} give observations "
-            f"{view.observation_shape} and act in {view.action_space(0)}; build it from mapping.group_game({group!r})"
-        )
-    if view.num_actions == 0:  # a Box group: the policy must act in the same Box
-        from pbmarl.policies.continuous import BoxPolicy
-
-        if not isinstance(policy, BoxPolicy) or policy.action_space != view.action_space(0):
-            space = policy.action_space if isinstance(policy, BoxPolicy) else "a discrete space"
-            raise ValueError(f"group {group!r}'s policy {policy!r} acts in {space}, but the group's agents "
-                             f"{list(mapping.agents_of(group))} act in {view.action_space(0)}")
 
 
 def _clamp(value: float, low: int, high: int) -> int:
