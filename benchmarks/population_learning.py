@@ -124,9 +124,11 @@ def p2sro_slice(args: argparse.Namespace, sink: Sink) -> None:
     print(f"Leduc: P2SRO(active=3) vs sequential PSRO, DQN oracle budget {args.budget:,}, "
           f"{args.minutes} min each, target exploitability {args.target}")
     for seed in args.seeds:
+        p2 = f"p2sro(active=3, {args.p2sro_backend})"
         for label, make in (("psro", lambda s: pb.PSRO(game, learner=_leduc_dqn(game, s), seed=s)),
-                            ("p2sro(active=3)", lambda s: pb.P2SRO(game, learner=_leduc_dqn(game, s), seed=s,
-                                                                   active=3, refresh_every=args.refresh_every))):
+                            (p2, lambda s: pb.P2SRO(game, learner=_leduc_dqn(game, s), seed=s,
+                                                                   active=3, refresh_every=args.refresh_every,
+                                                                   backend=args.p2sro_backend))):
             run = make(seed)
             start, hit = time.perf_counter(), None
             while time.perf_counter() - start < args.minutes * 60:
@@ -195,6 +197,8 @@ def main() -> None:
     parser.add_argument("--budget", type=int, default=60_000, help="p2sro: DQN learner steps per best response")
     parser.add_argument("--refresh-every", type=int, default=8)
     parser.add_argument("--target", type=float, default=0.3)
+    parser.add_argument("--p2sro-backend", choices=["local", "ray"], default="local",
+                        help="ray: every active level a learner actor (needs free cores)")
     parser.add_argument("--steps", type=int, default=200_000, help="league: env-step budget per method")
     parser.add_argument("--match-steps", type=int, default=5_000)
     parser.add_argument("--eval-episodes", type=int, default=500)
