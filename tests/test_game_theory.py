@@ -150,6 +150,17 @@ def test_mgcce_is_unique() -> None:
         assert np.allclose(c, a[:, perm], atol=1e-6)
 
 
+def test_lifted_cce_qp_gives_the_same_joint(monkeypatch: pytest.MonkeyPatch) -> None:
+    from pbmarl.solvers import correlated
+
+    U = np.random.default_rng(5).uniform(-1, 1, size=(4, 3, 5, 3))
+    D, K = correlated.cce_factors(U)
+    assert np.allclose((D @ K).toarray(), deviation_constraints(U, "cce").toarray())
+    plain = solve_correlated(U, kind="cce", objective="gini")
+    monkeypatch.setattr(correlated, "_LIFT_ABOVE", 0)
+    assert np.allclose(solve_correlated(U, kind="cce", objective="gini"), plain, atol=1e-7)
+
+
 def test_metasolver_gives_joint_and_marginals() -> None:
     U = np.random.default_rng(0).uniform(-1, 1, size=(2, 3, 2, 3))
     for name in ("mgcce", "mgce", "mwcce", "mwce", "cce", "ce"):

@@ -48,6 +48,8 @@ Objective = Literal["welfare", "gini"]
 
 #: HiGHS primal/dual feasibility tolerances, on unit-range payoffs
 _TOL = 1e-10
+#: profiles above which the CCE QP uses `cce_factors` (measured crossover: ~3,500 profiles)
+_LIFT_ABOVE = 3000
 
 
 def _moved_index(sizes: tuple[int, ...], player: int) -> np.ndarray:
@@ -93,6 +95,27 @@ def deviation_constraints(U: np.ndarray, kind: Kind) -> sp.csr_matrix:
     if not rows:
         return sp.csr_matrix((0, N))
     return sp.csr_matrix((np.concatenate(vals), (np.concatenate(rows), np.concatenate(cols))), shape=(row, N))
+
+
+def cce_factors(U: np.ndarray) -> tuple[sp.csr_matrix, sp.csr_matrix]:
+    """``(D, K)`` with ``D @ K`` the CCE rows of `deviation_constraints`, ``K`` sparse but for k rows.
+
+    For player p, ``G_p sigma = C_p (S_p sigma) - (u_p . sigma) 1`` where ``S_p`` sums the
+    joint over p's own member (the others' marginal, one non-zero per profile), ``u_p`` is
+    p's payoff per profile and ``C_p[a', m] = U_p(a', m)``. The QP keeps ``y = K sigma`` as
+    variables: a dense row per profile-sized constraint costs an interior-point solver a
+    dense block in its factorisation, and this form has k + 1 such rows instead of sum n_p.
+    """
+    sizes = U.shape[:-1]
+    N = int(np.prod(sizes))
+    K_blocks, D_blocks = [], []
+    for p, n in enumerate(sizes):
+        Up, idx = _front(U, p), _moved_index(sizes, p)
+        M = Up.shape[1]
+        S = sp.csr_matrix((np.ones(N), (np.tile(np.arange(M), n), idx.ravel())), shape=(M, N))
+        K_blocks += [S, sp.csr_matrix(U[..., p].reshape(1, N))]
+        D_blocks.append(sp.hstack([sp.csr_matrix(Up), sp.csr_matrix(-np.ones((n, 1)))]))
+    return sp.block_diag(D_blocks, format="csr"), sp.vstack(K_blocks, format="csr")
 
 
 def cce_gaps(U: np.ndarray, joint: np.ndarray) -> np.ndarray:
@@ -146,7 +169,8 @@ def solve_correlated(U: np.ndarray, *, kind: Kind = "cce", objective: Objective 
     if objective == "welfare":
         x = _welfare_lp(G, Us.sum(axis=-1).ravel(), eps, kind)
     else:
-        x = _gini_qp(G, eps, kind)
+        lifted = kind == "cce" and G.shape[1] > _LIFT_ABOVE
+        x = _gini_qp(cce_factors(Us) if lifted else (G, None), eps, kind)
     x = np.clip(x, 0.0, None)
     return (x / x.sum()).reshape(sizes)
 
@@ -161,9 +185,10 @@ def _welfare_lp(G: sp.csr_matrix, welfare: np.ndarray, eps: float, kind: str) ->
     return np.asarray(res.x)
 
 
-def _gini_qp(G: sp.csr_matrix, eps: float, kind: str) -> np.ndarray:
-    """``min 1/2 x^T (2 I) x`` s.t. ``G x <= eps``, ``1^T x = 1``, ``x >= 0`` with Clarabel.
+def _gini_qp(constraints: tuple[sp.csr_matrix, sp.csr_matrix | None], eps: float, kind: str) -> np.ndarray:
+    """``min 1/2 x^T (2 I) x`` s.t. ``D K x <= eps``, ``1^T x = 1``, ``x >= 0`` with Clarabel.
 
+    `constraints` is ``(D, K)`` (`cce_factors`; ``y = K x`` becomes variables) or ``(G, None)``.
     Clarabel (Goulart and Chen 2024) is an interior-point solver for convex QPs and cone
     programmes with sparse factorisations; its cost grows gently with the number of
     profiles, where an active-set QP (HiGHS's) must handle a support of thousands of profiles.
@@ -173,21 +198,29 @@ def _gini_qp(G: sp.csr_matrix, eps: float, kind: str) -> np.ndarray:
     except ImportError:
         raise ImportError("the maximum-Gini (C)CE needs the Clarabel QP solver: pip install clarabel "
                           "(or pbmarl[qp]); the maximum-welfare solvers 'mwcce'/'mwce' need only scipy") from None
-    m, N = G.shape
-    P = sp.diags(np.full(N, 2.0), format="csc")
-    A = sp.vstack([sp.csr_matrix(np.ones((1, N))), G, -sp.eye(N, format="csr")]).tocsc()
-    b = np.concatenate([[1.0], np.full(m, eps), np.zeros(N)])
+    D, K = constraints
+    N = D.shape[1] if K is None else K.shape[1]
+    r = 0 if K is None else K.shape[0]
+    m = D.shape[0]
+    P = sp.diags(np.concatenate([np.full(N, 2.0), np.zeros(r)]), format="csc")
+    ones = sp.hstack([sp.csr_matrix(np.ones((1, N))), sp.csr_matrix((1, r))])
+    nonneg = sp.hstack([-sp.eye(N, format="csr"), sp.csr_matrix((N, r))])
+    if K is None:
+        rows = [ones, D, nonneg]
+    else:
+        rows = [ones, sp.hstack([K, -sp.eye(r, format="csr")]), sp.hstack([sp.csr_matrix((m, N)), D]), nonneg]
+    A = sp.vstack(rows).tocsc()
+    b = np.concatenate([[1.0], np.zeros(r), np.full(m, eps), np.zeros(N)])
     settings = clarabel.DefaultSettings()
     settings.verbose = False
     settings.tol_gap_abs = settings.tol_gap_rel = settings.tol_feas = _TOL
     settings.tol_ktratio = 1e-8
-    solver = clarabel.DefaultSolver(P, np.zeros(N), A, b, [clarabel.ZeroConeT(1), clarabel.NonnegativeConeT(m + N)],
-                                    settings)
-    solution = solver.solve()
+    cones = [clarabel.ZeroConeT(1 + r), clarabel.NonnegativeConeT(m + N)]
+    solution = clarabel.DefaultSolver(P, np.zeros(N + r), A, b, cones, settings).solve()
     if solution.status not in (clarabel.SolverStatus.Solved, clarabel.SolverStatus.AlmostSolved):
         raise SolverError(f"Clarabel could not solve the maximum-Gini {kind.upper()} QP over {N} profiles: "
                           f"{solution.status}")
-    return np.asarray(solution.x)
+    return np.asarray(solution.x)[:N]
 
 
 def marginals(joint: np.ndarray) -> tuple[np.ndarray, ...]:
