@@ -144,3 +144,25 @@ def test_league_save_resume_equals_uninterrupted(tmp_path):
     cols = ["exploitability", "league_size", "snapshots", "resets"]
     assert whole.history[cols].equals(resumed.history[cols])
     assert whole.matches.drop(columns="steps").equals(resumed.matches.drop(columns="steps"))
+
+
+def test_a_failed_league_step_leaves_the_league_as_it_was(monkeypatch):
+    league = League(pb.MatrixGame(GAME), snapshot_min_steps=1, snapshot_max_steps=3, seed=0)
+    list(league.run(3))
+    before = (league.history.copy(), dict(league.policies), list(league.members), league.win_rates.to_frame(),
+              league.population.sizes, league.rng.bit_generator.state)
+    calls = {"n": 0}
+    original = League._play
+
+    def flaky(self, home, away):
+        calls["n"] += 1
+        if calls["n"] == 3:
+            raise KeyboardInterrupt
+        return original(self, home, away)
+
+    monkeypatch.setattr(League, "_play", flaky)
+    with pytest.raises(KeyboardInterrupt):
+        league.step()
+    assert league.history.equals(before[0]) and league.policies == before[1] and list(league.members) == before[2]
+    assert league.win_rates.to_frame().equals(before[3]) and league.population.sizes == before[4]
+    assert league.rng.bit_generator.state == before[5]
