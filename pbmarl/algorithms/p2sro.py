@@ -82,8 +82,8 @@ class Level:
         if task is not None:
             task.opponents = [None if q == task.player else t for q, t in enumerate(targets)]
 
-    def select(self) -> list[Target]:
-        """The level's targets (the `TargetSelector` view): each player against the others' mixtures."""
+    def select(self, rng: np.random.Generator | None = None) -> list[Target]:
+        """The level's targets (a `TargetSelector`): each player against the others' mixtures."""
         return [Target(p, against(p, self.targets), f"level {self.index}") for p in range(len(self.targets))]
 
     def advance(self, rounds: int) -> int:
