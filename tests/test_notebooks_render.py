@@ -91,3 +91,32 @@ def test_every_tutorial_is_numbered() -> None:
     names = [p.name for p in sorted((ROOT / "tutorials").glob("*.ipynb"))]
     assert names and all(name[:2].isdigit() and name[2] == "_" for name in names)
     assert [int(name[:2]) for name in names] == list(range(1, len(names) + 1))
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: f"{p.parent.name}/{p.name}")
+def test_a_longer_experiment_is_announced_in_the_first_cell(path: Path) -> None:
+    """A notebook with a FULL switch (its real experiment runs past a sitting) says so up front."""
+    notebook = nbformat.read(path, as_version=4)
+    code = "\n".join(cell.source for cell in notebook.cells if cell.cell_type == "code")
+    if not re.search(r"^FULL = False\b", code, flags=re.MULTILINE):
+        return
+    first = notebook.cells[0].source
+    assert "FULL = True" in first and re.search(r"about [\d.]+ minutes", first), (
+        f"{path.name}: the first cell must give the expected time and name FULL = True")
+
+
+@pytest.mark.ray
+def test_quiet_ray_start_prints_one_line_of_its_own(tmp_path: Path) -> None:
+    """What tutorial 06 shows: pbmarl's summary on stdout, none of Ray's INFO lines on stderr."""
+    import subprocess
+    import sys
+
+    code = "import pbmarl as pb; pb.init_ray(num_cpus=1, quiet=True); import ray; ray.shutdown()"
+    env = dict(os.environ, RAY_AUTH_MODE=os.environ.get("RAY_AUTH_MODE", "disabled"), RAY_ADDRESS="")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=240, env=env,
+                          cwd=tmp_path)
+    assert done.returncode == 0, done.stderr[-2000:]
+    lines = done.stdout.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("pbmarl: started a local Ray instance"), done.stdout
+    assert "1 CPUs" in lines[0] and "1 node(s)" in lines[0]
+    assert "Started a local Ray instance" not in done.stderr and " INFO " not in done.stderr, done.stderr[-2000:]
