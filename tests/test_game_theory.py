@@ -203,6 +203,37 @@ def test_jpsro_two_player_zero_sum_marginals_become_nash() -> None:
     assert pb.exploitability(jpsro.game, jpsro.population, sigma).nash_conv <= 1e-7
 
 
+def test_jpsro_saves_and_resumes(tmp_path) -> None:
+    straight = pb.JPSRO(KUHN3, solver="mgcce")
+    expected = [r.gap for r in straight.run(5)]
+    run = pb.JPSRO(KUHN3, solver="mgcce", save_dir=tmp_path / "jpsro")
+    list(run.run(3))
+    resumed = pb.JPSRO.load(tmp_path / "jpsro")
+    assert resumed.iteration == 3 and resumed.population.sizes == run.population.sizes
+    got = [r.gap for r in resumed.run(2)]
+    assert got == pytest.approx(expected[3:], abs=1e-9)
+    assert len(resumed.history) == 6
+
+
+def test_failed_steps_leave_xdo_and_jpsro_as_they_were(monkeypatch: pytest.MonkeyPatch) -> None:
+    xdo = pb.XDO(KUHN, solver="lp")
+    list(xdo.run(2))
+    before = (xdo.population.sizes, xdo.tau, len(xdo.records), [x.copy() for x in xdo.plans])
+    monkeypatch.setattr(xdo, "_solve", lambda tree: (_ for _ in ()).throw(RuntimeError("boom")))
+    with pytest.raises(RuntimeError, match="boom"):
+        xdo.step()
+    assert (xdo.population.sizes, xdo.tau, len(xdo.records)) == before[:3]
+    assert all(np.array_equal(a, b) for a, b in zip(xdo.plans, before[3]))
+    jpsro = pb.JPSRO(KUHN3, solver="mwcce")
+    list(jpsro.run(2))
+    sizes, n, pending = jpsro.population.sizes, len(jpsro.records), len(jpsro._pending)
+    monkeypatch.setattr(jpsro, "solver", lambda table: (_ for _ in ()).throw(RuntimeError("boom")))
+    with pytest.raises(RuntimeError, match="boom"):
+        jpsro.step()
+    assert (jpsro.population.sizes, len(jpsro.records), len(jpsro._pending)) == (sizes, n, pending)
+    assert jpsro.table.sizes == sizes
+
+
 def test_jpsro_refuses_bad_input() -> None:
     with pytest.raises(ValueError, match="correlated meta-solver"):
         pb.JPSRO(KUHN, solver="nash")

@@ -25,15 +25,19 @@ Example:
 
 from __future__ import annotations
 
+import os
 import time
 from collections.abc import Iterator
-from dataclasses import dataclass, field
-from typing import Any
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any, cast
 
 import numpy as np
 import pandas as pd
 
+from pbmarl.algorithms.jpsro_io import load_jpsro, save_jpsro
 from pbmarl.algorithms.records import _fmt
+from pbmarl.algorithms.transaction import all_or_nothing
 from pbmarl.evaluation.engine import best_response_values, nash_conv
 from pbmarl.evaluation.exact import ExactEvaluator
 from pbmarl.evaluation.realization import terminal_reach
@@ -89,6 +93,11 @@ class JPSRORecord:
         row["new_ids"] = list(self.new_ids)
         return row
 
+    def to_json(self) -> dict[str, Any]:
+        data = asdict(self)
+        data.update(sizes=list(self.sizes), gaps=list(self.gaps), new_ids=list(self.new_ids))
+        return data
+
     def __str__(self) -> str:
         return (f"iter {self.iteration:>3} | sizes {self.sizes} | {self.kind.upper()} gap {_fmt(self.gap)} | "
                 f"marginals' NashConv {_fmt(self.nash_conv)} | {sum(self.seconds.values()):.3f}s")
@@ -104,10 +113,21 @@ class JPSRO:
         stop_gap: `run` stops once the summed gap is at or below this.
         max_iterations: `run` never goes past this iteration.
         tie_tol: a best response is new only if it gains more than this over the joint.
+        save_dir: if given, the run is saved there after every iteration (atomically).
     """
 
     def __init__(self, game: Game | str, solver: str | MetaSolver = "mgcce", *, stop_gap: float | None = 1e-9,
-                 max_iterations: int | None = None, tie_tol: float = 1e-10) -> None:
+                 max_iterations: int | None = None, tie_tol: float = 1e-10,
+                 save_dir: str | os.PathLike[str] | None = None) -> None:
+        self._configure(game, solver, stop_gap=stop_gap, max_iterations=max_iterations, tie_tol=tie_tol,
+                        save_dir=save_dir)
+        for p in range(self.game.num_players):
+            self.population.add(p, RandomPolicy(self.game), name=f"initial-{p}", iteration=0, origin="initial")
+        self._finish(0, {"oracle": 0.0}, ())
+
+    def _configure(self, game: Game | str, solver: str | MetaSolver, *, stop_gap: float | None,
+                   max_iterations: int | None, tie_tol: float, save_dir: str | os.PathLike[str] | None) -> None:
+        """Every option and the empty run; shared by `__init__` and `load`."""
         self.game = load_game(game) if isinstance(game, str) else game
         self.solver = solver if isinstance(solver, MetaSolver) else MetaSolver(solver)
         if self.solver.name not in KINDS:
@@ -126,13 +146,30 @@ class JPSRO:
         self.meta_strategy: MetaStrategy | None = None
         self._pending: list[tuple[int, np.ndarray]] = []
         self._wall = 0.0
-        for p in range(self.game.num_players):
-            self.population.add(p, RandomPolicy(self.game), name=f"initial-{p}", iteration=0, origin="initial")
-        self._finish(0, {"oracle": 0.0}, ())
+        self.save_dir = Path(save_dir) if save_dir is not None else None
 
     # -- the loop ------------------------------------------------------------------
+    def snapshot(self) -> object:
+        """Everything a `step` changes, for `restore` (see `pbmarl.algorithms.transaction`)."""
+        return (self.population.snapshot(), self.table.snapshot(), len(self.records), self.meta_strategy,
+                list(self._pending), self._wall)
+
+    def restore(self, state: object) -> None:
+        """Put the run back as `snapshot()` found it."""
+        population, table, n_records, meta, pending, wall = cast(
+            "tuple[object, object, int, MetaStrategy | None, list[tuple[int, np.ndarray]], float]", state)
+        self.population.restore(population)
+        self.table.restore(table)
+        del self.records[n_records:]
+        self.meta_strategy, self._pending, self._wall = meta, pending, wall
+
+    @all_or_nothing
     def step(self) -> JPSRORecord:
-        """Add the best responses found when the last joint was measured, re-solve, measure."""
+        """Add the best responses found when the last joint was measured, re-solve, measure.
+
+        All or nothing: an exception (or ``KeyboardInterrupt``) anywhere, the save included,
+        leaves the run as it was.
+        """
         t0 = time.perf_counter()
         iteration = len(self.records)
         ids = tuple(self.population.add(p, self._policy(p, table), name=f"br{iteration}-{p}", iteration=iteration,
@@ -160,6 +197,8 @@ class JPSRO:
                              exploitability=nc / self.game.num_players, meta_gap=float(meta), seconds=seconds,
                              wall_time=self._wall, new_ids=ids)
         self.records.append(record)
+        if self.save_dir is not None:
+            self.save(self.save_dir)
         return record
 
     def _gaps(self, sigma: MetaStrategy) -> tuple[np.ndarray, list[tuple[int, np.ndarray]]]:
@@ -233,6 +272,15 @@ class JPSRO:
     def __repr__(self) -> str:
         gap = f", gap={self.records[-1].gap:.4g}" if self.records else ""
         return f"JPSRO({self.game.name!r}, solver={self.solver.name!r}, iteration={self.iteration}{gap})"
+
+    def save(self, path: str | os.PathLike[str]) -> Path:
+        """Write the run to folder `path` (population, table, pending best responses; ``run.json`` last)."""
+        return save_jpsro(self, Path(path))
+
+    @classmethod
+    def load(cls, path: str | os.PathLike[str], **overrides: Any) -> JPSRO:
+        """Resume a run saved by `save`; `overrides`: ``save_dir``, ``stop_gap``, ``max_iterations``, ``tie_tol``."""
+        return load_jpsro(cls, Path(path), **overrides)
 
 
 def _correlated_reach(weights: np.ndarray, reaches: list[np.ndarray]) -> np.ndarray:

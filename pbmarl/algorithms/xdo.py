@@ -30,11 +30,12 @@ import os
 import time
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 import pandas as pd
 
+from pbmarl.algorithms.transaction import all_or_nothing
 from pbmarl.algorithms.xdo_io import XDORecord, load_xdo, save_xdo
 from pbmarl.evaluation.cfr import CFRPlus
 from pbmarl.evaluation.engine import best_response_values, nash_conv, opponent_reach
@@ -100,8 +101,25 @@ class XDO:
         return cls.__new__(cls)
 
     # -- the loop ------------------------------------------------------------------
+    def snapshot(self) -> object:
+        """Everything a `step` changes, for `restore` (see `pbmarl.algorithms.transaction`)."""
+        return self.population.snapshot(), self.plans, self.tau, len(self.records), self._wall, self._inner_total
+
+    def restore(self, state: object) -> None:
+        """Put the run back as `snapshot()` found it."""
+        population, plans, tau, n_records, wall, inner = cast(
+            "tuple[object, tuple[np.ndarray, ...], float, int, float, int]", state)
+        self.population.restore(population)
+        self.plans, self.tau, self._wall, self._inner_total = plans, tau, wall, inner
+        del self.records[n_records:]
+
+    @all_or_nothing
     def step(self) -> XDORecord:
-        """One XDO iteration (the first call builds the initial population); returns its record."""
+        """One XDO iteration (the first call builds the initial population); returns its record.
+
+        All or nothing: an exception (or ``KeyboardInterrupt``) anywhere, the save included,
+        leaves the run as it was.
+        """
         start = time.perf_counter()
         uniform = not self.plans
         plans = self.plans or tuple(realization_plans(self.tree.infosets[p].legal / np.maximum(
@@ -116,7 +134,6 @@ class XDO:
         br_values, values = nash_conv(self.tree, [x[self.tree.terminal_seq[p]] for p, x in enumerate(new_plans)])
         nc = float((br_values - values).sum())
         measured = time.perf_counter()
-        # everything is computed: now change the run (an exception above leaves it as it was)
         iteration = len(self.records)
         ids = tuple(self.population.add(p, self._policy(p, brs[p]), name=f"{'initial' if uniform else 'br'}{iteration}-{p}",
                                         iteration=iteration, origin="xdo") for p in range(2))

@@ -1,0 +1,90 @@
+"""`JPSRO`'s run folder.
+
+Layout (the same habits as PSRO's, `pbmarl.algorithms.checkpoint`)::
+
+    run.json          options, the records, the table and pending files (written LAST, atomically)
+    population/       the members (append-only; members after run.json's sizes are ignored)
+    table-NNNN.npz    the payoff table after iteration NNNN
+    pending-NNNN.npz  the best responses found by the last measurement, to add at the next step
+    history.csv       one row per iteration, for people and pandas
+
+The joint meta-distribution is solved again from the table on load and checked against
+the saved marginals (the maximum-Gini solvers' answer is unique).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from pbmarl.games.registry import game_from_spec, game_spec
+from pbmarl.io import ensure_writable_folder, read_json, read_npz, write_json, write_npz
+from pbmarl.payoffs import PayoffTable
+from pbmarl.population import Population
+
+if TYPE_CHECKING:  # pragma: no cover
+    from pbmarl.algorithms.jpsro import JPSRO, JPSRORecord
+
+FORMAT = 1
+
+
+def save_jpsro(run: JPSRO, folder: Path) -> Path:
+    ensure_writable_folder(folder, what="run folder")
+    it = run.iteration
+    run.population.save(folder / "population")
+    table, pending = f"table-{it:04d}.npz", f"pending-{it:04d}.npz"
+    run.table.save(folder / table)
+    write_npz(folder / pending, {"players": np.array([p for p, _ in run._pending], dtype=np.int64),
+                                 **{f"table_{i}": t for i, (_, t) in enumerate(run._pending)}})
+    tmp = folder / ".history.csv.tmp"
+    run.history.to_csv(tmp)
+    tmp.replace(folder / "history.csv")
+    write_json(folder / "run.json", {
+        "format": FORMAT, "kind": "JPSRO", "game": game_spec(run.game),
+        "solver": {"name": run.solver.name, "options": dict(run.solver.options)},
+        "options": {"stop_gap": run.stop_gap, "max_iterations": run.max_iterations, "tie_tol": run.tie_tol},
+        "iteration": it, "sizes": list(run.population.sizes), "table": table, "pending": pending,
+        "wall_time": run._wall, "records": [r.to_json() for r in run.records],
+        "marginals": [list(map(float, m)) for m in (run.meta_strategy or ())],
+    })
+    for old in [*folder.glob("table-*.npz"), *folder.glob("pending-*.npz")]:
+        if old.name not in (table, pending):
+            old.unlink(missing_ok=True)
+    return folder
+
+
+def load_jpsro(cls: type[JPSRO], folder: Path, **overrides: Any) -> JPSRO:
+    from pbmarl.algorithms.jpsro import JPSRORecord
+    from pbmarl.solvers.metasolver import MetaSolver
+
+    if not (folder / "run.json").exists():
+        raise FileNotFoundError(f"{str(folder)!r} is not a pbmarl run folder (no run.json)")
+    data = read_json(folder / "run.json")
+    if data.get("kind") != "JPSRO" or data.get("format") != FORMAT:
+        raise ValueError(f"run folder {str(folder)!r} holds a {data.get('kind')!r} run (format "
+                         f"{data.get('format')!r}), not a JPSRO run of format {FORMAT}")
+    unknown = sorted(set(overrides) - {"save_dir", "stop_gap", "max_iterations", "tie_tol"})
+    if unknown:
+        raise TypeError(f"unknown overrides {unknown}; accepted: save_dir, stop_gap, max_iterations, tie_tol")
+    run = cls.__new__(cls)
+    solver = MetaSolver(data["solver"]["name"], **data["solver"]["options"])
+    run._configure(game_from_spec(data["game"]), solver, **{**data["options"], "save_dir": folder, **overrides})
+    run.population = Population.load(folder / "population", run.game, sizes=data["sizes"])
+    run.table = PayoffTable.load(folder / data["table"], run.population)
+    arrays = read_npz(folder / data["pending"])
+    run._pending = [(int(p), arrays[f"table_{i}"]) for i, p in enumerate(arrays["players"])]
+    run.records = [_record(JPSRORecord, r) for r in data["records"]]
+    run._wall = float(data["wall_time"])
+    run.meta_strategy = run.solver(run.table)
+    for p, saved in enumerate(data["marginals"]):
+        if not np.allclose(run.meta_strategy[p], saved, atol=1e-6):
+            raise ValueError(f"re-solving the saved table in {str(folder)!r} gave a different meta-strategy for "
+                             f"player {p}: {np.round(run.meta_strategy[p], 6).tolist()} vs saved {saved}")
+    return run
+
+
+def _record(cls: type[JPSRORecord], data: dict[str, Any]) -> JPSRORecord:
+    return cls(**{**data, "sizes": tuple(data["sizes"]), "gaps": tuple(data["gaps"]),
+                  "new_ids": tuple(data["new_ids"])})
