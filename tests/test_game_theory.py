@@ -53,6 +53,8 @@ def test_lp_refuses_bad_games() -> None:
         pb.sequence_form_lp(general)
     with pytest.raises(ValueError, match="max_sequences"):
         pb.sequence_form_lp(pb.load_game(KUHN), max_sequences=10)
+    with pytest.raises(ValueError, match="too large|max_nodes"):
+        pb.sequence_form_lp(pb.load_game(LEDUC), max_nodes=1000)
 
 
 def test_lp_matches_matrix_game_value() -> None:
