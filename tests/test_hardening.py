@@ -245,3 +245,78 @@ def test_item8_saved_learner_options_are_checked_on_load(tmp_path):
 
     with pytest.raises(ValueError, match="buffer_size must be a positive int up to 10\\*\\*8"):
         make_learner(pb.load_game("kuhn_poker"), {"name": "dqn", "buffer_size": 10**13})
+
+
+# -- items 9 and 10: Ray ----------------------------------------------------------------------------
+def _python(code, env_changes, timeout=120):
+    env = {k: v for k, v in os.environ.items() if k not in ("RAY_AUTH_MODE", "RAY_AUTH_TOKEN", "RAY_AUTH_TOKEN_PATH")}
+    env.update({"PYTHONPATH": str(ROOT), **env_changes})
+    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=timeout)
+
+
+def test_item9_token_auth_and_a_private_token_file(tmp_path):
+    """In a subprocess with its own environment (the test session's Ray runs with auth disabled)."""
+    code = ("from pbmarl.rollout.ray_security import prepare_embedded_auth as p, default_token_path as d\n"
+            "import os, stat; m = p(); f = d()\n"
+            "print(m, f.exists() and oct(stat.S_IMODE(os.stat(f).st_mode)), os.environ['RAY_AUTH_MODE'])")
+    home = tmp_path / "home"
+    home.mkdir()
+    first = _python(code, {"HOME": str(home)})
+    assert first.stdout.split() == ["token", "0o600", "token"], first.stderr
+    token = (home / ".ray" / "auth_token").read_text()
+    assert len(token) == 64 and _python(code, {"HOME": str(home)}).returncode == 0
+    assert (home / ".ray" / "auth_token").read_text() == token  # never overwritten
+    # the user's choice stands; a token given another way is not duplicated into a file
+    other = tmp_path / "other"
+    other.mkdir()
+    assert _python(code, {"HOME": str(other), "RAY_AUTH_MODE": "disabled"}).stdout.split() == ["disabled", "False",
+                                                                                                 "disabled"]
+    assert _python(code, {"HOME": str(other), "RAY_AUTH_TOKEN": "ab" * 32}).stdout.split() == ["token", "False", "token"]
+
+
+@pytest.mark.slow
+def test_item9_embedded_ray_refuses_a_client_without_the_token(tmp_path):
+    """Starts a real embedded Ray (in a subprocess, HOME in tmp_path) and joins it with a wrong token."""
+    code = """
+import json, os, subprocess, sys
+import pbmarl as pb
+try:
+    pb.init_ray(num_cpus=1)
+except RuntimeError as exc:
+    print(json.dumps({"skip": str(exc)})); sys.exit(0)
+import ray
+gcs = ray.get_runtime_context().gcs_address
+env = {**os.environ, "RAY_AUTH_MODE": "token", "RAY_AUTH_TOKEN": "0" * 64}
+r = subprocess.run([sys.executable, "-c", f"import ray; ray.init(address={gcs!r}); print('JOINED')"],
+                   capture_output=True, text=True, env=env, timeout=120)
+print(json.dumps({"mode": os.environ["RAY_AUTH_MODE"], "joined": "JOINED" in r.stdout, "rc": r.returncode}))
+ray.shutdown()
+"""
+    home = tmp_path / "home"
+    home.mkdir()
+    result = _python(code, {"HOME": str(home)}, timeout=400)
+    data = json.loads(result.stdout.strip().splitlines()[-1])
+    if "skip" in data:
+        pytest.skip(f"Ray could not start on this loaded machine: {data['skip'][:200]}")
+    assert data == {"mode": "token", "joined": False, "rc": data["rc"]} and data["rc"] != 0
+
+
+def test_item10_startup_timeout_is_retried_then_explained(monkeypatch):
+    from pbmarl.rollout import ray_backend, ray_security
+
+    calls = []
+
+    class FakeRay:
+        def init(self, **kwargs):
+            calls.append(kwargs)
+            raise Exception("The current node timed out during startup. This could happen because ...")
+
+        def shutdown(self):
+            calls.append("shutdown")
+
+    monkeypatch.setattr(ray_security, "prepare_embedded_auth", lambda: "token")
+    with pytest.raises(RuntimeError, match="did not start .* twice.*ray start --head.*backend='local'"):
+        ray_backend._start_embedded(FakeRay(), 1, True)
+    inits = [c for c in calls if c != "shutdown"]
+    assert len(inits) == 2 and "_system_config" not in inits[0]
+    assert inits[1]["_system_config"]["agent_register_timeout_ms"] > 10_000 and calls.count("shutdown") == 2

@@ -1,8 +1,8 @@
 """Ray: `init_ray` and the Ray backend of `RolloutPool`. The ONLY module that imports ray.
 
 Ray is imported inside functions, so importing this module (and `pbmarl.rollout`)
-does not load Ray. Every entry point sets ``RAY_AUTH_MODE`` (default ``"disabled"``;
-Ray 2.60 accepts ``"disabled"`` and ``"token"``) before the first ``import ray``.
+does not load Ray. An embedded instance uses token auth with a private token file
+(see `pbmarl.rollout.ray_security`); joining a cluster follows the cluster's settings.
 
 The backend keeps `num_workers` actors, each a `RolloutWorker`. Units are handed
 out a few at a time per actor; a policy travels to an actor with the first unit
@@ -30,7 +30,6 @@ _CONTEXT: tuple[str, Any] | None = None  # (GCS address, context) of the session
 
 
 def _import_ray() -> Any:
-    os.environ.setdefault(AUTH_MODE_VAR, "disabled")
     import ray
 
     return ray
@@ -76,8 +75,7 @@ def init_ray(
     if num_cpus is not None and (isinstance(num_cpus, bool) or not isinstance(num_cpus, int) or num_cpus < 1):
         raise ValueError(f"num_cpus must be a positive int, got {num_cpus!r}")
     if target is None or target == "local":
-        context = ray.init(address="local", num_cpus=num_cpus or os.cpu_count() or 1, include_dashboard=False,
-                           **_logging(quiet))
+        context = _start_embedded(ray, num_cpus or os.cpu_count() or 1, quiet)
         _CONTEXT = (str(ray.get_runtime_context().gcs_address), context)
         _summary(ray, "started a local Ray instance", quiet)
         return context
@@ -92,6 +90,35 @@ def init_ray(
     _CONTEXT = (str(ray.get_runtime_context().gcs_address), context)
     _summary(ray, f"joined the Ray cluster at {target}", quiet)
     return context
+
+
+#: seconds the raylet waits for its agents on the second try (Ray's default is 10; a loaded machine can need more)
+RETRY_AGENT_TIMEOUT_S = 120
+
+
+def _start_embedded(ray: Any, num_cpus: int, quiet: bool) -> Any:
+    """Start a local instance with token auth (see `ray_security`); retry once, more patiently, on a start-up
+    time-out; then raise a RuntimeError that says what to try."""
+    from pbmarl.rollout.ray_security import prepare_embedded_auth
+
+    prepare_embedded_auth()
+    options = {"address": "local", "num_cpus": num_cpus, "include_dashboard": False, **_logging(quiet)}
+    for attempt in range(2):
+        extra = {"_system_config": {"agent_register_timeout_ms": RETRY_AGENT_TIMEOUT_S * 1000}} if attempt else {}
+        try:
+            return ray.init(**options, **extra)
+        except Exception as exc:  # Ray raises a bare Exception for this
+            if "timed out during startup" not in str(exc) and "Timed out" not in str(exc):
+                raise
+            ray.shutdown()
+            if attempt:
+                raise RuntimeError(
+                    f"Ray did not start on this machine, twice (the second time waiting {RETRY_AGENT_TIMEOUT_S} s "
+                    f"for its agents): {exc} The machine is probably overloaded. Try: fewer processes running at "
+                    "once, init_ray(num_cpus=2), starting Ray once with `ray start --head` and then "
+                    "init_ray(address='auto'), or RolloutPool(backend='local') without Ray"
+                ) from None
+    raise AssertionError("unreachable")
 
 
 def _logging(quiet: bool) -> dict[str, Any]:
