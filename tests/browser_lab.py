@@ -146,7 +146,7 @@ class NotebookPage:
         self.by = By
         self.driver = driver
         self.name = name
-        driver.get(lab.url(f"lab/tree/{name}"))
+        driver.get(lab.url(f"lab/tree/{name}"))  # a path relative to the server's root
         wait_for(lambda: self._idle_kernel(), 90, f"{name} to open with an idle kernel")
 
     def _find(self, css: str) -> list[Any]:
@@ -223,11 +223,14 @@ class NotebookPage:
 
 
 def lab_server(tmp_path_factory: pytest.TempPathFactory, notebooks: list[Path]) -> Iterator[Lab]:
-    """A JupyterLab serving copies of `notebooks` in a temporary folder (the fixture's body)."""
-    folder = tmp_path_factory.mktemp("lab") / "notebooks"
+    """A JupyterLab serving copies of `notebooks` in a temporary folder, each at its path relative to
+    the repository (so ``tutorials/…`` links and relative paths still work); the fixture's body."""
+    folder = tmp_path_factory.mktemp("lab") / "root"
     folder.mkdir()
     for path in notebooks:
-        shutil.copy(path, folder / path.name)
+        target = folder / path.relative_to(ROOT)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy(path, target)
     lab = Lab(folder)
     try:
         yield lab
