@@ -112,11 +112,14 @@ def run_parallel(
     num_envs: int,
     min_steps: int | None = None,
     episodes: int | None = None,
+    instances: list[EnvInstance] | None = None,
 ) -> ParallelOutput:
     """Play whole episodes with `num_envs` instances stepped together; see the module doc.
 
     Give `min_steps` (start episodes until that many env steps were taken, then let
     running ones finish) or `episodes`. `seats` has one `Seat` per group of `mapping`.
+    `instances` is a list of environment instances to reuse between calls (grown as
+    needed); every episode starts with a reset from a seed drawn from `rng`.
     """
     from gymnasium import spaces
 
@@ -133,7 +136,8 @@ def run_parallel(
     book = EpisodeBook(P, [grp.seat for grp in groups], episodes, min_steps)
     N = int(max(1, min(num_envs, episodes if episodes is not None else min_steps or 1)))
     noisy = _stateful_noise(groups, N)
-    envs: list[EnvInstance] = [make_instance(game) for _ in range(N)]
+    envs: list[EnvInstance] = instances if instances is not None else []
+    envs.extend(make_instance(game) for _ in range(N - len(envs)))
     raw_spaces = envs[0].observation_spaces
     with_state = bool(game.has_global_state) and bool(learning)
     state_width = int(np.prod(game.global_state_shape)) if with_state else None
@@ -145,6 +149,7 @@ def run_parallel(
     ret = np.zeros((N, P))
     t = np.zeros(N, dtype=np.int64)
     reset_seeds: list[int] = []
+    gstate: list[np.ndarray | None] = [None] * N  # each instance's global state now (where the game has one)
 
     def start(idx: list[int]) -> None:
         k = book.may_start(len(idx))
@@ -158,6 +163,8 @@ def run_parallel(
         for j, i in enumerate(idx[:k]):
             episode[i], member[i], ret[i], t[i], active[i] = ids[j], members[j], 0.0, 0, True
             obs[i], infos[i] = envs[i].reset(int(seeds[j]))
+            if with_state:
+                gstate[i] = envs[i].state()
             for gi, pi in noisy:
                 grp = groups[gi]
                 pi.reset_noise([grp.noise_offset + i * len(grp.agents) + k for k in range(len(grp.agents))])
@@ -167,7 +174,7 @@ def run_parallel(
         live_idx = np.flatnonzero(active).tolist()
         live = {i: envs[i].live_agents() for i in live_idx}
         joint: dict[int, dict[str, Any]] = {i: {} for i in live_idx}
-        state_before = {i: envs[i].state() for i in live_idx} if with_state else {}
+        state_before = {i: gstate[i] for i in live_idx}
         pending: list[tuple[_Group, list[int], list[int]]] = []
         for gi, grp in enumerate(groups):
             for m in np.unique(member[live_idx, gi]).tolist():
@@ -192,7 +199,10 @@ def run_parallel(
             r = rewards[i]
             ret[i] += [float(r.get(a, 0.0)) for a in agents]
             t[i] += 1
-        state_after = {i: envs[i].state() for i in live_idx} if with_state else {}
+        if with_state:
+            for i in live_idx:
+                gstate[i] = envs[i].state()  # after this step = before the next one
+        state_after = {i: gstate[i] for i in live_idx}
         for grp, inst, where in pending:
             assert grp.rows is not None
             pairs = list(zip(inst, where))

@@ -59,6 +59,7 @@ class RolloutWorker:
         self._call = -1
         self._crash_after: int | None = None
         self._mappings: dict[Any, Any] = {}
+        self._instances: list[Any] = []  # environment instances kept between multi-agent units
 
     # -- policies -------------------------------------------------------------
     def load(self, shipments: Sequence[Shipment], games: Mapping[str, Game] | None = None) -> None:
@@ -129,7 +130,7 @@ class RolloutWorker:
                 raise RuntimeError(f"worker has no policy for tokens {missing}; they were never shipped")
             seats[group] = Seat(tuple(self.policies[t] for t in seat.tokens), np.asarray(seat.weights, dtype=float))
         out = run_parallel(self.game, mapping, seats, set(ref.learning), unit.rng(), num_envs=self.envs,
-                           min_steps=unit.min_learner_steps, episodes=unit.episodes)
+                           min_steps=unit.min_learner_steps, episodes=unit.episodes, instances=self._instances)
         return UnitResult(unit.key, out.returns, out.lengths, out.steps, None, os.getpid(), out.groups)
 
     def crash_after(self, units: int) -> None:
