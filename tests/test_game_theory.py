@@ -107,6 +107,20 @@ def test_xdo_saves_and_resumes(tmp_path) -> None:
     assert len(resumed.history) == 4
 
 
+def test_xdo_run_folder_is_untrusted_input(tmp_path) -> None:
+    import json
+
+    run = pb.XDO(KUHN, solver="lp", save_dir=tmp_path / "xdo")
+    list(run.run(1))
+    meta = json.loads((tmp_path / "xdo" / "run.json").read_text())
+    meta["solution"] = "../outside.npz"
+    (tmp_path / "xdo" / "run.json").write_text(json.dumps(meta))
+    with pytest.raises(ValueError, match="inside the run folder"):
+        pb.XDO.load(tmp_path / "xdo")
+    with pytest.raises(ValueError, match="not a JPSRO run"):
+        pb.JPSRO.load(tmp_path / "xdo")
+
+
 @pytest.mark.parametrize("tau", [0, -1.0, float("nan")])
 def test_xdo_refuses_non_positive_tau(tau: float) -> None:
     with pytest.raises(ValueError, match="tau"):

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from pbmarl.games.registry import game_from_spec, game_spec
-from pbmarl.io import ensure_writable_folder, read_json, read_npz, write_json, write_npz
+from pbmarl.io import ensure_writable_folder, inside, read_json, read_npz, write_json, write_npz
 from pbmarl.payoffs import PayoffTable
 from pbmarl.population import Population
 
@@ -72,9 +72,14 @@ def load_jpsro(cls: type[JPSRO], folder: Path, **overrides: Any) -> JPSRO:
     solver = MetaSolver(data["solver"]["name"], **data["solver"]["options"])
     run._configure(game_from_spec(data["game"]), solver, **{**data["options"], "save_dir": folder, **overrides})
     run.population = Population.load(folder / "population", run.game, sizes=data["sizes"])
-    run.table = PayoffTable.load(folder / data["table"], run.population)
-    arrays = read_npz(folder / data["pending"])
-    run._pending = [(int(p), arrays[f"table_{i}"]) for i, p in enumerate(arrays["players"])]
+    run.table = PayoffTable.load(inside(folder, data["table"], entry="run.json 'table'"), run.population)
+    pending = inside(folder, data["pending"], entry="run.json 'pending'")
+    players = read_npz(pending, {"players": (None, "iu")})["players"]
+    if players.ndim != 1 or not np.all((players >= 0) & (players < run.game.num_players)):
+        raise ValueError(f"{str(pending)!r}: 'players' must list player indices 0..{run.game.num_players - 1}")
+    shapes = {f"table_{i}": ((run.tree.infosets[p].size, run.game.num_actions), "f") for i, p in enumerate(players)}
+    arrays = read_npz(pending, shapes)
+    run._pending = [(int(p), arrays[f"table_{i}"]) for i, p in enumerate(players)]
     run.records = [_record(JPSRORecord, r) for r in data["records"]]
     run._wall = float(data["wall_time"])
     run.meta_strategy = run.solver(run.table)

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from pbmarl.algorithms.records import _fmt
 from pbmarl.games.registry import game_from_spec, game_spec
-from pbmarl.io import ensure_writable_folder, read_json, read_npz, write_json, write_npz
+from pbmarl.io import ensure_writable_folder, inside, read_json, read_npz, write_json, write_npz
 from pbmarl.population import Population
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -114,8 +114,10 @@ def load_xdo(cls: type[XDO], folder: Path, **overrides: Any) -> XDO:
     options = {**data["options"], "tau": data["tau"], "save_dir": folder, **overrides}
     run = cls(game_from_spec(data["game"]), **options)
     run.population = Population.load(folder / "population", run.game, sizes=data["sizes"])
-    arrays = read_npz(folder / data["solution"])
-    run.plans = tuple(arrays[f"plan_{p}"] for p in range(run.game.num_players))
+    P = run.game.num_players
+    expect = {f"plan_{p}": ((run.tree.num_sequences(p),), "f") for p in range(P)}
+    arrays = read_npz(inside(folder, data["solution"], entry="run.json 'solution'"), expect)
+    run.plans = tuple(arrays[f"plan_{p}"] for p in range(P))
     run.records = [XDORecord.from_json(r) for r in data["records"]]
     run._wall, run._inner_total = float(data["wall_time"]), int(data["inner_total"])
     return run
