@@ -56,7 +56,15 @@ class PayoffTable:
     @classmethod
     def from_array(cls, payoffs: Any, *, ids: Sequence[Sequence[str]] | None = None) -> PayoffTable:
         """An exact, free-standing table from ``(n1, ..., nk, k)`` payoffs or one zero-sum 2-D matrix."""
-        array = np.asarray(payoffs, dtype=float)
+        raw = np.asarray(payoffs)
+        if raw.dtype.kind not in "biuf":
+            raise ValueError(f"payoffs must be real numbers, got an array of dtype {raw.dtype}"
+                             + (" (complex payoffs have no order; pass the real part explicitly)"
+                                if raw.dtype.kind == "c" else ""))
+        array = raw.astype(float)
+        if np.isinf(array).any():
+            cell = tuple(int(i) for i in np.argwhere(np.isinf(array))[0])
+            raise ValueError(f"payoffs must be finite (NaN marks a missing cell), got {array[cell]} at index {cell}")
         if array.ndim == 2:
             array = np.stack([array, -array], axis=-1)
         if array.ndim < 3 or array.shape[-1] != array.ndim - 1:

@@ -320,3 +320,59 @@ def test_item10_startup_timeout_is_retried_then_explained(monkeypatch):
     inits = [c for c in calls if c != "shutdown"]
     assert len(inits) == 2 and "_system_config" not in inits[0]
     assert inits[1]["_system_config"]["agent_register_timeout_ms"] > 10_000 and calls.count("shutdown") == 2
+
+
+# -- items 11, 12, 13, 18: bad input that slipped through, README vs API ---------------------------
+@pytest.mark.parametrize("make, message", [
+    (lambda: pb.MetaSolver("rm", iterations=10**10), r"iterations must be an int in \[1, 10,000,000\]"),
+    (lambda: pb.MetaSolver("prd", dt=float("nan")), "dt must be a finite number, got nan"),
+    (lambda: pb.RolloutPool(pb.load_game("kuhn_poker"), backend="local").evaluate(
+        [pb.RandomPolicy(pb.load_game("kuhn_poker"))] * 2, 10**12), "episodes must be at most"),
+    (lambda: pb.PSRO("kuhn_poker", seed=1.7), "seed must be None or an int"),
+    (lambda: pb.PSRO("kuhn_poker", seed=-1), "got -1"),
+    (lambda: pb.PSRO("kuhn_poker", seed="abc"), "got 'abc'"),
+    (lambda: pb.PSRO("kuhn_poker", measure="no"), "measure must be True, False or None"),
+    (lambda: pb.PSRO("kuhn_poker", learner="dqm"), "unknown learner 'dqm'"),
+    (lambda: pb.PSRO("kuhn_poker", evaluator="sampled"), "unknown evaluator 'sampled'"),
+    (lambda: pb.RolloutPool(pb.load_game("kuhn_poker"), worker_cpus=-1), "worker_cpus must be a number in"),
+    (lambda: pb.RolloutPool(pb.load_game("kuhn_poker"), worker_cpus=float("nan")), "worker_cpus"),
+    (lambda: pb.PayoffTable.from_array(np.array([[1.0, np.inf], [0.0, 0.0]])), "must be finite .* at index"),
+    (lambda: pb.PayoffTable.from_array(np.array([[1 + 2j, 0], [0, 0]])), "complex payoffs"),
+    (lambda: pb.load_game("goofspiel(num_cards=0)"), "has no actions"),
+])
+def test_items11_to_13_clear_errors(make, message):
+    with pytest.raises((ValueError, TypeError), match=message):
+        make()
+
+
+def test_items12_13_more_refusals_and_names_that_build(tmp_path):
+    with pytest.raises(TypeError, match="name must be a non-empty string"):
+        pb.MatrixGame([[1, -1], [-1, 1]], name=5)
+    game = pb.load_game("kuhn_poker")
+    pop = pb.Population(game)
+    with pytest.raises(TypeError, match="blob=.*cannot be saved"):
+        pop.add(0, pb.RandomPolicy(game), blob=object())
+    assert pop.sizes == (0, 0)
+    with pytest.raises(SystemExit):
+        cli(["psro", "--game", "kuhn_poker", "--workers", "-3", "--out", str(tmp_path / "w")])
+    run = pb.PSRO("kuhn_poker", seed=None, evaluator="rollout", eval_episodes=50)
+    assert isinstance(run.evaluator, pb.RolloutPool) and run.seed is None
+    run.step()
+    assert run.records[-1].br_gain_stderr and all(s > 0 for s in run.records[-1].br_gain_stderr)
+
+
+def test_item18_run_stops_at_convergence_like_the_cli_and_pettingzoo_extras_are_named():
+    run = pb.PSRO("kuhn_poker")
+    records = list(run.run(30))
+    assert run.converged and len(records) < 30 and records[-1].exploitability <= 1e-6
+    from pbmarl.plot import plot_exploitability as a
+    from pbmarl.plots import plot_exploitability as b
+
+    assert a is b
+    pytest.importorskip("pettingzoo")
+    try:
+        import pettingzoo.butterfly  # noqa: F401
+        import pygame  # noqa: F401
+    except ImportError:
+        with pytest.raises(ValueError, match=r"pip install 'pettingzoo\[butterfly\]'"):
+            pb.load_game("pettingzoo:pistonball_v6")

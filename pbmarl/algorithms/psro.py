@@ -49,7 +49,8 @@ class PSRO:
         learner: the oracle; default `ExactBestResponse` (games whose tree fits in memory).
         evaluator: fills the payoff table; default `ExactEvaluator`, or a `RolloutPool`.
         initial_policies: one policy per player (or one list per player); default uniform random.
-        stop_exploitability: `run` stops once exploitability falls to or below this.
+        stop_exploitability: `run` stops once the measured exploitability falls to or below this
+            (default 1e-6, as on the command line; None: never stop early).
         max_iterations: `run` never goes past this iteration (None: no limit).
         eval_episodes: episodes per cell when the evaluator samples (a `RolloutPool`).
         measure: measure exact NashConv each iteration (on by default where the engine applies).
@@ -74,7 +75,7 @@ class PSRO:
         evaluator: Evaluator | str | None = None,
         *,
         initial_policies: Sequence[Policy | Sequence[Policy]] | None = None,
-        stop_exploitability: float | None = None,
+        stop_exploitability: float | None = 1e-6,
         max_iterations: int | None = None,
         eval_episodes: int = 1000,
         measure: bool | None = None,

@@ -74,6 +74,8 @@ class MatrixGame(Game):
             # named by content, so a policy made for one matrix game is not taken for another's
             digest = hashlib.sha1(np.ascontiguousarray(self.payoffs).tobytes()).hexdigest()[:8]
             name = "matrix_" + "x".join(map(str, self.action_counts)) + "_" + digest
+        if not isinstance(name, str) or not name:
+            raise TypeError(f"name must be a non-empty string, got {name!r}")
         self.name = name
         self.num_players = self.payoffs.shape[-1]
         self.num_actions = int(max(self.action_counts))

@@ -22,6 +22,9 @@ class OpenSpielGame(Game):
         gtype = pyspiel_game.get_type()
         self.num_players = pyspiel_game.num_players()
         self.num_actions = pyspiel_game.num_distinct_actions()
+        if self.num_actions < 1:
+            raise ValueError(f"game {name!r} has no actions: check its parameters (OpenSpiel accepted them, but a "
+                             f"game needs at least one action; e.g. goofspiel needs num_cards >= 1)")
         self.turn_based = gtype.dynamics != pyspiel.GameType.Dynamics.SIMULTANEOUS
         self.zero_sum = gtype.utility == pyspiel.GameType.Utility.ZERO_SUM
         self._use_info_tensor = gtype.provides_information_state_tensor

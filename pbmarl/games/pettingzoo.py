@@ -102,6 +102,19 @@ def parse_name(text: str) -> tuple[str, dict[str, Any]]:
     return base.strip(), params
 
 
+def _family(env_name: str) -> str:
+    """The PettingZoo extra (``butterfly``, ``classic``, ...) an environment belongs to."""
+    try:
+        from pettingzoo import aec_registry, parallel_registry
+
+        for env_id in list(parallel_registry) + list(aec_registry):
+            if _canonical(env_id) == env_name and "/" in env_id:
+                return env_id.split("/", 1)[0]
+    except ImportError:
+        pass
+    return "all"
+
+
 def _canonical(name: str) -> str:
     """``"classic/connect_four-v3"`` or ``"mpe/simple_push_v3"`` -> ``"connect_four_v3"``."""
     short = name.rsplit("/", 1)[-1]
@@ -166,6 +179,13 @@ class PettingZooGame(Game):
             probe = factory(**self.env_kwargs)
         except TypeError as exc:
             raise ValueError(f"cannot create {env_name!r} with {self.env_kwargs}: {exc}") from None
+        except Exception as exc:
+            # PettingZoo raises its own FailedToImport when a family's extra is missing
+            if not (isinstance(exc, ImportError) or type(exc).__name__ == "FailedToImport"):
+                raise
+            family = _family(env_name)
+            raise ValueError(f"{env_name!r} needs dependencies that are not installed: "
+                             f"pip install 'pettingzoo[{family}]' ({exc})") from None
         probe.reset(seed=0)
         self.agents = list(probe.possible_agents)
         self.seat = {agent: p for p, agent in enumerate(self.agents)}

@@ -101,6 +101,28 @@ SOLVERS: Mapping[str, Callable[..., SolverResult]] = MappingProxyType({
 })
 
 
+#: the most iterations (or pivots) an iterative meta-solver may be asked for: beyond it a call runs for hours
+MAX_ITERATIONS = 10**7
+
+
+def _check_option(solver: str, key: str, value: Any, default: Any) -> None:
+    """What every solver needs of an option, checked when the solver is made: the type of its default,
+    finite numbers, at most `MAX_ITERATIONS` iterations. Each solver checks its own ranges when called."""
+    where = f"meta-solver {solver!r} option {key}"
+    if isinstance(default, bool):
+        if not isinstance(value, (bool, np.bool_)):
+            raise ValueError(f"{where} must be True or False, got {value!r}")
+    elif isinstance(default, int):
+        if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)):
+            raise ValueError(f"{where} must be an int, got {value!r}")
+        if value > MAX_ITERATIONS:
+            raise ValueError(f"{where} must be an int in [1, {MAX_ITERATIONS:,}], got {value!r}")
+    elif isinstance(default, float):
+        if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, float, np.integer, np.floating)) \
+                or not np.isfinite(value):
+            raise ValueError(f"{where} must be a finite number, got {value!r}")
+
+
 class MetaSolver:
     """A meta-solver by name: ``MetaSolver("nash")(table) -> MetaStrategy``.
 
@@ -136,6 +158,8 @@ class MetaSolver:
                 f"unknown option{'s' if len(unknown) > 1 else ''} {', '.join(map(repr, unknown))} for meta-solver "
                 f"{name!r}; accepted: {', '.join(accepted) if accepted else 'none'}"
             )
+        for key, value in options.items():
+            _check_option(name, key, value, accepted[key])
         self.name = name
         self.options: Mapping[str, Any] = MappingProxyType(dict(options))
 
