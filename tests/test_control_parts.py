@@ -7,7 +7,7 @@ import pytest
 import torch
 
 from pbmarl.learners.buffers import PrioritizedReplayBuffer, ReplayBuffer
-from pbmarl.learners.nets import NoisyLinear, RainbowNet, SquashedGaussianActor
+from pbmarl.learners.nets import NoisyLinear, RainbowNet
 from pbmarl.learners.rl_math import c51_projection, hysteretic_td_loss, nstep_targets, soft_update
 
 
@@ -116,21 +116,6 @@ def test_dueling_heads_average_advantage_out() -> None:
     adv = net.advantage(h)
     assert net.value is not None
     assert torch.allclose(net(x)[..., 0], net.value(h) + adv - adv.mean(1, keepdim=True), atol=1e-6)
-
-
-def test_squashed_gaussian_log_prob_matches_torch_distributions() -> None:
-    torch.manual_seed(0)
-    actor = SquashedGaussianActor(3, (8,), np.array([-2.0]), np.array([2.0]))
-    obs = torch.randn(7, 3)
-    gen = torch.Generator().manual_seed(3)
-    action, log_prob = actor.sample(obs, gen)
-    mean, log_std = actor.net(obs).chunk(2, -1)
-    log_std = -5.0 + 0.5 * 7.0 * (torch.tanh(log_std) + 1)
-    base = torch.distributions.Normal(mean, log_std.exp())
-    dist = torch.distributions.TransformedDistribution(base, [
-        torch.distributions.TanhTransform(), torch.distributions.AffineTransform(0.0, 2.0)])
-    assert torch.allclose(dist.log_prob(action).sum(-1), log_prob, atol=1e-3)
-    assert (action.abs() <= 2.0).all()
 
 
 def test_soft_update_is_polyak_and_tau_one_copies() -> None:

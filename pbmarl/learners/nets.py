@@ -24,7 +24,7 @@ from pbmarl.policies.neural import MLPPolicy, build_mlp, masked_logits
 __all__ = [
     "EpsilonGreedy", "adam", "build_mlp", "tempered_policy", "masked_argmax", "masked_logits", "masked_max_q",
     "obs_dim", "seeded", "to_tensor", "torch_threads",
-    "NoisyLinear", "RainbowNet", "BoxScale", "DeterministicActor", "SquashedGaussianActor", "Critic",
+    "NoisyLinear", "RainbowNet", "Critic",
 ]
 
 M = TypeVar("M")
@@ -222,67 +222,6 @@ class RainbowNet(nn.Module):
         for m in self.modules():
             if isinstance(m, NoisyLinear):
                 m.reset_noise(generator)
-
-
-class BoxScale(nn.Module):
-    """Maps ``tanh`` outputs in [-1, 1] onto a Box's ``[low, high]`` (buffers, so they save with the net)."""
-
-    scale: torch.Tensor
-    bias: torch.Tensor
-
-    def __init__(self, low: np.ndarray, high: np.ndarray) -> None:
-        super().__init__()
-        low_t, high_t = torch.as_tensor(low, dtype=torch.float32), torch.as_tensor(high, dtype=torch.float32)
-        self.register_buffer("scale", (high_t - low_t) / 2)
-        self.register_buffer("bias", (high_t + low_t) / 2)
-
-    def forward(self, squashed: torch.Tensor) -> torch.Tensor:
-        return squashed * self.scale + self.bias
-
-
-class DeterministicActor(nn.Module):
-    """``mu(s) = scale * tanh(MLP(s)) + bias``: the actor of DDPG, TD3 and HDDPG."""
-
-    def __init__(self, in_dim: int, hidden: Sequence[int], low: np.ndarray, high: np.ndarray) -> None:
-        super().__init__()
-        self.net = build_mlp(in_dim, hidden, int(np.prod(np.shape(low))))
-        self.box = BoxScale(low, high)
-
-    def forward(self, obs: torch.Tensor) -> torch.Tensor:
-        return self.box(torch.tanh(self.net(obs)))
-
-
-class SquashedGaussianActor(nn.Module):
-    """SAC's actor: ``a = scale * tanh(u) + bias``, ``u ~ N(mu(s), sigma(s))`` (Haarnoja et al. 2018, App. C).
-
-    ``sample(obs, generator)`` returns ``(action, log_prob)`` with the tanh
-    change of variables ``log pi(a) = log N(u) - sum log(scale (1 - tanh(u)^2))``,
-    written as ``2 (log 2 - u - softplus(-2u))`` for stability.
-    """
-
-    LOG_STD_MIN, LOG_STD_MAX = -5.0, 2.0
-
-    def __init__(self, in_dim: int, hidden: Sequence[int], low: np.ndarray, high: np.ndarray) -> None:
-        super().__init__()
-        d = int(np.prod(np.shape(low)))
-        self.net = build_mlp(in_dim, hidden, 2 * d)
-        self.box = BoxScale(low, high)
-
-    def forward(self, obs: torch.Tensor) -> torch.Tensor:
-        """The deterministic action ``scale * tanh(mu(s)) + bias``."""
-        mean, _ = self.net(obs).chunk(2, dim=-1)
-        return self.box(torch.tanh(mean))
-
-    def sample(self, obs: torch.Tensor, generator: torch.Generator | None = None) -> tuple[torch.Tensor, torch.Tensor]:
-        mean, log_std = self.net(obs).chunk(2, dim=-1)
-        log_std = self.LOG_STD_MIN + 0.5 * (self.LOG_STD_MAX - self.LOG_STD_MIN) * (torch.tanh(log_std) + 1)
-        std = log_std.exp()
-        eps = torch.randn(mean.shape, generator=generator)
-        u = mean + std * eps
-        log_prob = (-0.5 * eps.pow(2) - log_std - 0.5 * np.log(2 * np.pi)).sum(-1)
-        log_prob = log_prob - (2 * (np.log(2) - u - nn.functional.softplus(-2 * u))).sum(-1)
-        log_prob = log_prob - torch.log(self.box.scale).sum()
-        return self.box(torch.tanh(u)), log_prob
 
 
 class Critic(nn.Module):

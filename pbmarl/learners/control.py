@@ -1,0 +1,499 @@
+"""`ControlLearner`: the base of the single-agent off-policy learners (Rainbow, DDPG, TD3, SAC, HDDPG).
+
+Plain RL on a one-player game, stepped like every pbmarl object::
+
+    learner = pb.SAC(pb.load_game("gym:Pendulum-v1"), seed=0)
+    rec = learner.step()            # one round: env steps, mean episode return, losses, seconds
+    for rec in learner.run(20):     # 20 more rounds (a progress bar in a notebook or terminal)
+        ...
+    learner.history                 # one row per round
+    learner.evaluate(10)            # deterministic return over 10 fresh episodes
+    learner.save("runs/sac"); pb.SAC(game, seed=0).load("runs/sac")   # resumes exactly
+
+A round collects whole episodes (at least ``steps_per_round`` env steps), one env
+step at a time, taking ``gradient_steps`` updates every ``train_freq`` steps once
+``learning_starts`` steps are in, as Stable-Baselines3 and CleanRL do. Rounds end
+between episodes, so a save after a round holds everything the next round needs:
+networks, optimisers, the replay buffer and the random states. Each episode is
+reset with a seed drawn from the learner's generator, so the same seed gives the
+same run, and a resumed run equals an uninterrupted one.
+
+An algorithm fills in `_build` (networks, optimisers), `_act` (one action),
+`_update` (one gradient step, returning its losses), `_modules` (what `save` keeps)
+and `_export` (the policy handed back).
+
+The same learner is also an oracle (`best_response` / `respond`) for one-player
+games; several-seat games need the multi-agent collection of the rollout pool.
+"""
+
+from __future__ import annotations
+
+import abc
+import dataclasses
+import math
+import time
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, ClassVar, Protocol, runtime_checkable
+
+import numpy as np
+import pandas as pd
+import torch
+
+from pbmarl.games.base import Game
+from pbmarl.learners.base import (
+    NON_NEGATIVE_INT,
+    POSITIVE,
+    POSITIVE_INT,
+    LearnerConfig,
+    Rule,
+    StepRecord,
+)
+from pbmarl.learners.buffers import Batch, PrioritizedReplayBuffer, ReplayBuffer
+from pbmarl.learners.nets import torch_threads
+
+__all__ = ["ControlConfig", "ControlLearner", "ControlRecord", "EnvSource", "StepEnv", "single_agent_env"]
+
+FORMAT = 1
+TAU: Rule = (lambda v: isinstance(v, (int, float)) and math.isfinite(v) and 0 < v <= 1, "a number in (0, 1]")
+
+
+@dataclass(frozen=True)
+class ControlConfig(LearnerConfig):
+    """Options of every control learner (plus the shared ones of `LearnerConfig`).
+
+    `budget` and `steps_per_round` count environment steps here; the pool options
+    (`num_envs`) and the plateau stop are not used by the step-by-step loop.
+    """
+
+    hidden: tuple[int, ...] = (256, 256)
+    """Widths of the hidden layers of every network."""
+    lr: float = 3e-4
+    """Adam learning rate of every network."""
+    gamma: float = 0.99
+    """Discount factor."""
+    budget: int = 20_000
+    """Environment steps of a whole training run (`run()` stops there; rounds end between episodes)."""
+    steps_per_round: int = 1_000
+    """Environment steps per `step()` (whole episodes, so a few more)."""
+    buffer_size: int = 1_000_000
+    """Replay capacity in transitions."""
+    batch_size: int = 256
+    """Transitions per gradient step."""
+    learning_starts: int = 100
+    """Environment steps of uniformly random actions before the first update."""
+    train_freq: int = 1
+    """Environment steps between two rounds of updates."""
+    gradient_steps: int = 1
+    """Gradient steps per round of updates."""
+    tau: float = 0.005
+    """Polyak rate of the target networks (1: hard copy)."""
+    eval_episodes: int = 10
+    """Episodes of `evaluate()` when not given, and of a best response's value estimate."""
+
+    checks: ClassVar[dict[str, Rule]] = {
+        "buffer_size": POSITIVE_INT, "batch_size": POSITIVE_INT, "learning_starts": NON_NEGATIVE_INT,
+        "train_freq": POSITIVE_INT, "gradient_steps": NON_NEGATIVE_INT, "tau": TAU, "eval_episodes": POSITIVE_INT,
+        "lr": POSITIVE,
+    }
+
+
+@dataclass(frozen=True)
+class ControlRecord(StepRecord):
+    """One round of a control learner: the shared statistics plus its update counters."""
+
+    updates: int
+    """Gradient steps taken so far."""
+
+
+_BASE = frozenset(f.name for f in dataclasses.fields(ControlRecord))
+
+
+# -- the environment ------------------------------------------------------------------
+@runtime_checkable
+class EnvSource(Protocol):
+    """A game that builds real environments (`GymGame`): stepped directly, the fastest path."""
+
+    def make_env(self) -> Any: ...
+    def flatten_observation(self, raw: Any) -> np.ndarray: ...
+
+
+class StepEnv:
+    """One environment, stepped one action at a time: ``reset(seed) -> obs``, ``step(a) -> (obs, r, term, trunc)``.
+
+    Built from a Gymnasium game (its real env) or from any one-player pbmarl game
+    through the state protocol (chance outcomes drawn with the reset seed).
+    """
+
+    def __init__(self, game: Game) -> None:
+        self.game = game
+        self.action_space = game.action_space(0)
+        self.observation_shape = tuple(game.observation_shape)
+        self._env = game.make_env() if isinstance(game, EnvSource) else None
+        self._state: Any = None
+        self._rng = np.random.default_rng(0)
+
+    def reset(self, seed: int) -> np.ndarray:
+        if self._env is not None:
+            raw, _ = self._env.reset(seed=int(seed))
+            return self.game.flatten_observation(raw)  # type: ignore[attr-defined]
+        self._rng = np.random.default_rng(int(seed))
+        self._state = self.game.new_initial_state()
+        self._skip_chance()
+        return np.asarray(self.game.observation(self._state, 0), np.float32).reshape(-1)
+
+    def _skip_chance(self) -> None:
+        while not self._state.is_terminal() and self._state.is_chance_node():
+            outcomes, probs = zip(*self._state.chance_outcomes())
+            self._state.apply_action(int(outcomes[self._rng.choice(len(outcomes), p=np.asarray(probs) / sum(probs))]))
+
+    def step(self, action: Any) -> tuple[np.ndarray, float, bool, bool]:
+        if self._env is not None:
+            raw, reward, terminated, truncated, _ = self._env.step(action)
+            return self.game.flatten_observation(raw), float(reward), bool(terminated), bool(truncated)  # type: ignore[attr-defined]
+        state = self._state
+        state.apply_action(int(action) if np.ndim(action) == 0 else action)
+        self._skip_chance()
+        reward = float(state.rewards()[0])
+        done = bool(state.is_terminal())
+        obs = np.zeros(self.observation_shape, np.float32).reshape(-1) if done else \
+            np.asarray(self.game.observation(state, 0), np.float32).reshape(-1)
+        return obs, reward, done, False
+
+
+def single_agent_env(game: Game, *, who: str) -> StepEnv:
+    """A `StepEnv` of a one-player game, or a ValueError saying what `who` needs."""
+    if game.num_players != 1:
+        raise ValueError(f"{who} trains one agent; {game.name!r} has {game.num_players} players. Use it as an oracle "
+                         "on one-player games, or a multi-agent learner")
+    return StepEnv(game)
+
+
+# -- the learner ----------------------------------------------------------------------
+class ControlLearner(abc.ABC):
+    """Base of the step-by-step off-policy learners; see the module doc.
+
+    Args:
+        game: a one-player game or its name (``"gym:Pendulum-v1"``, ``"mdp:two_round_dmdp"``).
+        config: the algorithm's config dataclass; keyword options override its fields.
+        seed: seeds networks, exploration, replay sampling and every episode's reset.
+    """
+
+    name: ClassVar[str] = "control"
+    config_class: ClassVar[type[ControlConfig]] = ControlConfig
+    record_class: ClassVar[type[ControlRecord]] = ControlRecord
+    #: the action spaces this algorithm supports: "box", "discrete" or both
+    spaces: ClassVar[tuple[str, ...]] = ("box",)
+
+    def __init__(self, game: Game | str, *, config: ControlConfig | None = None, seed: int = 0,
+                 **options: Any) -> None:
+        from pbmarl.learners.registry import make_config
+
+        if isinstance(game, str):
+            from pbmarl.games.registry import load_game
+
+            game = load_game(game)
+        if not isinstance(game, Game):
+            raise TypeError(f"game must be a pbmarl Game or a game name, got {type(game).__name__}: {game!r}")
+        if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
+            raise ValueError(f"seed must be a non-negative int, got {seed!r}")
+        self.game = game
+        self.config: ControlConfig = make_config(  # type: ignore[assignment]
+            self.config_class, config, options, owner=type(self).__name__)
+        self.seed = int(seed)
+        self.env = single_agent_env(game, who=type(self).__name__)
+        self.space = self._space_kind(self.env.action_space)
+        self.obs_dim = int(np.prod(self.env.observation_shape))
+        self.rng = np.random.default_rng(self.seed)
+        self.gen = torch.Generator().manual_seed(int(self.rng.integers(2**63 - 1)))
+        self.records: list[ControlRecord] = []
+        self.env_steps = 0
+        self.updates = 0
+        self.episodes = 0
+        self._build()
+        self.replay = self._make_buffer()
+
+    def _space_kind(self, space: Any) -> str:
+        from gymnasium import spaces
+
+        kind = "box" if isinstance(space, spaces.Box) else "discrete" if isinstance(space, spaces.Discrete) else None
+        if kind is None or kind not in self.spaces:
+            accepted = " or ".join(f"{s.capitalize() if s == 'box' else 'Discrete'}" for s in self.spaces)
+            alt = {"box": "SAC, DDPG, TD3 or HDDPG", "discrete": "Rainbow, SAC or DQN"}.get(kind or "", "")
+            raise ValueError(f"{type(self).__name__} needs {accepted} actions; {self.game.name!r} has {space}"
+                             + (f" (try {alt})" if alt else ""))
+        if kind == "box":
+            low, high = np.asarray(space.low), np.asarray(space.high)
+            if not (np.all(np.isfinite(low)) and np.all(np.isfinite(high))):
+                raise ValueError(f"{type(self).__name__} needs a bounded Box action space, got {space}")
+            self.act_low, self.act_high = low.astype(np.float32), high.astype(np.float32)
+            self.act_dim = int(np.prod(space.shape))
+        else:
+            self.num_actions = int(space.n)
+        return kind
+
+    def _make_buffer(self, *, prioritized: bool = False, alpha: float = 0.6, beta: float = 0.4) -> ReplayBuffer:
+        shape: tuple[int, ...] = (self.act_dim,) if self.space == "box" else ()
+        dtype: type = np.float32 if self.space == "box" else np.int64
+        if prioritized:
+            return PrioritizedReplayBuffer(self.config.buffer_size, (self.obs_dim,), 1, alpha=alpha, beta=beta,
+                                           action_shape=shape, action_dtype=dtype)
+        return ReplayBuffer(self.config.buffer_size, (self.obs_dim,), 1, action_shape=shape, action_dtype=dtype)
+
+    def _seeded(self) -> int:
+        """A fresh seed for building one network (drawn from the learner's generator)."""
+        return int(self.rng.integers(2**31))
+
+    # -- the algorithm's hooks ---------------------------------------------------------
+    @abc.abstractmethod
+    def _build(self) -> None:
+        """Networks and optimisers (seeded from `self.rng`)."""
+
+    @abc.abstractmethod
+    def _act(self, obs: torch.Tensor, *, deterministic: bool) -> np.ndarray | int:
+        """The action for one observation ``[1, D]``: exploring, or the greedy/mean action."""
+
+    @abc.abstractmethod
+    def _update(self, batch: Batch) -> dict[str, float]:
+        """One gradient step on `batch`; the losses by name."""
+
+    @abc.abstractmethod
+    def _modules(self) -> dict[str, Any]:
+        """Everything with ``state_dict`` / ``load_state_dict`` that `save` keeps."""
+
+    def _random_action(self) -> np.ndarray | int:
+        if self.space == "box":
+            return self.rng.uniform(self.act_low, self.act_high).astype(np.float32)
+        return int(self.rng.integers(self.num_actions))
+
+    def _store(self, obs: np.ndarray, action: Any, reward: float, terminated: bool, next_obs: np.ndarray,
+               episode_end: bool) -> None:
+        """Put one transition into the replay buffer (Rainbow overrides this for n-step returns)."""
+        self.replay.append(obs, action, reward, terminated, next_obs)
+
+    def _sample(self) -> Batch:
+        return self.replay.sample(self.config.batch_size, self.rng)
+
+    # -- stepping ----------------------------------------------------------------------
+    @property
+    def done(self) -> bool:
+        """Whether the budget of environment steps is spent."""
+        return self.env_steps >= self.config.budget
+
+    def step(self) -> ControlRecord:
+        """One round: whole episodes until ``steps_per_round`` env steps, updating as they come."""
+        cfg = self.config
+        t0 = time.perf_counter()
+        returns: list[float] = []
+        losses: dict[str, list[float]] = {}
+        start = self.env_steps
+        with torch_threads(cfg.num_threads):
+            while self.env_steps - start < cfg.steps_per_round:
+                returns.append(self._episode(losses))
+        record = self.record_class(
+            task=0, player=0, round=len(self.records) + 1, learner_steps=self.env_steps, env_steps=self.env_steps,
+            episodes=len(returns), mean_return=float(np.mean(returns)), seconds=time.perf_counter() - t0,
+            updates=self.updates, loss=_mean(losses.get("loss")), **{
+                f.name: _mean(losses.get(f.name)) for f in dataclasses.fields(self.record_class) if f.name not in _BASE},
+        )
+        self.records.append(record)
+        return record
+
+    def _episode(self, losses: dict[str, list[float]]) -> float:
+        cfg = self.config
+        obs = self.env.reset(int(self.rng.integers(2**31)))
+        total = 0.0
+        while True:
+            if self.env_steps < cfg.learning_starts:
+                action = self._random_action()
+            else:
+                with torch.no_grad():
+                    action = self._act(torch.as_tensor(obs).view(1, -1), deterministic=False)
+            next_obs, reward, terminated, truncated = self.env.step(action)
+            self._store(obs, action, reward, terminated, next_obs, terminated or truncated)
+            total += reward
+            self.env_steps += 1
+            if self.env_steps >= cfg.learning_starts and self.env_steps % cfg.train_freq == 0:
+                for _ in range(cfg.gradient_steps):
+                    for k, v in self._update(self._sample()).items():
+                        losses.setdefault(k, []).append(v)
+                    self.updates += 1
+            if terminated or truncated:
+                self.episodes += 1
+                return total
+            obs = next_obs
+
+    def run(self, rounds: int | None = None, *, progress: bool | None = None) -> Iterator[ControlRecord]:
+        """Yield the records of `rounds` more rounds (default: until the budget is spent), with a progress bar.
+
+        The bar (tqdm, in a notebook or a terminal) shows env steps and the last mean return;
+        ``progress=False`` turns it off.
+        """
+        if rounds is not None and (isinstance(rounds, bool) or not isinstance(rounds, (int, np.integer))
+                                   or rounds < 1):
+            raise ValueError(f"rounds must be a positive int or None (until the budget), got {rounds!r}")
+        bar = _bar(progress, total=rounds if rounds is not None else self.config.budget,
+                   desc=type(self).__name__, initial=0 if rounds is not None else min(self.env_steps,
+                                                                                     self.config.budget))
+        n = 0
+        try:
+            while (rounds is None and not self.done) or (rounds is not None and n < rounds):
+                before = self.env_steps
+                rec = self.step()
+                n += 1
+                if bar is not None:
+                    bar.update(1 if rounds is not None else min(rec.env_steps, self.config.budget)
+                               - min(before, self.config.budget))
+                    bar.set_postfix(steps=rec.env_steps, ret=f"{rec.mean_return:.4g}")
+                yield rec
+        finally:
+            if bar is not None:
+                bar.close()
+
+    def train(self, *, progress: bool | None = False) -> pd.DataFrame:
+        """Run until the budget is spent; returns `history`."""
+        for _ in self.run(progress=progress):
+            pass
+        return self.history
+
+    # -- using the result ----------------------------------------------------------------
+    def act(self, obs: np.ndarray, *, deterministic: bool = True) -> np.ndarray | int:
+        """The learner's action for one observation (greedy / mean action when `deterministic`)."""
+        with torch.no_grad(), torch_threads(self.config.num_threads):
+            return self._act(torch.as_tensor(np.asarray(obs, np.float32)).view(1, -1), deterministic=deterministic)
+
+    def evaluate(self, episodes: int | None = None, *, deterministic: bool = True, seed: int | None = None
+                 ) -> dict[str, float]:
+        """Mean return (and its standard error) over fresh episodes; training state is untouched.
+
+        Episode seeds come from `seed` (default: derived from the learner's seed and
+        its env steps), never from the training generator, so evaluating does not
+        change the rest of the run.
+        """
+        episodes = self.config.eval_episodes if episodes is None else episodes
+        if isinstance(episodes, bool) or not isinstance(episodes, (int, np.integer)) or episodes < 1:
+            raise ValueError(f"episodes must be a positive int, got {episodes!r}")
+        rng = np.random.default_rng([self.seed, self.env_steps, 7] if seed is None else seed)
+        env = StepEnv(self.game)
+        returns = []
+        saved_gen = self.gen.get_state()
+        for _ in range(int(episodes)):
+            obs, total, over = env.reset(int(rng.integers(2**31))), 0.0, False
+            while not over:
+                obs, reward, term, trunc = env.step(self.act(obs, deterministic=deterministic))
+                total += reward
+                over = term or trunc
+            returns.append(total)
+        self.gen.set_state(saved_gen)
+        r = np.asarray(returns)
+        return {"mean": float(r.mean()), "stderr": float(r.std(ddof=1) / np.sqrt(len(r))) if len(r) > 1 else 0.0,
+                "episodes": float(len(r))}
+
+    @abc.abstractmethod
+    def policy(self) -> Any:
+        """The trained policy, as a copy (training goes on unaffected)."""
+
+    def best_response(self, player: int, opponents: Sequence[Any] = (None,), *, budget: int | None = None) -> Any:
+        """PSRO oracle on a one-player game: train until the budget and return `policy()`.
+
+        Several-seat games need the multi-agent rollout path, not available to this learner yet.
+        """
+        self.game.check_player(player)
+        if any(o is not None for i, o in enumerate(opponents) if i != player):
+            raise ValueError(f"{type(self).__name__} trains on one-player games; got opponents {opponents!r}")
+        if budget is not None:
+            if isinstance(budget, bool) or not isinstance(budget, (int, np.integer)) or budget < 1:
+                raise ValueError(f"budget must be a positive int (env steps), got {budget!r}")
+            self.config = dataclasses.replace(self.config, budget=self.env_steps + int(budget))
+        self.train()
+        return self.policy()
+
+    @property
+    def history(self) -> pd.DataFrame:
+        """Every round's record, one row each."""
+        if not self.records:
+            return pd.DataFrame(columns=[f.name for f in dataclasses.fields(self.record_class)])
+        return pd.DataFrame([dataclasses.asdict(r) for r in self.records])
+
+    def spec(self) -> dict[str, Any]:
+        """JSON-able ``{"name", "seed", "config"}``; `make_learner(game, spec)` rebuilds the learner."""
+        from pbmarl.learners.registry import config_to_json
+
+        return {"name": self.name, "seed": self.seed, "config": config_to_json(self.config)}
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.game.name!r}, seed={self.seed}, env_steps={self.env_steps})"
+
+    # -- files -------------------------------------------------------------------------
+    def _extra_arrays(self) -> dict[str, np.ndarray]:
+        """Arrays beside the replay buffer that `save` keeps (Rainbow's n-step discounts)."""
+        return {}
+
+    def _load_extra_arrays(self, arrays: dict[str, np.ndarray]) -> None:
+        """Restore what `_extra_arrays` returned."""
+
+    def save(self, folder: str | Path) -> Path:
+        """Write the whole state into `folder` (each file atomically, ``learner.json`` last)."""
+        from pbmarl.io import write_atomic, write_json, write_npz
+
+        folder = Path(folder)
+        folder.mkdir(parents=True, exist_ok=True)
+        state = {name: m.state_dict() for name, m in self._modules().items()}
+        state["__generator__"] = {"state": self.gen.get_state()}
+        write_atomic(folder / "state.pt", lambda fh: torch.save(state, fh))
+        write_npz(folder / "buffer.npz", {**self.replay.state_arrays(),
+                                          **{f"extra_{k}": v for k, v in self._extra_arrays().items()}})
+        write_json(folder / "learner.json", {
+            "format": FORMAT, "spec": self.spec(), "game": self.game.name, "rng": self.rng.bit_generator.state,
+            "env_steps": self.env_steps, "updates": self.updates, "episodes": self.episodes,
+            "records": [dataclasses.asdict(r) for r in self.records],
+        })
+        return folder
+
+    def load(self, folder: str | Path) -> ControlLearner:
+        """Restore what `save` wrote into this learner (built with the same spec); returns self."""
+        from pbmarl.io import read_json, read_npz
+
+        folder = Path(folder)
+        if not (folder / "learner.json").exists():
+            raise FileNotFoundError(f"{str(folder)!r} is not a saved learner (no learner.json)")
+        data = read_json(folder / "learner.json")
+        if data.get("format") != FORMAT or data["spec"]["name"] != self.name:
+            raise ValueError(f"{str(folder)!r} holds a {data['spec'].get('name')!r} learner (format "
+                             f"{data.get('format')!r}), not a {self.name!r} one (format {FORMAT})")
+        saved_hidden = tuple(data["spec"]["config"]["hidden"])
+        if saved_hidden != self.config.hidden:
+            raise ValueError(f"{str(folder)!r} holds networks with hidden={saved_hidden}, "
+                             f"but this learner has hidden={self.config.hidden}")
+        state = torch.load(folder / "state.pt", weights_only=True)
+        for name, module in self._modules().items():
+            module.load_state_dict(state[name])
+        self.gen.set_state(state["__generator__"]["state"])
+        arrays = read_npz(folder / "buffer.npz")
+        self.replay.load_state_arrays({k: v for k, v in arrays.items() if not k.startswith("extra_")})
+        self._load_extra_arrays({k[len("extra_"):]: v for k, v in arrays.items() if k.startswith("extra_")})
+        self.rng.bit_generator.state = data["rng"]
+        self.env_steps, self.updates, self.episodes = int(data["env_steps"]), int(data["updates"]), int(data["episodes"])
+        self.records = [self.record_class(**r) for r in data["records"]]
+        return self
+
+
+def _bar(progress: bool | None, *, total: int, desc: str, initial: int) -> Any:
+    if progress is False:
+        return None
+    try:
+        from tqdm.auto import tqdm
+    except ImportError:  # pragma: no cover - tqdm ships with the notebook extra
+        return None
+    return tqdm(total=total, desc=desc, initial=initial, disable=progress is None and not _interactive())
+
+
+def _interactive() -> bool:
+    import sys
+
+    return bool(getattr(sys.stderr, "isatty", lambda: False)()) or "ipykernel" in sys.modules
+
+
+def _mean(values: list[float] | None) -> float:
+    return float(np.mean(values)) if values else math.nan

@@ -1,0 +1,247 @@
+"""Rainbow: DQN with six switchable parts (Hessel et al. 2018), for Discrete actions.
+
+Each part is one config flag, so an ablation is one config change:
+
+- ``double``: the online network picks the next action, the target network values it;
+- ``dueling``: ``Q = V + A - mean A`` heads (`RainbowNet`);
+- ``n_step``: n-step returns ``sum_{k<n} gamma^k r_{t+k} + gamma^n Q(s_{t+n})`` (`nstep_targets`);
+- ``prioritized``: proportional prioritised replay, ``beta`` annealed to 1 over the budget;
+- ``noisy``: noisy linear heads explore instead of epsilon-greedy (`NoisyLinear`);
+- ``distributional``: C51, a categorical return distribution on ``atoms`` points of
+  ``[v_min, v_max]`` trained by cross-entropy to the projected target (`c51_projection`).
+
+With every flag off (and ``n_step=1``) it is DQN with a target network. The target
+network follows the online one every ``target_update_interval`` updates (Polyak
+with ``tau``; the default 1 is a hard copy).
+
+Example:
+    >>> learner = pb.Rainbow(pb.load_game("gym:CartPole-v1"), seed=0, v_max=100.0)
+    >>> learner.train(); learner.evaluate(10)
+    >>> pb.Rainbow(game, seed=0, noisy=False, distributional=False)   # an ablation
+"""
+
+from __future__ import annotations
+
+import copy
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+
+from pbmarl.learners.base import FLAG, POSITIVE, POSITIVE_INT, UNIT, Rule, _is_real
+from pbmarl.learners.buffers import Batch
+from pbmarl.learners.control import ControlConfig, ControlLearner, ControlRecord
+from pbmarl.learners.nets import RainbowNet, adam, seeded, to_tensor
+from pbmarl.learners.rl_math import c51_projection, linear_schedule, nstep_targets, soft_update
+
+
+@dataclass(frozen=True)
+class RainbowConfig(ControlConfig):
+    """Rainbow options (plus the shared ones of `ControlConfig`)."""
+
+    lr: float = 6.25e-4
+    """Adam learning rate."""
+    batch_size: int = 64
+    """Transitions per gradient step."""
+    learning_starts: int = 1_000
+    """Environment steps of random actions before the first update."""
+    tau: float = 1.0
+    """Polyak rate of each target sync (1: a hard copy)."""
+    target_update_interval: int = 500
+    """Updates between target syncs."""
+    double: bool = True
+    """Double Q-learning targets."""
+    dueling: bool = True
+    """Dueling value/advantage heads."""
+    n_step: int = 3
+    """Steps of the multi-step return (1: one-step TD)."""
+    prioritized: bool = True
+    """Proportional prioritised replay."""
+    priority_alpha: float = 0.5
+    """How strongly priorities shape sampling (0: uniform)."""
+    priority_beta: float = 0.4
+    """Importance-weight correction at the start; annealed linearly to 1 over the budget."""
+    noisy: bool = True
+    """Noisy linear heads for exploration (epsilon-greedy when off)."""
+    noisy_sigma: float = 0.5
+    """Initial noise scale sigma_0 of the noisy layers."""
+    distributional: bool = True
+    """C51 categorical returns (scalar Q when off)."""
+    atoms: int = 51
+    """Atoms of the return distribution."""
+    v_min: float = -10.0
+    """Smallest return the distribution can represent."""
+    v_max: float = 10.0
+    """Largest return the distribution can represent."""
+    epsilon_start: float = 1.0
+    """Exploration rate at the start (only without noisy nets)."""
+    epsilon_end: float = 0.05
+    """Exploration rate once the schedule has run out."""
+    exploration_fraction: float = 0.1
+    """Fraction of the budget over which epsilon falls."""
+    max_grad_norm: float = 10.0
+    """Gradient-norm clip per update."""
+
+    checks: ClassVar[dict[str, Rule]] = {
+        "target_update_interval": POSITIVE_INT, "double": FLAG, "dueling": FLAG, "n_step": POSITIVE_INT,
+        "prioritized": FLAG, "priority_alpha": UNIT, "priority_beta": UNIT, "noisy": FLAG, "noisy_sigma": POSITIVE,
+        "distributional": FLAG, "atoms": (lambda v: isinstance(v, int) and v >= 2, "an int >= 2"),
+        "v_min": (_is_real, "a finite number"), "v_max": (_is_real, "a finite number"),
+        "epsilon_start": UNIT, "epsilon_end": UNIT, "exploration_fraction": UNIT, "max_grad_norm": POSITIVE,
+    }
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        if not self.v_min < self.v_max:
+            raise ValueError(f"v_min must be below v_max, got v_min={self.v_min!r}, v_max={self.v_max!r}")
+
+
+@dataclass(frozen=True)
+class RainbowRecord(ControlRecord):
+    """One Rainbow round; `loss` is the TD (or cross-entropy) loss."""
+
+    q_mean: float
+    """Mean Q of the replayed actions."""
+    epsilon: float
+    """Exploration rate (0 with noisy nets)."""
+
+
+class Rainbow(ControlLearner):
+    """Rainbow DQN for Discrete actions; see the module doc.
+
+    Args:
+        game: a one-player game with Discrete actions (or its name).
+        config: a `RainbowConfig`; keyword options override its fields.
+        seed: seeds networks, noise, replay sampling and episode resets.
+    """
+
+    name = "rainbow"
+    config_class = RainbowConfig
+    record_class: ClassVar[type[ControlRecord]] = RainbowRecord
+    spaces = ("discrete",)
+    config: RainbowConfig
+
+    def _build(self) -> None:
+        cfg = self.config
+        atoms = cfg.atoms if cfg.distributional else 1
+        self.net = seeded(self._seeded(), lambda: RainbowNet(self.obs_dim, cfg.hidden, self.num_actions, atoms=atoms,
+                                                             dueling=cfg.dueling, noisy=cfg.noisy,
+                                                             sigma0=cfg.noisy_sigma))
+        self.target = copy.deepcopy(self.net)
+        self.optimizer = adam(self.net.parameters(), lr=cfg.lr)
+        self.support = torch.linspace(cfg.v_min, cfg.v_max, cfg.atoms)
+        self.discount = np.zeros(cfg.buffer_size)
+        self._window: list[tuple[np.ndarray, int, float]] = []
+        self.net.reset_noise(self.gen)
+        self.target.reset_noise(self.gen)
+
+    def _make_buffer(self, **_: Any) -> Any:
+        cfg = self.config
+        return super()._make_buffer(prioritized=cfg.prioritized, alpha=cfg.priority_alpha, beta=cfg.priority_beta)
+
+    # -- acting ----------------------------------------------------------------------------
+    def q_values(self, out: torch.Tensor) -> torch.Tensor:
+        """Q ``[B, A]`` from the network's output ``[B, A, atoms]`` (the mean of the distribution for C51)."""
+        if not self.config.distributional:
+            return out[..., 0]
+        return (torch.softmax(out, -1) * self.support).sum(-1)
+
+    def epsilon(self) -> float:
+        cfg = self.config
+        if cfg.noisy:
+            return 0.0
+        return linear_schedule(cfg.epsilon_start, cfg.epsilon_end, cfg.exploration_fraction,
+                               self.env_steps / cfg.budget)
+
+    def _act(self, obs: torch.Tensor, *, deterministic: bool) -> int:
+        if deterministic:
+            self.net.eval()  # noisy layers use their means
+            action = int(self.q_values(self.net(obs))[0].argmax())
+            self.net.train()
+            return action
+        if self.rng.random() < self.epsilon():
+            return int(self.rng.integers(self.num_actions))
+        if self.config.noisy:
+            self.net.reset_noise(self.gen)
+        return int(self.q_values(self.net(obs))[0].argmax())
+
+    def _store(self, obs: np.ndarray, action: Any, reward: float, terminated: bool, next_obs: np.ndarray,
+               episode_end: bool) -> None:
+        """Hold transitions until their n-step return is known, then put them in the buffer."""
+        cfg = self.config
+        self._window.append((obs, int(action), reward))
+        if not episode_end and len(self._window) < cfg.n_step:
+            return
+        rewards = np.array([r for _, _, r in self._window])
+        done = np.zeros(len(rewards), bool)
+        done[-1] = terminated
+        end = np.zeros(len(rewards), bool)
+        end[-1] = True  # the window stops at the newest transition
+        ret, disc, _ = nstep_targets(rewards, done, n=cfg.n_step, gamma=cfg.gamma, end=end)
+        emit = range(len(self._window)) if episode_end else range(1)
+        for i in emit:
+            o, a, _ = self._window[i]
+            slot = self.replay.append(o, a, ret[i], disc[i] == 0.0 and terminated, next_obs)
+            self.discount[slot] = disc[i]
+        self._window = [] if episode_end else self._window[1:]
+
+    # -- learning --------------------------------------------------------------------------
+    def _sample(self) -> Batch:
+        cfg = self.config
+        if cfg.prioritized:  # beta anneals to full correction over the budget
+            self.replay.beta = linear_schedule(cfg.priority_beta, 1.0, 1.0, self.env_steps / cfg.budget)  # type: ignore[attr-defined]
+        return super()._sample()
+
+    def _update(self, batch: Batch) -> dict[str, float]:
+        cfg = self.config
+        if cfg.noisy:
+            self.net.reset_noise(self.gen)
+            self.target.reset_noise(self.gen)
+        obs, next_obs = to_tensor(batch.obs), to_tensor(batch.next_obs)
+        action = torch.as_tensor(batch.action)
+        reward = to_tensor(batch.reward)
+        discount = to_tensor(self.discount[batch.index])
+        weight = to_tensor(batch.weight)
+        rows = torch.arange(len(action))
+        out = self.net(obs)[rows, action]  # [B, atoms]
+        with torch.no_grad():
+            target_out = self.target(next_obs)
+            pick = self.q_values(self.net(next_obs) if cfg.double else target_out).argmax(-1)
+            chosen = target_out[rows, pick]
+            if cfg.distributional:
+                target = c51_projection(self.support, torch.softmax(chosen, -1), reward, discount)
+            else:
+                target = reward + discount * chosen[:, 0]
+        if cfg.distributional:
+            per_sample = -(target * torch.log_softmax(out, -1)).sum(-1)
+            priority = per_sample.detach()
+            q = (torch.softmax(out.detach(), -1) * self.support).sum(-1)
+        else:
+            q = out[:, 0]
+            per_sample = F.smooth_l1_loss(q, target, reduction="none")
+            priority = (target - q).detach()
+        loss = (weight * per_sample).mean()
+        self.optimizer.zero_grad()
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(self.net.parameters(), cfg.max_grad_norm)
+        self.optimizer.step()
+        self.replay.update_priorities(batch.index, priority.numpy())
+        if (self.updates + 1) % cfg.target_update_interval == 0:
+            soft_update(self.target, self.net, cfg.tau)
+        return {"loss": float(loss.detach()), "q_mean": float(q.detach().mean()), "epsilon": self.epsilon()}
+
+    # -- state -----------------------------------------------------------------------------
+    def _modules(self) -> dict[str, Any]:
+        return {"net": self.net, "target": self.target, "optimizer": self.optimizer}
+
+    def _extra_arrays(self) -> dict[str, np.ndarray]:
+        return {"discount": self.discount[: len(self.replay)].copy()}
+
+    def _load_extra_arrays(self, arrays: dict[str, np.ndarray]) -> None:
+        self.discount[: len(arrays["discount"])] = arrays["discount"]
+
+    def policy(self) -> RainbowNet:
+        """A copy of the network in evaluation mode (noise off); greedy action: `q_values(net(obs)).argmax(-1)`."""
+        return copy.deepcopy(self.net).eval()

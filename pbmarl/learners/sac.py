@@ -1,0 +1,194 @@
+"""SAC: soft actor-critic with twin critics and automatic entropy tuning, for Box or Discrete actions.
+
+Box actions (Haarnoja et al. 2018, "SAC: algorithms and applications"), one update:
+
+1. critics: minimise ``sum_i (Q_i(s, a) - y)^2`` with
+   ``y = r + gamma * (1 - done) * (min_i Q'_i(s', a') - alpha * log pi(a'|s'))``, ``a' ~ pi(.|s')``;
+2. actor: minimise ``alpha * log pi(a|s) - min_i Q_i(s, a)``, ``a ~ pi(.|s)`` reparameterised
+   through the tanh-squashed Gaussian (`pb.GaussianPolicy`);
+3. temperature: minimise ``-log(alpha) * (log pi(a|s) + H_target)`` with ``H_target = -dim(A)``;
+4. targets: Polyak averaging with rate ``tau``.
+
+Discrete actions (Christodoulou 2019): the critics output every action's Q and the
+expectations over ``a'`` and ``a`` are exact sums under ``pi``; ``H_target =
+0.89 log |A|`` (CleanRL's choice). The deterministic policy is the mean action
+(Box) or the most likely action (Discrete).
+
+Example:
+    >>> learner = pb.SAC(pb.load_game("gym:Pendulum-v1"), seed=0)
+    >>> rec = learner.step(); learner.run(19); learner.evaluate(10)
+"""
+
+from __future__ import annotations
+
+import copy
+import math
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+import numpy as np
+import torch
+from torch import nn
+
+from pbmarl.learners.base import FLAG, POSITIVE, Rule, _is_real
+from pbmarl.learners.buffers import Batch
+from pbmarl.learners.control import ControlConfig, ControlLearner, ControlRecord
+from pbmarl.learners.nets import Critic, adam, build_mlp, seeded, to_tensor
+from pbmarl.learners.rl_math import soft_update
+from pbmarl.policies.continuous import GaussianPolicy
+from pbmarl.policies.neural import MLPPolicy
+
+
+@dataclass(frozen=True)
+class SACConfig(ControlConfig):
+    """SAC options (plus the shared ones of `ControlConfig`); defaults follow Stable-Baselines3."""
+
+    alpha: float = 1.0
+    """Entropy temperature: its start value when `autotune`, else fixed."""
+    autotune: bool = True
+    """Tune the temperature towards `target_entropy` (automatic entropy tuning)."""
+    target_entropy: float | None = None
+    """Entropy the tuning aims for; None: ``-dim(A)`` for Box, ``0.89 log |A|`` for Discrete actions."""
+
+    checks: ClassVar[dict[str, Rule]] = {
+        "alpha": POSITIVE, "autotune": FLAG,
+        "target_entropy": (lambda v: v is None or _is_real(v), "None or a finite number"),
+    }
+
+
+@dataclass(frozen=True)
+class SACRecord(ControlRecord):
+    """One SAC round; `loss` is the critics'."""
+
+    actor_loss: float
+    """Mean actor loss over the round's updates."""
+    alpha: float
+    """Mean entropy temperature."""
+    entropy: float
+    """Mean policy entropy estimate (``-log pi`` of sampled actions, or the exact sum for Discrete)."""
+
+
+class SAC(ControlLearner):
+    """Soft actor-critic for Box or Discrete actions; see the module doc.
+
+    Args:
+        game: a one-player game (or its name).
+        config: a `SACConfig`; keyword options override its fields.
+        seed: seeds networks, sampling, replay and episode resets.
+    """
+
+    name = "sac"
+    config_class = SACConfig
+    record_class: ClassVar[type[ControlRecord]] = SACRecord
+    spaces = ("box", "discrete")
+    config: SACConfig
+
+    def _build(self) -> None:
+        cfg = self.config
+        if self.space == "box":
+            self.gaussian = GaussianPolicy(self.game, cfg.hidden, seed=self._seeded())
+            self.actor: nn.Module = self.gaussian.net
+            self.critics = nn.ModuleList(seeded(self._seeded(), lambda: Critic(self.obs_dim, self.act_dim, cfg.hidden))
+                                         for _ in range(2))
+            default_target = -float(self.act_dim)
+        else:
+            self.actor = seeded(self._seeded(), lambda: build_mlp(self.obs_dim, cfg.hidden, self.num_actions))
+            self.critics = nn.ModuleList(seeded(self._seeded(), lambda: build_mlp(self.obs_dim, cfg.hidden,
+                                                                                  self.num_actions))
+                                         for _ in range(2))
+            default_target = 0.89 * math.log(self.num_actions)
+        self.target_entropy = default_target if cfg.target_entropy is None else float(cfg.target_entropy)
+        self.critics_target = copy.deepcopy(self.critics)
+        self.log_alpha = nn.Parameter(torch.tensor(math.log(cfg.alpha)), requires_grad=cfg.autotune)
+        self.actor_opt = adam(self.actor.parameters(), lr=cfg.lr)
+        self.critic_opt = adam(self.critics.parameters(), lr=cfg.lr)
+        self.alpha_opt = adam([self.log_alpha], lr=cfg.lr)
+
+    # -- acting ----------------------------------------------------------------------------
+    def _act(self, obs: torch.Tensor, *, deterministic: bool) -> np.ndarray | int:
+        if self.space == "box":
+            return self.gaussian.sample(obs, generator=self.gen, deterministic=deterministic)[0][0].numpy()
+        logits = self.actor(obs)[0]
+        if deterministic:
+            return int(logits.argmax())
+        return int(torch.multinomial(torch.softmax(logits, -1), 1, generator=self.gen))
+
+    # -- learning --------------------------------------------------------------------------
+    def _update(self, batch: Batch) -> dict[str, float]:
+        cfg = self.config
+        obs, next_obs = to_tensor(batch.obs), to_tensor(batch.next_obs)
+        reward, live = to_tensor(batch.reward), 1.0 - to_tensor(batch.done)
+        alpha = self.log_alpha.exp().detach()
+        box = self.space == "box"
+        with torch.no_grad():
+            if box:
+                next_action, next_logp = self.gaussian.sample(next_obs, generator=self.gen)
+                q_next = torch.min(*(c(next_obs, next_action) for c in self.critics_target)) - alpha * next_logp
+            else:
+                logp = torch.log_softmax(self.actor(next_obs), -1)
+                q_min = torch.min(*(c(next_obs) for c in self.critics_target))
+                q_next = (logp.exp() * (q_min - alpha * logp)).sum(-1)
+            y = reward + cfg.gamma * live * q_next
+        if box:
+            action = to_tensor(batch.action)
+            qs = [c(obs, action) for c in self.critics]
+        else:
+            index = torch.as_tensor(batch.action)[:, None]
+            qs = [c(obs).gather(1, index).squeeze(1) for c in self.critics]
+        critic_loss = torch.stack([(q - y).pow(2).mean() for q in qs]).sum()
+        self.critic_opt.zero_grad()
+        critic_loss.backward()
+        self.critic_opt.step()
+
+        if box:
+            action_pi, logp_pi = self.gaussian.sample(obs, generator=self.gen)
+            q_pi = torch.min(*(c(obs, action_pi) for c in self.critics))
+            actor_loss = (alpha * logp_pi - q_pi).mean()
+            neg_entropy = logp_pi.detach()
+        else:
+            logp = torch.log_softmax(self.actor(obs), -1)
+            with torch.no_grad():
+                q_all = torch.min(*(c(obs) for c in self.critics))
+            actor_loss = (logp.exp() * (alpha * logp - q_all)).sum(-1).mean()
+            neg_entropy = (logp.exp() * logp).sum(-1).detach()
+        self.actor_opt.zero_grad()
+        actor_loss.backward()
+        self.actor_opt.step()
+        if cfg.autotune:
+            alpha_loss = -(self.log_alpha * (neg_entropy + self.target_entropy)).mean()
+            self.alpha_opt.zero_grad()
+            alpha_loss.backward()
+            self.alpha_opt.step()
+        soft_update(self.critics_target, self.critics, cfg.tau)
+        return {"loss": float(critic_loss.detach()), "actor_loss": float(actor_loss.detach()), "alpha": float(alpha),
+                "entropy": float(-neg_entropy.mean())}
+
+    # -- state -----------------------------------------------------------------------------
+    def _modules(self) -> dict[str, Any]:
+        return {"actor": self.actor, "critics": self.critics, "critics_target": self.critics_target,
+                "log_alpha": _ParamBox(self.log_alpha), "actor_opt": self.actor_opt,
+                "critic_opt": self.critic_opt, "alpha_opt": self.alpha_opt}
+
+    def policy(self) -> GaussianPolicy | MLPPolicy:
+        """A copy of the actor: a `GaussianPolicy` (Box) or an `MLPPolicy` over the logits (Discrete)."""
+        if self.space == "box":
+            policy: GaussianPolicy | MLPPolicy = copy.deepcopy(self.gaussian)
+        else:
+            policy = MLPPolicy(self.game, hidden=self.config.hidden, seed=None)
+            policy.net.load_state_dict(self.actor.state_dict())
+        policy.version = self.updates
+        return policy
+
+
+class _ParamBox:
+    """``state_dict`` / ``load_state_dict`` for a lone parameter (the temperature), loaded in place."""
+
+    def __init__(self, param: nn.Parameter) -> None:
+        self.param = param
+
+    def state_dict(self) -> dict[str, torch.Tensor]:
+        return {"value": self.param.detach().clone()}
+
+    def load_state_dict(self, state: dict[str, torch.Tensor]) -> None:
+        with torch.no_grad():
+            self.param.copy_(state["value"])

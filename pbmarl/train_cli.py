@@ -1,0 +1,152 @@
+"""``pbmarl train``: plain RL on a one-player game, written to a run folder that ``pbmarl resume`` continues.
+
+A train folder::
+
+    train.json            what was asked (argv, game, algorithm, steps); marks the folder as a train run
+    learner/              the learner's whole state after its last completed round (`ControlLearner.save`)
+    history.csv           one row per round: env steps, mean episode return, losses, seconds
+    learning_curve.png    mean episode return against env steps
+    policy.npz, policy.json   the trained policy (`Policy.arrays()` / `meta()`; `policy_from_state` loads it)
+    evaluation.json       deterministic return over fresh episodes at the end
+
+Example:
+    $ pbmarl train --game gym:Pendulum-v1 --algo sac --steps 20000
+    $ pbmarl resume runs/Pendulum-v1-sac-... --steps 10000
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+import sys
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from pbmarl.fmt import fmt
+
+ALGOS = ("sac", "td3", "ddpg", "hddpg", "rainbow")
+MARKER = "train.json"
+
+
+def add_train_parser(sub: Any, positive: Any) -> None:
+    """Register ``pbmarl train`` on the CLI's subparsers (`positive` parses ints >= 1)."""
+    train = sub.add_parser("train", help="train one agent with a control learner and write a run folder")
+    train.add_argument("--game", required=True, help="a one-player game: gym:Pendulum-v1, gym:CartPole-v1, "
+                                                     "mdp:two_round_dmdp")
+    train.add_argument("--algo", required=True, choices=ALGOS, help="the learner")
+    train.add_argument("--steps", type=positive(1, "--steps"), default=20_000, help="env steps (default: 20000)")
+    train.add_argument("--seed", type=positive(0, "--seed"), default=0)
+    train.add_argument("--eval-episodes", type=positive(1, "--eval-episodes"), default=10,
+                       help="deterministic episodes of the final evaluation (default: 10)")
+    train.add_argument("--out", type=Path, default=None, help="run folder (default: runs/GAME-ALGO-TIME)")
+    train.add_argument("--quiet", action="store_true", help="only the first and the final line")
+
+
+def is_train_folder(folder: Path) -> bool:
+    return (folder / MARKER).exists()
+
+
+def cmd_train(args: argparse.Namespace, argv: Sequence[str]) -> int:
+    import pbmarl as pb
+    from pbmarl.io import ensure_writable_folder, write_json
+    from pbmarl.learners.registry import make_learner
+
+    game = pb.load_game(args.game)
+    slug = re.sub(r"[^A-Za-z0-9_.=-]+", "_", args.game.split(":")[-1]).strip("_")
+    out = args.out or Path("runs") / f"{slug}-{args.algo}-{time.strftime('%Y%m%d-%H%M%S')}"
+    if is_train_folder(out) or (out / "run.json").exists():
+        from pbmarl.cli import CliError
+
+        raise CliError(f"run folder {str(out)!r} already holds a run; continue it with: pbmarl resume {out}")
+    ensure_writable_folder(out, what="run folder")
+    learner = make_learner(game, {"name": args.algo, "seed": args.seed, "budget": args.steps})
+    write_json(out / MARKER, {"argv": ["pbmarl", *argv], "game": game.name, "algo": args.algo,
+                              "eval_episodes": args.eval_episodes})
+    first = f"{type(learner).__name__} on {game.name}: {args.steps} env steps, seed {args.seed}"
+    return _drive(learner, out, args.quiet, first, args.eval_episodes)
+
+
+def resume_train(out: Path, steps: int | None, quiet: bool) -> int:
+    import pbmarl as pb
+    from pbmarl.io import ensure_writable_folder, read_json
+    from pbmarl.learners.registry import make_learner
+
+    info = read_json(out / MARKER)
+    if not (out / "learner" / "learner.json").exists():
+        from pbmarl.cli import CliError
+
+        raise CliError(f"no round of the run in {str(out)!r} completed, so there is nothing to resume; start it "
+                       f"again with: {' '.join(info['argv'])}")
+    ensure_writable_folder(out, what="run folder")
+    saved = read_json(out / "learner" / "learner.json")
+    game = pb.load_game(info["game"])
+    learner = make_learner(game, saved["spec"]).load(out / "learner")
+    if steps is not None:
+        import dataclasses
+
+        learner.config = dataclasses.replace(learner.config, budget=learner.env_steps + steps)
+    if learner.done:
+        print(f"the run in {out} is complete at {learner.env_steps} env steps; extend it with: "
+              f"pbmarl resume {out} --steps N")
+        return 0
+    first = f"resuming {type(learner).__name__} on {game.name} at {learner.env_steps} of {learner.config.budget} env steps"
+    return _drive(learner, out, quiet, first, int(info.get("eval_episodes", 10)))
+
+
+def _drive(learner: Any, out: Path, quiet: bool, first: str, eval_episodes: int) -> int:
+    from pbmarl.io import write_json
+
+    print(f"{first}; run folder {out}", flush=True)
+    for record in learner.run(progress=None if not quiet else False):
+        learner.save(out / "learner")
+        _write_history(learner, out)
+        if not quiet:
+            print(f"env steps {record.env_steps}: mean return {fmt(record.mean_return)}, loss {fmt(record.loss)}, "
+                  f"{record.seconds:.1f} s", flush=True)
+    _write_plot(learner, out)
+    policy = learner.policy()
+    written = ["train.json", "learner/", "history.csv", "learning_curve.png"]
+    if hasattr(policy, "arrays"):
+        from pbmarl.io import write_npz
+
+        write_npz(out / "policy.npz", policy.arrays())
+        write_json(out / "policy.json", policy.meta())
+        written += ["policy.npz", "policy.json"]
+    result = learner.evaluate(eval_episodes)
+    write_json(out / "evaluation.json", {**result, "env_steps": learner.env_steps, "deterministic": True})
+    print(f"done at {learner.env_steps} env steps: deterministic return {fmt(result['mean'])} ± {fmt(result['stderr'])} "
+          f"over {eval_episodes} episodes; wrote {', '.join(written + ['evaluation.json'])} in {out}")
+    return 0
+
+
+def _write_history(learner: Any, out: Path) -> None:
+    from pbmarl.io import write_atomic
+
+    text = learner.history.to_csv(index=False)
+    write_atomic(out / "history.csv", lambda fh: fh.write(text), mode="w")
+
+
+def _write_plot(learner: Any, out: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from pbmarl.io import write_atomic
+
+    history = learner.history
+    fig, ax = plt.subplots(figsize=(6, 3.5))
+    ax.plot(history["env_steps"], history["mean_return"], marker=".")
+    ax.set_xlabel("env steps")
+    ax.set_ylabel("mean episode return")
+    ax.set_title(f"{type(learner).__name__} on {learner.game.name}")
+    ax.grid(alpha=0.3)
+    fig.tight_layout()
+    write_atomic(out / "learning_curve.png", lambda fh: fig.savefig(fh, dpi=100, format="png"))
+    plt.close(fig)
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(0)
