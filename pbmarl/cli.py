@@ -67,8 +67,14 @@ def _parser() -> argparse.ArgumentParser:
     psro.add_argument("--out", type=Path, default=None, help="run folder (default: runs/GAME-SOLVER-TIME)")
     psro.add_argument("--quiet", action="store_true", help="only the first and the final line")
 
+    from pbmarl.train_cli import add_train_parser
+
+    add_train_parser(sub, _int_at_least)
+
     resume = sub.add_parser("resume", help="continue a run folder from its last completed iteration")
     resume.add_argument("run_dir", type=Path)
+    resume.add_argument("--steps", type=_int_at_least(1, "--steps"), default=None,
+                        help="more env steps (runs written by pbmarl train)")
     resume.add_argument("--iterations", type=_int_at_least(0, "--iterations"), default=None,
                         help="more iterations (default: up to the run's own --iterations budget)")
     resume.add_argument("--stop", type=float, default=None, help="replace the run's stopping exploitability")
@@ -234,6 +240,10 @@ def cmd_resume(args: argparse.Namespace) -> int:
     from pbmarl.io import ensure_writable_folder
 
     out = args.run_dir
+    from pbmarl.train_cli import is_train_folder, resume_train
+
+    if is_train_folder(out):
+        return resume_train(out, args.steps, args.quiet)
     if not (out / "run.json").exists():
         raise CliError(_not_started(out))
     ensure_writable_folder(out, what="run folder")  # before any work: a read-only folder could not keep it
@@ -260,6 +270,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         if args.command == "psro":
             return cmd_psro(args, argv)
+        if args.command == "train":
+            from pbmarl.train_cli import cmd_train
+
+            return cmd_train(args, argv)
         return cmd_resume(args)
     except (CliError, ValueError, TypeError, FileNotFoundError, OSError, ConnectionError) as exc:
         print(f"pbmarl: error: {exc}", file=sys.stderr)

@@ -33,6 +33,12 @@ _LAZY: dict[str, str] = {
     "ReplayBuffer": "pbmarl.learners.buffers",
     "PrioritizedReplayBuffer": "pbmarl.learners.buffers",
     "make_learner": "pbmarl.learners.registry",
+    "ControlLearner": "pbmarl.learners.control",
+    "SAC": "pbmarl.learners.sac",
+    "TD3": "pbmarl.learners.td3",
+    "DDPG": "pbmarl.learners.ddpg",
+    "HDDPG": "pbmarl.learners.hddpg",
+    "Rainbow": "pbmarl.learners.rainbow",
     "load_learner": "pbmarl.learners.registry",
     "LEARNERS": "pbmarl.learners.registry",
 }

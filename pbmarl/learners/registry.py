@@ -27,6 +27,11 @@ LEARNERS: dict[str, tuple[str, str]] = {
     "ppo": ("pbmarl.learners.ppo", "PPO"),
     "a2c": ("pbmarl.learners.a2c", "A2C"),
     "exact": ("pbmarl.learners.exact", "ExactBestResponse"),
+    "sac": ("pbmarl.learners.sac", "SAC"),
+    "td3": ("pbmarl.learners.td3", "TD3"),
+    "ddpg": ("pbmarl.learners.ddpg", "DDPG"),
+    "hddpg": ("pbmarl.learners.hddpg", "HDDPG"),
+    "rainbow": ("pbmarl.learners.rainbow", "Rainbow"),
 }
 FORMAT = 1
 
