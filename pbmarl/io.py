@@ -127,7 +127,10 @@ def write_npz(path: str | os.PathLike[str], arrays: dict[str, np.ndarray]) -> Pa
     for name, value in arrays.items():
         if np.asarray(value).dtype == object:
             raise TypeError(f"array {name!r} has dtype object; only plain numeric/string arrays are stored")
-    return write_atomic(path, lambda fh: np.savez(fh, **arrays), "wb")
+    def write(fh: Any) -> None:
+        np.savez(fh, **arrays)  # type: ignore[arg-type]  # numpy's stub types the first keyword as allow_pickle
+
+    return write_atomic(path, write, "wb")
 
 
 def read_npz(path: str | os.PathLike[str], expect: Mapping[str, ArraySpec] | None = None, *,

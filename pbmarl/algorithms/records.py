@@ -109,7 +109,7 @@ class IterationRecord:
         )
 
     def _repr_html_(self) -> str:
-        return pd.DataFrame([self.as_row()]).set_index("iteration")._repr_html_()  # type: ignore[no-any-return]
+        return str(pd.DataFrame([self.as_row()]).set_index("iteration")._repr_html_())
 
 
 def history_frame(records: list[IterationRecord]) -> pd.DataFrame:

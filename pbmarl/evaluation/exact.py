@@ -138,10 +138,11 @@ class ExactEvaluator:
         """Realisation plans ``[n, 1 + S_p * A]`` of `policies` for `player`, from the cache where fresh."""
         player = self.game.check_player(player)
         cache = self._cache[player]
-        policies = [check_strategy(p, self.game, what=f"player {player}'s policy") for p in policies]
-        for p in policies:
+        checked = [check_strategy(p, self.game, what=f"player {player}'s policy") for p in policies]
+        for p in checked:
             if isinstance(p, Mixture):
                 raise TypeError(f"plans() takes policies, not a Mixture ({p!r}): use reach()")
+        policies = [p for p in checked if isinstance(p, Policy)]
         stale, seen = [], set()
         for p in policies:
             entry = cache.get(id(p))

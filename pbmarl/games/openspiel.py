@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any, cast
+
 import numpy as np
 
 from pbmarl.games.base import Game, State
@@ -14,7 +16,7 @@ class OpenSpielGame(Game):
     them (observation tensors otherwise); info keys are its information-state strings.
     """
 
-    def __init__(self, name: str, pyspiel_game: object) -> None:
+    def __init__(self, name: str, pyspiel_game: Any) -> None:
         import pyspiel
 
         self.name = name
@@ -49,13 +51,14 @@ class OpenSpielGame(Game):
             )
 
     def new_initial_state(self) -> State:
-        return self.pyspiel_game.new_initial_state()
+        return cast(State, self.pyspiel_game.new_initial_state())
 
     def observation(self, state: State, player: int) -> np.ndarray:
+        pystate: Any = state  # a pyspiel.State (no type stubs)
         if self._use_info_tensor:
-            flat = state.information_state_tensor(player)
+            flat = pystate.information_state_tensor(player)
         elif self._has_obs_tensor:
-            flat = state.observation_tensor(player)
+            flat = pystate.observation_tensor(player)
         else:
             return np.zeros(1, dtype=np.float32)
         return np.asarray(flat, dtype=np.float32).reshape(self.observation_shape)
@@ -68,6 +71,7 @@ class OpenSpielGame(Game):
         return self.info_string(state, player)
 
     def info_string(self, state: State, player: int) -> str:
+        pystate: Any = state  # a pyspiel.State (no type stubs)
         if self._use_info_string:
-            return state.information_state_string(player)
-        return state.observation_string(player)
+            return str(pystate.information_state_string(player))
+        return str(pystate.observation_string(player))

@@ -136,8 +136,9 @@ class PPO(Learner):
     """
 
     name = "ppo"
-    config_class: Any = PPOConfig
-    record_class: Any = PPORecord
+    config_class: ClassVar[type[LearnerConfig]] = PPOConfig
+    record_class: ClassVar[type[StepRecord]] = PPORecord
+    config: PPOConfig
 
     def _init_task(self, player: int, warm: dict[str, dict[str, Any]] | None) -> None:
         cfg = self.config

@@ -62,7 +62,7 @@ def iterations(frame: pd.DataFrame) -> np.ndarray:
 
 def player_columns(frame: pd.DataFrame, prefix: str, *, what: str) -> list[str]:
     """``prefix0, prefix1, ...`` columns in player order; raise naming what is missing."""
-    columns = []
+    columns: list[str] = []
     while f"{prefix}{len(columns)}" in frame.columns:
         columns.append(f"{prefix}{len(columns)}")
     if not columns:
@@ -74,7 +74,7 @@ def player_columns(frame: pd.DataFrame, prefix: str, *, what: str) -> list[str]:
 def distributions(column: pd.Series, *, player: int) -> np.ndarray:
     """A column of per-iteration distributions (lists, arrays or their JSON text from a CSV) as a
     zero-padded ``(iterations, max members)`` array."""
-    rows: list[Sequence[float]] = []
+    rows: list[np.ndarray] = []
     for it, value in column.items():
         if isinstance(value, str):
             try:

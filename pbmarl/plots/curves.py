@@ -10,6 +10,7 @@ import numpy as np
 import pandas as pd
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
+from matplotlib.ticker import MaxNLocator
 
 from pbmarl.plots._axes import (
     Histories,
@@ -110,7 +111,7 @@ def plot_exploitability(
         ax.set_xscale("log")
     ax.set_xlabel(X_AXES[x])
     if x == "iteration" and not logx:
-        ax.xaxis.get_major_locator().set_params(integer=True)
+        ax.xaxis.set_major_locator(MaxNLocator(integer=True))
     ax.set_ylabel(Y_AXES[columns[0]] if len(columns) == 1 else "")
     if title:
         ax.set_title(title)
@@ -120,7 +121,7 @@ def plot_exploitability(
     return fig
 
 
-def _mark_converged(ax: Axes, xs: np.ndarray, ys: np.ndarray, color: str) -> None:
+def _mark_converged(ax: Axes, xs: np.ndarray, ys: np.ndarray, color: Any) -> None:
     """Points at or below the log floor (0 up to rounding) get a hollow marker and the word "converged",
     not a point drawn at an arbitrary 1e-12 that reads as a measured value."""
     below = ys <= LOG_FLOOR
@@ -167,9 +168,9 @@ def plot_population(history: pd.DataFrame, *, ax: Axes | None = None, title: str
         ax.plot(its, frame[column].to_numpy(dtype=float), drawstyle="steps-post", marker=MARKERS[p % len(MARKERS)],
                 markersize=4, linestyle=LINESTYLES[p % len(LINESTYLES)], label=f"player {p}")
     ax.set_xlabel("iteration")
-    ax.xaxis.get_major_locator().set_params(integer=True)
+    ax.xaxis.set_major_locator(MaxNLocator(integer=True))
     ax.set_ylabel("policies in the population")
-    ax.yaxis.get_major_locator().set_params(integer=True)
+    ax.yaxis.set_major_locator(MaxNLocator(integer=True))
     ax.legend()
     ax.grid(True, alpha=0.3)
     if title:
@@ -214,7 +215,7 @@ def plot_meta_strategy(
         panel.set_xlim(its.min(), max(its.max(), its.min() + 1))
         panel.set_ylim(0, 1)
         panel.set_xlabel("iteration")
-        panel.xaxis.get_major_locator().set_params(integer=True)
+        panel.xaxis.set_major_locator(MaxNLocator(integer=True))
         panel.set_ylabel(f"player {p}'s meta-strategy")
         panel.set_title(title if title and len(chosen) == 1 else f"player {p}")
         if n <= 12:
