@@ -1,0 +1,252 @@
+"""`MARL`: teams trained together (MALib's MARL scenario), stepped like every pbmarl driver.
+
+An `AgentMapping` sends every agent to a group; each group is played either by a
+learner (`pb.MAPPO`, `pb.IPPO`, `pb.QMIX`, `pb.IQL`, `pb.MADDPG`, ...) or by a fixed
+policy. One `step()`:
+
+1. collects at least the largest ``steps_per_round`` of the learners in env steps,
+   all groups in the same episodes (`RolloutPool.collect(policies=..., mapping=...)`);
+2. hands each learning group its rows (`GroupLearner.train`);
+3. returns a `MARLRecord`: env steps, mean episode return per group (the sum over the
+   group's agents), the learners' losses, seconds.
+
+A step is all-or-nothing: an exception anywhere (Ctrl-C included) leaves the learners,
+history and random state as they were. ``save(folder)`` / ``MARL.load(folder)`` write
+and read a run folder (JSON, ``.npz`` and torch state dicts loaded with
+``weights_only=True``), and a loaded run continues exactly as the unsaved one would.
+
+Example:
+    >>> game = pb.load_game("pettingzoo:simple_spread_v3", N=3, local_ratio=0.5, max_cycles=25)
+    >>> marl = pb.MARL(game, learners={"shared": pb.MAPPO(seed=0)}, mapping=pb.AgentMapping.shared(game))
+    >>> for record in marl.run(10): print(record)
+    >>> marl.history; marl.evaluate(episodes=100)
+"""
+
+from __future__ import annotations
+
+import copy
+import os
+import time
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from pbmarl.algorithms.transaction import all_or_nothing
+from pbmarl.games.base import Game
+from pbmarl.learners.group import GroupLearner
+from pbmarl.policies.base import Policy
+from pbmarl.policies.mixture import Mixture
+from pbmarl.rollout.mapping import AgentMapping
+
+
+@dataclass(frozen=True)
+class MARLRecord:
+    """One `MARL.step()`.
+
+    Attributes:
+        iteration: 1, 2, ... (steps taken so far).
+        env_steps: env steps of this step; ``total_env_steps`` since the start.
+        episodes: episodes that ended in this step's collection.
+        returns: mean episode return per group (summed over the group's agents).
+        losses: per learning group, the learner's loss terms.
+        seconds: wall seconds of ``collect`` and ``train``.
+    """
+
+    iteration: int
+    env_steps: int
+    total_env_steps: int
+    episodes: int
+    returns: dict[str, float]
+    losses: dict[str, dict[str, float]] = field(default_factory=dict)
+    seconds: dict[str, float] = field(default_factory=dict)
+
+    def as_row(self) -> dict[str, Any]:
+        row: dict[str, Any] = {"iteration": self.iteration, "env_steps": self.env_steps,
+                               "total_env_steps": self.total_env_steps, "episodes": self.episodes}
+        row.update({f"return/{g}": v for g, v in self.returns.items()})
+        row.update({f"{g}/{k}": v for g, d in self.losses.items() for k, v in d.items()})
+        row.update({f"seconds/{k}": v for k, v in self.seconds.items()})
+        return row
+
+    def __str__(self) -> str:
+        from pbmarl.fmt import fmt
+
+        rets = ", ".join(f"{g} {fmt(v)}" for g, v in self.returns.items())
+        return (f"MARL step {self.iteration}: {self.env_steps} env steps ({self.total_env_steps} total), "
+                f"{self.episodes} episodes, return {rets}, {sum(self.seconds.values()):.2f}s")
+
+
+def steppable(game: Game) -> Game:
+    """`game` as the multi-agent rollout layer steps it (a `MatrixGame` becomes a Parallel env of the same name)."""
+    from pbmarl.games.matrix import MatrixGame
+    from pbmarl.rollout.env_instances import parallel_capable
+
+    if isinstance(game, MatrixGame):
+        from pbmarl.games.matrix_env import parallel_matrix_game
+
+        return parallel_matrix_game(game)
+    if not parallel_capable(game):
+        raise ValueError(f"pb.MARL steps PettingZoo Parallel games, Gymnasium/mdp: games and matrix games; "
+                         f"{game.name!r} is none of these (for turn-based games use PSRO with a learner per seat)")
+    return game
+
+
+class MARL:
+    """Several groups of agents trained together; see the module doc.
+
+    Args:
+        game: a PettingZoo Parallel game (e.g. ``pettingzoo:simple_spread_v3``), a Gymnasium game, or a `MatrixGame`.
+        learners: ``{group: GroupLearner}``, the groups that learn.
+        mapping: an `AgentMapping` of `game` (default: every agent in one group, when `learners` names one group).
+        fixed: ``{group: Policy or Mixture}`` for the groups that do not learn (opponents, teammates).
+        seed: seeds collection.
+        num_envs: environment instances stepped together.
+        pool: a `RolloutPool` of the game (default: a local one); ``backend="ray"`` pools work too.
+    """
+
+    def __init__(self, game: Game, learners: Mapping[str, GroupLearner], mapping: AgentMapping | None = None, *,
+                 fixed: Mapping[str, Policy | Mixture] | None = None, seed: int = 0, num_envs: int = 32,
+                 pool: Any = None) -> None:
+        from pbmarl.rollout.pool import RolloutPool
+
+        if not isinstance(game, Game):
+            raise TypeError(f"game must be a pbmarl Game (see pb.load_game), got {type(game).__name__}")
+        if not isinstance(learners, Mapping) or not learners:
+            raise ValueError(f"learners must be a non-empty dict {{group: learner}}, got {learners!r}")
+        for g, learner in learners.items():
+            if not isinstance(learner, GroupLearner):
+                raise TypeError(f"group {g!r}'s learner must be a multi-agent learner (pb.MAPPO, pb.IPPO, pb.QMIX, "
+                                f"pb.IQL, pb.MADDPG), got {type(learner).__name__}: {learner!r}")
+        self.game = game
+        self.stepped = steppable(game)
+        if mapping is None:
+            if len(learners) != 1 or fixed:
+                raise ValueError(f"give mapping= for {len(learners) + len(fixed or {})} groups "
+                                 "(pb.AgentMapping(game, {agent: group}))")
+            mapping = AgentMapping.shared(game, group=next(iter(learners)))
+        if not isinstance(mapping, AgentMapping):
+            raise TypeError(f"mapping must be a pb.AgentMapping, got {type(mapping).__name__}")
+        if mapping.game.name != game.name:
+            raise ValueError(f"the mapping was made for {mapping.game.name!r}, not {game.name!r}")
+        self.mapping = AgentMapping.from_spec(self.stepped, mapping.spec())
+        self.fixed = dict(fixed or {})
+        named = set(learners) | set(self.fixed)
+        both = set(learners) & set(self.fixed)
+        if both or named != set(self.mapping.groups):
+            raise ValueError(f"every group of the mapping {list(self.mapping.groups)} needs exactly one learner or fixed "
+                             f"policy; learners name {sorted(learners)}, fixed names {sorted(self.fixed)}")
+        self.learners = dict(learners)
+        for g, learner in self.learners.items():
+            learner.bind(self.mapping, g)
+        self.seed = int(seed)
+        self.num_envs = int(num_envs)
+        self.rng = np.random.default_rng(seed)
+        self.pool = pool if pool is not None else RolloutPool(self.stepped, envs_per_worker=self.num_envs, seed=seed)
+        self.records: list[MARLRecord] = []
+        self.total_env_steps = 0
+
+    # -- stepping --------------------------------------------------------------------------------
+    def snapshot(self) -> tuple[Any, ...]:
+        return (copy.deepcopy({g: lr.state_dict() for g, lr in self.learners.items()}),
+                {g: (lr.rng.bit_generator.state, lr.env_steps) for g, lr in self.learners.items()},
+                self.rng.bit_generator.state, list(self.records), self.total_env_steps)
+
+    def restore(self, state: Any) -> None:
+        learner_states, rngs, rng, records, total = state
+        for g, lr in self.learners.items():
+            lr.load_state_dict(learner_states[g])
+            lr.rng.bit_generator.state, lr.env_steps = rngs[g]
+        self.rng.bit_generator.state = rng
+        self.records, self.total_env_steps = records, total
+
+    @all_or_nothing
+    def step(self) -> MARLRecord:
+        """Collect one round for every group in the same episodes, train every learner; see the module doc."""
+        t0 = time.perf_counter()
+        policies: dict[str, Policy | Mixture] = {g: lr.behaviour() for g, lr in self.learners.items()}
+        policies.update(self.fixed)
+        steps = max(lr.steps_per_round for lr in self.learners.values())
+        rows = self.pool.collect(policies=policies, mapping=self.mapping, learning=set(self.learners), steps=steps,
+                                 seed=self.rng, progress=False)
+        t1 = time.perf_counter()
+        any_rows = next(iter(rows.values()))
+        self.total_env_steps += int(any_rows.steps)
+        losses = {g: lr.train(rows[g], self.total_env_steps) for g, lr in self.learners.items()}
+        t2 = time.perf_counter()
+        ret = np.asarray(any_rows.episode_returns, dtype=float)
+        record = MARLRecord(
+            iteration=len(self.records) + 1, env_steps=int(any_rows.steps), total_env_steps=self.total_env_steps,
+            episodes=int(len(ret)), returns=self._group_returns(ret),
+            losses=losses, seconds={"collect": t1 - t0, "train": t2 - t1},
+        )
+        self.records.append(record)
+        return record
+
+    def _group_returns(self, returns: np.ndarray) -> dict[str, float]:
+        if len(returns) == 0:
+            return {g: float("nan") for g in self.mapping.groups}
+        return {g: float(returns[:, list(self.mapping.seats_of(g))].sum(axis=1).mean()) for g in self.mapping.groups}
+
+    def run(self, steps: int) -> Iterator[MARLRecord]:
+        """Yield the records of `steps` more steps."""
+        if isinstance(steps, bool) or not isinstance(steps, (int, np.integer)) or steps < 0:
+            raise ValueError(f"steps must be a non-negative int, got {steps!r}")
+        for _ in range(int(steps)):
+            yield self.step()
+
+    @property
+    def history(self) -> pd.DataFrame:
+        """One row per step: env steps, returns per group, losses, seconds."""
+        if not self.records:
+            return pd.DataFrame(columns=["env_steps", "total_env_steps", "episodes"])
+        return pd.DataFrame([r.as_row() for r in self.records]).set_index("iteration")
+
+    def policies(self) -> dict[str, Policy | Mixture]:
+        """Every group's current policy (learners' without exploration)."""
+        out: dict[str, Policy | Mixture] = {g: lr.policy() for g, lr in self.learners.items()}
+        out.update(self.fixed)
+        return out
+
+    def evaluate(self, episodes: int = 100, *, seed: int | None = None,
+                 policies: Mapping[str, Policy | Mixture] | None = None) -> pd.Series:
+        """Mean episode return per group over `episodes` episodes of the current policies (no exploration).
+
+        Returns a Series ``return/{group}`` plus ``mean_step_reward`` (per agent per env step) and ``episode_length``.
+        """
+        from pbmarl.rollout.parallel_engine import run_parallel
+        from pbmarl.rollout.records import Seat
+
+        if isinstance(episodes, bool) or not isinstance(episodes, (int, np.integer)) or episodes < 1:
+            raise ValueError(f"episodes must be a positive int, got {episodes!r}")
+        chosen = dict(self.policies() if policies is None else policies)
+        seats = {g: Seat.of(chosen[g]) for g in self.mapping.groups}
+        rng = np.random.default_rng(self.seed + 7919 if seed is None else seed)
+        out = run_parallel(self.stepped, self.mapping, seats, set(), rng, num_envs=self.num_envs, episodes=int(episodes))
+        ret = np.asarray(out.returns, dtype=float)
+        row: dict[str, float] = {f"return/{g}": v for g, v in self._group_returns(ret).items()}
+        row["mean_step_reward"] = float(ret.sum() / max(out.lengths.sum(), 1) / ret.shape[1])
+        row["episode_length"] = float(out.lengths.mean())
+        return pd.Series(row)
+
+    def __repr__(self) -> str:
+        who = ", ".join(f"{g}: {type(lr).__name__}" for g, lr in self.learners.items())
+        fixed = "".join(f", {g}: fixed" for g in self.fixed)
+        return f"MARL({self.game.name!r}, {{{who}{fixed}}}, {len(self.records)} steps, {self.total_env_steps} env steps)"
+
+    # -- files -----------------------------------------------------------------------------------
+    def save(self, path: str | os.PathLike[str]) -> Path:
+        """Write the run (learners, random state, history, fixed policies) to folder `path`."""
+        from pbmarl.algorithms.marl_io import save_marl
+
+        return save_marl(self, Path(path))
+
+    @classmethod
+    def load(cls, path: str | os.PathLike[str]) -> MARL:
+        """Read a run written by `save`; it continues exactly where the saved one stood."""
+        from pbmarl.algorithms.marl_io import load_marl
+
+        return load_marl(Path(path))

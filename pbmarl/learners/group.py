@@ -1,0 +1,230 @@
+"""What the multi-agent learners share: the `GroupLearner` seam and the joint view of a group's rows.
+
+A group learner (MAPPO, IPPO, QMIX, MADDPG) trains the policy of one group of an
+`AgentMapping` from the rows `RolloutPool.collect(policies=..., mapping=...)` returns.
+`pb.MARL` drives it: ``bind`` once (build the networks for the group's agents),
+then every round ``behaviour()`` plays, ``train(rows)`` learns.
+
+`joint_steps` turns the rows (ordered by episode, agent, time) into one row per env
+step with the agents side by side, ``[S, n, ...]``: what centralised critics and
+mixers read. The global state is the game's (``game.has_global_state``) or, where
+there is none, the agents' observations concatenated (`central_input`).
+"""
+
+from __future__ import annotations
+
+import abc
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+import numpy as np
+import torch
+
+from pbmarl.policies.base import Policy
+from pbmarl.rollout.mapping import AgentMapping, GroupGame
+from pbmarl.rollout.trajectories import Trajectories
+
+
+@dataclass(frozen=True, eq=False)
+class JointSteps:
+    """A group's rows with its agents side by side: S env steps, n agents.
+
+    ``obs``/``next_obs`` ``[S, n, d]``, ``legal_mask``/``next_legal_mask`` ``[S, n, A]``,
+    ``action`` ``[S, n]`` (or ``[S, n, k]`` for Box), ``log_prob``/``reward``/``terminated``/
+    ``truncated`` ``[S, n]``, ``state``/``next_state`` ``[S, W]`` (None without a global
+    state), ``episode``/``time`` ``[S]``, and ``index`` ``[S, n]``: each entry's row in the
+    original `Trajectories`.
+    """
+
+    obs: np.ndarray
+    next_obs: np.ndarray
+    legal_mask: np.ndarray
+    next_legal_mask: np.ndarray
+    action: np.ndarray
+    log_prob: np.ndarray
+    reward: np.ndarray
+    terminated: np.ndarray
+    truncated: np.ndarray
+    state: np.ndarray | None
+    next_state: np.ndarray | None
+    episode: np.ndarray
+    time: np.ndarray
+    index: np.ndarray
+
+    def __len__(self) -> int:
+        return len(self.episode)
+
+    @property
+    def done(self) -> np.ndarray:
+        """``[S]``: the episode ended after this step (any agent finished)."""
+        return (self.terminated | self.truncated).any(axis=1)
+
+
+def joint_steps(traj: Trajectories, seats: tuple[int, ...]) -> JointSteps:
+    """Line up the rows of the agents `seats` (in that order) step by step.
+
+    Raises:
+        ValueError: the agents do not act at the same steps (turn-based games, or agents
+            that leave an episode early): their rows cannot be put side by side.
+    """
+    if traj.agent is None or traj.time is None or traj.log_prob is None:
+        raise ValueError("joint_steps needs multi-agent rows (RolloutPool.collect(policies=..., mapping=...))")
+    keys = None
+    cols = []
+    for seat in seats:
+        rows = np.flatnonzero(traj.agent == seat)  # already in (episode, time) order
+        k = np.stack([traj.episode[rows], traj.time[rows]], axis=1)
+        if keys is None:
+            keys = k
+        elif k.shape != keys.shape or not np.array_equal(k, keys):
+            raise ValueError(
+                f"the agents of group {traj.group!r} (seats {list(seats)}) do not act at the same steps, so their "
+                "rows cannot be lined up for a centralised critic or mixer; use a game whose agents act together "
+                "(PettingZoo Parallel, a matrix game) or an independent learner"
+            )
+        cols.append(rows)
+    index = np.stack(cols, axis=1)
+    assert keys is not None
+    terminated = traj.terminated if traj.terminated is not None else traj.done
+    truncated = traj.truncated if traj.truncated is not None else np.zeros_like(traj.done)
+    first = index[:, 0]
+    return JointSteps(
+        obs=traj.obs[index], next_obs=traj.next_obs[index], legal_mask=traj.legal_mask[index],
+        next_legal_mask=traj.next_legal_mask[index], action=traj.action[index], log_prob=traj.log_prob[index],
+        reward=traj.reward[index], terminated=terminated[index], truncated=truncated[index],
+        state=None if traj.global_state is None else traj.global_state[first],
+        next_state=None if traj.next_global_state is None else traj.next_global_state[first],
+        episode=keys[:, 0].copy(), time=keys[:, 1].copy(), index=index,
+    )
+
+
+def central_input(steps: JointSteps, source: str, *, nxt: bool = False) -> np.ndarray:
+    """``[S, W]``: the global state (``source="state"``) or the concatenated observations (``"concat"``)."""
+    if source == "state":
+        state = steps.next_state if nxt else steps.state
+        if state is None:
+            raise ValueError("these rows carry no global state; use source='concat'")
+        return state
+    obs = steps.next_obs if nxt else steps.obs
+    return obs.reshape(len(obs), -1)
+
+
+def central_source(game: Any, option: str, who: str) -> str:
+    """Resolve a learner's ``central`` option (``"auto"``, ``"state"``, ``"concat"``) for `game`.
+
+    Raises:
+        ValueError: ``"state"`` on a game without a global state, or a turn-based game with
+            none (its agents' observations cannot be concatenated step by step).
+    """
+    if option not in ("auto", "state", "concat"):
+        raise ValueError(f"{who}: central must be 'auto', 'state' or 'concat', got {option!r}")
+    has_state = bool(getattr(game, "has_global_state", False))
+    if option == "state" and not has_state:
+        raise ValueError(f"{who}: central='state' but {game.name!r} has no global state (has_global_state is False); "
+                         "use central='concat' (the agents' observations side by side) or 'auto'")
+    if getattr(game, "turn_based", False) and not has_state:
+        raise ValueError(f"{who} needs a global state or agents that act together, and {game.name!r} is turn-based "
+                         "with no global state: its agents' observations cannot be concatenated step by step; "
+                         "use an independent learner (IPPO, IQL) or a game with a global state")
+    if option == "auto":
+        return "state" if has_state else "concat"
+    return option
+
+
+class GroupLearner(abc.ABC):
+    """Trains one group's policy from the rows the group's agents made; see the module doc."""
+
+    #: registry name ("mappo", "qmix", ...), used by save files and the command line
+    name: ClassVar[str] = "group"
+    #: False for learners that must play with a behaviour policy different from `policy()` (epsilon, noise)
+    off_policy: ClassVar[bool] = False
+
+    def __init__(self, config: Any, seed: int) -> None:
+        self.config = config
+        self.seed = int(seed)
+        self.rng = np.random.default_rng(seed)
+        self.torch_gen = torch.Generator().manual_seed(int(seed))
+        self.env_steps = 0
+        self.mapping: AgentMapping | None = None
+        self.group: str | None = None
+
+    # -- binding ------------------------------------------------------------------------------
+    def bind(self, mapping: AgentMapping, group: str) -> None:
+        """Build the networks for `group` of `mapping` (once; a second call must name the same group)."""
+        view = mapping.group_game(group)
+        self.mapping, self.group = mapping, group
+        self.seats: tuple[int, ...] = mapping.seats_of(group)
+        self.n_agents = len(self.seats)
+        self._build(view)
+
+    @property
+    def view(self) -> GroupGame:
+        if self.mapping is None or self.group is None:
+            raise RuntimeError(f"{type(self).__name__} is not bound to a group yet: pb.MARL binds it")
+        return self.mapping.group_game(self.group)
+
+    @abc.abstractmethod
+    def _build(self, view: GroupGame) -> None:
+        """Create networks and optimisers for the group's agents (observation and action spaces of `view`)."""
+
+    # -- the round -----------------------------------------------------------------------------
+    @property
+    def steps_per_round(self) -> int:
+        return int(self.config.steps_per_round)
+
+    @abc.abstractmethod
+    def behaviour(self) -> Policy:
+        """The policy that plays the group's agents while collecting (exploration included)."""
+
+    @abc.abstractmethod
+    def policy(self) -> Policy:
+        """The trained policy, for evaluation and populations (no exploration noise)."""
+
+    @abc.abstractmethod
+    def train(self, rows: Trajectories, env_steps: int) -> dict[str, float]:
+        """Learn from one round's rows; `env_steps` is the run's env-step count so far. Returns the losses."""
+
+    # -- saving ---------------------------------------------------------------------------------
+    @abc.abstractmethod
+    def modules(self) -> dict[str, Any]:
+        """Everything with a ``state_dict`` (networks, optimisers) under stable names."""
+
+    def extra_state(self) -> dict[str, torch.Tensor]:
+        """Tensors beyond the modules (replay buffers, normalisers)."""
+        return {}
+
+    def load_extra_state(self, state: dict[str, torch.Tensor]) -> None:
+        """Put back what `extra_state` returned."""
+
+    def state_dict(self) -> dict[str, Any]:
+        return {"modules": {k: m.state_dict() for k, m in self.modules().items()}, "extra": self.extra_state(),
+                "torch_gen": self.torch_gen.get_state(), "env_steps": torch.tensor(self.env_steps)}
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        for k, m in self.modules().items():
+            m.load_state_dict(state["modules"][k])
+        self.load_extra_state(state["extra"])
+        self.torch_gen.set_state(state["torch_gen"])
+        self.env_steps = int(state["env_steps"])
+
+    def spec(self) -> dict[str, Any]:
+        from dataclasses import asdict
+
+        return {"name": self.name, "seed": self.seed, "config": asdict(self.config)}
+
+    def __repr__(self) -> str:
+        where = f", group {self.group!r}" if self.group is not None else ""
+        return f"{type(self).__name__}(seed={self.seed}{where})"
+
+
+def check_discrete(view: GroupGame, who: str) -> int:
+    """The group's number of actions; raises for Box action spaces."""
+    if view.num_actions < 1:
+        raise ValueError(f"{who} needs Discrete actions, but group {view.group!r} of {view.name!r} acts in "
+                         f"{view.action_space(0)}; use MADDPG for continuous actions")
+    return view.num_actions
+
+
+def agent_onehot(S: int, n: int) -> np.ndarray:
+    """``[S, n, n]``: each agent's one-hot id, for critics that value every agent from one state."""
+    return np.broadcast_to(np.eye(n, dtype=np.float32), (S, n, n))

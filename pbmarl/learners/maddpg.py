@@ -1,0 +1,216 @@
+"""MADDPG: decentralised actors, one centralised critic per agent over all observations and actions.
+
+For agent ``i`` of the group, the critic ``Q_i(o_1..o_n, a_1..a_n)`` is trained on
+``y_i = r_i + gamma * (1 - term_i) * Q'_i(o'_1..o'_n, mu'(o'_1)..mu'(o'_n))`` and the
+actor follows ``grad E[Q_i(o, a_1..mu(o_i)..a_n)]`` with the other agents' actions
+from replay. Target networks are Polyak-averaged (`pbmarl.learners.rl_math.soft_update`).
+The group's agents share one actor (give each agent a group of its own for separate
+actors). Box actions use a `DeterministicPolicy` with Gaussian exploration noise;
+Discrete actions use a softmax actor trained through the straight-through
+Gumbel-softmax (Jang et al. 2017), as the MADDPG paper does for MPE's discrete actions.
+
+Lowe et al. 2017, "Multi-Agent Actor-Critic for Mixed Cooperative-Competitive
+Environments" (NeurIPS): defaults are the paper's (lr 0.01, gamma 0.95, tau 0.01,
+batch 1024, two layers of 64 units).
+"""
+
+from __future__ import annotations
+
+import copy
+from dataclasses import dataclass, replace
+from typing import Any
+
+import numpy as np
+import torch
+
+from pbmarl.learners.group import GroupLearner, joint_steps
+from pbmarl.learners.nets import build_mlp, masked_logits
+from pbmarl.learners.rl_math import soft_update
+from pbmarl.policies.base import Policy
+from pbmarl.policies.continuous import DeterministicPolicy
+from pbmarl.policies.neural import MLPPolicy
+from pbmarl.policies.noise import Normal
+from pbmarl.rollout.mapping import GroupGame
+from pbmarl.rollout.trajectories import Trajectories
+
+
+@dataclass(frozen=True)
+class MADDPGConfig:
+    """MADDPG options (Lowe et al. 2017, Appendix: lr 0.01, gamma 0.95, tau 0.01, batch 1024, 64 units)."""
+
+    hidden: tuple[int, ...] = (64, 64)
+    """Hidden widths of actor and critics (paper: 64, 64)."""
+    actor_lr: float = 1e-2
+    """Actor Adam learning rate (paper: 0.01)."""
+    critic_lr: float = 1e-2
+    """Critic Adam learning rate (paper: 0.01)."""
+    gamma: float = 0.95
+    """Discount (paper: 0.95)."""
+    tau: float = 0.01
+    """Polyak rate of the target networks (paper: 0.01)."""
+    batch_size: int = 1024
+    """Joint steps per update (paper: 1024)."""
+    buffer_size: int = 1_000_000
+    """Joint steps kept in replay (paper: 1e6)."""
+    updates_per_round: int = 10
+    """Gradient updates per round (the paper updates every 100 steps)."""
+    learning_starts: int = 1024
+    """Joint steps in replay before updates begin."""
+    noise_sigma: float = 0.1
+    """Gaussian exploration noise of Box actions, in normalised units."""
+    gumbel_temperature: float = 1.0
+    """Temperature of the Gumbel-softmax for Discrete actions."""
+    max_grad_norm: float = 0.5
+    """Gradient-norm clip (paper code: 0.5)."""
+    steps_per_round: int = 1000
+    """Env steps collected per round."""
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "hidden", tuple(int(h) for h in self.hidden))
+        for name in ("actor_lr", "critic_lr", "max_grad_norm", "gumbel_temperature"):
+            if not float(getattr(self, name)) > 0:
+                raise ValueError(f"MADDPGConfig.{name} must be positive, got {getattr(self, name)!r}")
+        if not 0.0 < float(self.tau) <= 1.0 or not 0.0 <= float(self.gamma) <= 1.0:
+            raise ValueError(f"MADDPGConfig: tau must be in (0, 1] and gamma in [0, 1], got {self.tau!r}, {self.gamma!r}")
+        for name in ("batch_size", "buffer_size", "updates_per_round", "steps_per_round"):
+            if int(getattr(self, name)) < 1:
+                raise ValueError(f"MADDPGConfig.{name} must be a positive int, got {getattr(self, name)!r}")
+        if self.noise_sigma < 0 or self.learning_starts < 0:
+            raise ValueError("MADDPGConfig: noise_sigma and learning_starts must be non-negative")
+
+
+class MADDPG(GroupLearner):
+    """MADDPG for one group; see the module doc. ``pb.MADDPG(config=None, seed=0, **options)``."""
+
+    name = "maddpg"
+    off_policy = True
+
+    def __init__(self, config: MADDPGConfig | None = None, *, seed: int = 0, **options: Any) -> None:
+        config = MADDPGConfig() if config is None else config
+        if not isinstance(config, MADDPGConfig):
+            raise TypeError(f"config must be a MADDPGConfig, got {type(config).__name__}")
+        super().__init__(replace(config, **options) if options else config, seed)
+        self.buffer: dict[str, np.ndarray] = {}
+
+    def _build(self, view: GroupGame) -> None:
+        cfg = self.config
+        self.discrete = view.num_actions > 0
+        self.obs_dim = int(view.observation_shape[0])
+        self.act_dim = view.num_actions if self.discrete else int(np.prod(view.action_space(0).shape))
+        n = self.n_agents
+        with torch.random.fork_rng(devices=[]):
+            torch.manual_seed(self.seed)
+            self.actor: MLPPolicy | DeterministicPolicy
+            if self.discrete:
+                self.actor = MLPPolicy(view, cfg.hidden, seed=self.seed)
+            else:
+                self.actor = DeterministicPolicy(view, cfg.hidden, noise=Normal(cfg.noise_sigma), seed=self.seed)
+            #: one critic per agent, each over every agent's observation and action
+            self.critic_input_dim = n * (self.obs_dim + self.act_dim)
+            self.critics = torch.nn.ModuleList([build_mlp(self.critic_input_dim, cfg.hidden, 1) for _ in range(n)])
+        self.target_actor = copy.deepcopy(self.actor.net)
+        self.target_critics = copy.deepcopy(self.critics)
+        self.actor_opt = torch.optim.Adam(self.actor.net.parameters(), lr=cfg.actor_lr)
+        self.critic_opt = torch.optim.Adam(self.critics.parameters(), lr=cfg.critic_lr)
+
+    def behaviour(self) -> Policy:
+        return self.actor
+
+    def policy(self) -> Policy:
+        pi = copy.deepcopy(self.actor)
+        if isinstance(pi, DeterministicPolicy):
+            pi.noise = None
+        return pi
+
+    # -- actions as the critic reads them ---------------------------------------------------------
+    def _act_train(self, net: torch.nn.Module, obs: torch.Tensor, mask: torch.Tensor, *, sample: bool) -> torch.Tensor:
+        """``[B, act_dim]``: Box actions in [-1, 1] units, or one-hot (straight-through Gumbel) for Discrete."""
+        logits = net(obs)
+        if not self.discrete:
+            return torch.tanh(logits)
+        logits = masked_logits(logits, mask)
+        if not sample:
+            return torch.nn.functional.one_hot(logits.argmax(-1), self.act_dim).float()
+        u = torch.rand(logits.shape, generator=self.torch_gen).clamp(1e-10, 1 - 1e-10)
+        y = torch.softmax((logits - torch.log(-torch.log(u))) / self.config.gumbel_temperature, dim=-1)
+        hard = torch.nn.functional.one_hot(y.argmax(-1), self.act_dim).float()
+        return hard + y - y.detach()
+
+    def _stored_action(self, action: np.ndarray) -> np.ndarray:
+        if self.discrete:
+            return np.eye(self.act_dim, dtype=np.float32)[action]
+        assert isinstance(self.actor, DeterministicPolicy)
+        S, n = action.shape[:2]
+        return self.actor.normalise(action.reshape(S * n, -1)).reshape(S, n, -1).astype(np.float32)
+
+    def critic_input(self, obs: torch.Tensor, action: torch.Tensor) -> torch.Tensor:
+        """``[B, n * (obs + act)]`` from ``obs [B, n, d]`` and ``action [B, n, k]``."""
+        B = obs.shape[0]
+        return torch.cat([obs.reshape(B, -1), action.reshape(B, -1)], dim=1)
+
+    # -- learning ---------------------------------------------------------------------------------
+    def _store(self, rows: Trajectories) -> None:
+        s = joint_steps(rows, self.seats)
+        new = {"obs": s.obs, "next_obs": s.next_obs, "mask": s.legal_mask, "next_mask": s.next_legal_mask,
+               "action": self._stored_action(s.action), "reward": s.reward.astype(np.float32),
+               "terminated": s.terminated}
+        self.buffer = new if not self.buffer else {k: np.concatenate([self.buffer[k], new[k]]) for k in new}
+        cap = self.config.buffer_size
+        if len(self.buffer["obs"]) > cap:
+            self.buffer = {k: v[-cap:] for k, v in self.buffer.items()}
+
+    def train(self, rows: Trajectories, env_steps: int) -> dict[str, float]:
+        cfg = self.config
+        self.env_steps = int(env_steps)
+        self._store(rows)
+        size = len(self.buffer["obs"])
+        if size < min(cfg.learning_starts, cfg.buffer_size):
+            return {"critic_loss": float("nan"), "actor_loss": float("nan")}
+        n, closs, aloss = self.n_agents, [], []
+        for _ in range(cfg.updates_per_round):
+            pick = self.rng.integers(size, size=min(cfg.batch_size, size))
+            b = {k: torch.as_tensor(v[pick]) for k, v in self.buffer.items()}
+            B = len(pick)
+            obs, nobs = b["obs"].float(), b["next_obs"].float()
+            with torch.no_grad():
+                nact = self._act_train(self.target_actor, nobs.reshape(B * n, -1), b["next_mask"].reshape(B * n, -1),
+                                       sample=False).view(B, n, -1)
+                nx = self.critic_input(nobs, nact)
+                live = (~b["terminated"]).float()
+                y = torch.stack([b["reward"][:, i] + cfg.gamma * live[:, i] * self.target_critics[i](nx).squeeze(-1)
+                                 for i in range(n)], dim=1)
+            x = self.critic_input(obs, b["action"].float())
+            q = torch.stack([self.critics[i](x).squeeze(-1) for i in range(n)], dim=1)
+            critic_loss = torch.nn.functional.mse_loss(q, y)
+            self.critic_opt.zero_grad()
+            critic_loss.backward()
+            torch.nn.utils.clip_grad_norm_(self.critics.parameters(), cfg.max_grad_norm)
+            self.critic_opt.step()
+            mine = self._act_train(self.actor.net, obs.reshape(B * n, -1), b["mask"].reshape(B * n, -1),
+                                   sample=True).view(B, n, -1)
+            actor_loss = torch.zeros(())
+            for i in range(n):
+                acts = torch.cat([b["action"][:, :i].float(), mine[:, i:i + 1], b["action"][:, i + 1:].float()], dim=1)
+                actor_loss = actor_loss - self.critics[i](self.critic_input(obs, acts)).mean() / n
+            self.actor_opt.zero_grad()
+            actor_loss.backward()
+            torch.nn.utils.clip_grad_norm_(self.actor.net.parameters(), cfg.max_grad_norm)
+            self.actor_opt.step()
+            soft_update(self.target_actor, self.actor.net, cfg.tau)
+            soft_update(self.target_critics, self.critics, cfg.tau)
+            closs.append(critic_loss.item())
+            aloss.append(actor_loss.item())
+        self.actor.version += 1
+        return {"critic_loss": float(np.mean(closs)), "actor_loss": float(np.mean(aloss))}
+
+    # -- saving -----------------------------------------------------------------------------------
+    def modules(self) -> dict[str, Any]:
+        return {"actor": self.actor.net, "target_actor": self.target_actor, "critics": self.critics,
+                "target_critics": self.target_critics, "actor_opt": self.actor_opt, "critic_opt": self.critic_opt}
+
+    def extra_state(self) -> dict[str, torch.Tensor]:
+        return {f"buffer/{k}": torch.as_tensor(v) for k, v in self.buffer.items()}
+
+    def load_extra_state(self, state: dict[str, torch.Tensor]) -> None:
+        self.buffer = {k[len("buffer/"):]: v.numpy() for k, v in state.items() if k.startswith("buffer/")}
+        self.actor.version += 1

@@ -1,0 +1,248 @@
+"""MAPPO and IPPO: PPO for a group of agents, with a shared actor and a centralised value.
+
+One round (`pb.MARL` collects it with `behaviour()`):
+
+1. the critic values every row: MAPPO from the global state (``game.has_global_state``)
+   or the group's observations concatenated, plus the agent's one-hot id; IPPO from
+   the agent's own observation;
+2. GAE advantages per agent (`pbmarl.learners.returns.gae`), bootstrapping from the
+   next state's value where an episode was truncated (``max_cycles``);
+3. value targets are normalised by running statistics (the MAPPO paper's ValueNorm);
+4. ``epochs`` passes in ``minibatches``: clipped surrogate, Huber value loss, entropy bonus.
+
+Yu et al. 2022, "The Surprising Effectiveness of PPO in Cooperative Multi-Agent Games"
+(NeurIPS Datasets and Benchmarks): the defaults below are their MPE settings (Tables 8-9).
+
+Example:
+    >>> marl = pb.MARL(game, learners={"shared": pb.MAPPO(seed=0)}, mapping=pb.AgentMapping.shared(game))
+"""
+
+from __future__ import annotations
+
+import copy
+from dataclasses import dataclass, replace
+from typing import Any, ClassVar
+
+import numpy as np
+import torch
+
+from pbmarl.learners.group import GroupLearner, agent_onehot, central_input, central_source, check_discrete, joint_steps
+from pbmarl.learners.nets import build_mlp, masked_logits, to_tensor
+from pbmarl.learners.returns import gae
+from pbmarl.policies.neural import MLPPolicy
+from pbmarl.rollout.mapping import GroupGame
+from pbmarl.rollout.trajectories import Trajectories
+
+
+@dataclass(frozen=True)
+class MAPPOConfig:
+    """MAPPO options; defaults are the MAPPO paper's MPE values (Yu et al. 2022, Tables 8-9)."""
+
+    hidden: tuple[int, ...] = (64, 64)
+    """Hidden widths of actor and critic (paper: 64)."""
+    lr: float = 7e-4
+    """Adam learning rate of actor and critic (paper: 7e-4)."""
+    gamma: float = 0.99
+    """Discount (paper: 0.99)."""
+    gae_lambda: float = 0.95
+    """GAE lambda (paper: 0.95)."""
+    clip_coef: float = 0.2
+    """PPO ratio clip (paper: 0.2)."""
+    epochs: int = 15
+    """PPO epochs per round (paper, MPE: 15)."""
+    minibatches: int = 1
+    """Minibatches per epoch (paper, MPE: 1)."""
+    ent_coef: float = 0.01
+    """Entropy bonus (paper: 0.01)."""
+    vf_coef: float = 1.0
+    """Weight of the value loss (the paper optimises actor and critic separately, i.e. weight 1)."""
+    huber_delta: float = 10.0
+    """Huber loss delta of the value loss (paper: 10)."""
+    max_grad_norm: float = 10.0
+    """Gradient-norm clip (paper: 10)."""
+    value_norm: bool = True
+    """Normalise value targets by running mean and variance (paper: ValueNorm on)."""
+    central: str = "auto"
+    """Critic input: 'auto' (global state if the game has one, else concatenated observations), 'state',
+    'concat', or 'local' (the agent's own observation: IPPO)."""
+    steps_per_round: int = 3200
+    """Env steps per round (paper, MPE: 128 threads x 25 steps)."""
+    checks: ClassVar[tuple[str, ...]] = ("lr", "clip_coef", "huber_delta", "max_grad_norm")
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "hidden", tuple(int(h) for h in self.hidden))
+        for name in self.checks:
+            if not float(getattr(self, name)) > 0:
+                raise ValueError(f"MAPPOConfig.{name} must be positive, got {getattr(self, name)!r}")
+        for name in ("gamma", "gae_lambda"):
+            if not 0.0 <= float(getattr(self, name)) <= 1.0:
+                raise ValueError(f"MAPPOConfig.{name} must be in [0, 1], got {getattr(self, name)!r}")
+        for name in ("epochs", "minibatches", "steps_per_round"):
+            if int(getattr(self, name)) < 1:
+                raise ValueError(f"MAPPOConfig.{name} must be a positive int, got {getattr(self, name)!r}")
+        if self.central not in ("auto", "state", "concat", "local"):
+            raise ValueError(f"MAPPOConfig.central must be 'auto', 'state', 'concat' or 'local', got {self.central!r}")
+
+
+class ValueNorm(torch.nn.Module):
+    """Running mean and variance of value targets (debiased EMA, beta = 0.99999 as in the MAPPO code)."""
+
+    def __init__(self, beta: float = 0.99999) -> None:
+        super().__init__()
+        self.beta = beta
+        self.mean: torch.Tensor
+        self.mean_sq: torch.Tensor
+        self.debias: torch.Tensor
+        self.register_buffer("mean", torch.zeros((), dtype=torch.float64))
+        self.register_buffer("mean_sq", torch.zeros((), dtype=torch.float64))
+        self.register_buffer("debias", torch.zeros((), dtype=torch.float64))
+
+    def update(self, x: torch.Tensor) -> None:
+        x = x.double()
+        self.mean.mul_(self.beta).add_(x.mean() * (1 - self.beta))
+        self.mean_sq.mul_(self.beta).add_((x**2).mean() * (1 - self.beta))
+        self.debias.mul_(self.beta).add_(1 - self.beta)
+
+    def stats(self) -> tuple[torch.Tensor, torch.Tensor]:
+        d = self.debias.clamp(min=1e-5)
+        mean, mean_sq = self.mean / d, self.mean_sq / d
+        return mean.float(), (mean_sq - mean**2).clamp(min=1e-2).sqrt().float()
+
+    def normalize(self, x: torch.Tensor) -> torch.Tensor:
+        mean, std = self.stats()
+        return (x - mean) / std
+
+    def denormalize(self, x: torch.Tensor) -> torch.Tensor:
+        mean, std = self.stats()
+        return x * std + mean
+
+
+class MAPPO(GroupLearner):
+    """MAPPO for one group; see the module doc. ``pb.MAPPO(config=None, seed=0, **options)``."""
+
+    name = "mappo"
+    default_central = "auto"
+
+    def __init__(self, config: MAPPOConfig | None = None, *, seed: int = 0, **options: Any) -> None:
+        if config is None:
+            config = MAPPOConfig(central=self.default_central)
+        if not isinstance(config, MAPPOConfig):
+            raise TypeError(f"config must be a MAPPOConfig, got {type(config).__name__}")
+        super().__init__(replace(config, **options) if options else config, seed)
+
+    def _build(self, view: GroupGame) -> None:
+        cfg = self.config
+        who = f"{type(self).__name__} (group {view.group!r})"
+        check_discrete(view, who)
+        self.source = "local" if cfg.central == "local" else central_source(view.base, cfg.central, who)
+        with torch.random.fork_rng(devices=[]):
+            torch.manual_seed(self.seed)
+            self.actor = MLPPolicy(view, hidden=cfg.hidden, seed=self.seed)
+            width = self._critic_width(view)
+            self.critic = build_mlp(width, cfg.hidden, 1)
+        self.critic_width = width
+        self.value_norm = ValueNorm()
+        self.optimizer = torch.optim.Adam(list(self.actor.net.parameters()) + list(self.critic.parameters()),
+                                          lr=cfg.lr, eps=1e-5)
+
+    def _critic_width(self, view: GroupGame) -> int:
+        n = self.n_agents
+        if self.source == "local":
+            return int(view.observation_shape[0])
+        if self.source == "state":
+            return int(np.prod(view.base.global_state_shape)) + n
+        return n * int(view.observation_shape[0]) + n
+
+    def critic_inputs(self, rows: Trajectories) -> tuple[np.ndarray, np.ndarray]:
+        """``(x, next_x)`` ``[T, W]``: what the critic reads for each row and for the row's next step."""
+        if self.source == "local":
+            return rows.obs.reshape(len(rows), -1), rows.next_obs.reshape(len(rows), -1)
+        steps = joint_steps(rows, self.seats)
+        S, n = len(steps), self.n_agents
+        ids = agent_onehot(S, n)
+        out = []
+        for nxt in (False, True):
+            c = central_input(steps, self.source, nxt=nxt)
+            per = np.concatenate([np.broadcast_to(c[:, None, :], (S, n, c.shape[1])), ids], axis=2)
+            x = np.zeros((len(rows), per.shape[2]), np.float32)
+            x[steps.index.ravel()] = per.reshape(S * n, -1)
+            out.append(x)
+        return out[0], out[1]
+
+    def behaviour(self) -> MLPPolicy:
+        return self.actor
+
+    def policy(self) -> MLPPolicy:
+        return copy.deepcopy(self.actor)
+
+    def _values(self, x: np.ndarray) -> np.ndarray:
+        with torch.no_grad():
+            v = self.critic(to_tensor(x)).squeeze(-1)
+            if self.config.value_norm:
+                v = self.value_norm.denormalize(v)
+        return v.double().numpy()
+
+    def train(self, rows: Trajectories, env_steps: int) -> dict[str, float]:
+        cfg = self.config
+        self.env_steps = int(env_steps)
+        x, next_x = self.critic_inputs(rows)
+        value, next_value = self._values(x), self._values(next_x)
+        assert rows.terminated is not None and rows.truncated is not None
+        # a truncated row bootstraps from V(s'); its recursion still stops at the episode's end
+        reward = rows.reward + cfg.gamma * rows.truncated * next_value
+        adv, ret = gae(reward, rows.done, value, next_value, gamma=cfg.gamma, lam=cfg.gae_lambda)
+        ret_t = to_tensor(ret)
+        if cfg.value_norm:
+            self.value_norm.update(ret_t)
+        assert rows.log_prob is not None
+        obs, mask = to_tensor(rows.obs.reshape(len(rows), -1)), torch.as_tensor(rows.legal_mask)
+        action, old_logp = torch.as_tensor(rows.action), to_tensor(rows.log_prob)
+        adv_t, x_t = to_tensor(adv), to_tensor(x)
+        sums = {"policy_loss": 0.0, "value_loss": 0.0, "entropy": 0.0, "approx_kl": 0.0}
+        n = 0
+        T = len(rows)
+        for _ in range(cfg.epochs):
+            order = self.rng.permutation(T)
+            for idx_np in np.array_split(order, min(cfg.minibatches, T)):
+                idx = torch.as_tensor(idx_np)
+                logits = masked_logits(self.actor.logits(obs[idx]), mask[idx])
+                logp_all = torch.log_softmax(logits, dim=-1)
+                logp = logp_all.gather(1, action[idx][:, None]).squeeze(1)
+                p = logp_all.exp()
+                entropy = -torch.where(mask[idx], p * logp_all, torch.zeros_like(p)).sum(-1).mean()
+                a = adv_t[idx]
+                a = (a - a.mean()) / (a.std() + 1e-8) if len(a) > 1 else a
+                log_ratio = logp - old_logp[idx]
+                ratio = log_ratio.exp()
+                pg = torch.max(-a * ratio, -a * ratio.clamp(1 - cfg.clip_coef, 1 + cfg.clip_coef)).mean()
+                target = self.value_norm.normalize(ret_t[idx]) if cfg.value_norm else ret_t[idx]
+                v = self.critic(x_t[idx]).squeeze(-1)
+                v_loss = torch.nn.functional.huber_loss(v, target, delta=cfg.huber_delta)
+                loss = pg + cfg.vf_coef * v_loss - cfg.ent_coef * entropy
+                self.optimizer.zero_grad()
+                loss.backward()
+                torch.nn.utils.clip_grad_norm_(list(self.actor.net.parameters()) + list(self.critic.parameters()),
+                                               cfg.max_grad_norm)
+                self.optimizer.step()
+                with torch.no_grad():
+                    kl = float(((ratio - 1) - log_ratio).mean())
+                for k, val in zip(sums, (pg.item(), v_loss.item(), entropy.item(), kl)):
+                    sums[k] += val
+                n += 1
+        self.actor.version += 1  # rollout workers cache policies by version
+        return {k: v / max(n, 1) for k, v in sums.items()}
+
+    def modules(self) -> dict[str, Any]:
+        return {"actor": self.actor.net, "critic": self.critic, "optimizer": self.optimizer,
+                "value_norm": self.value_norm}
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        super().load_state_dict(state)
+        self.actor.version += 1
+
+
+class IPPO(MAPPO):
+    """Independent PPO: MAPPO with each agent's critic reading only its own observation."""
+
+    name = "ippo"
+    default_central = "local"

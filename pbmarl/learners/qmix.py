@@ -1,0 +1,281 @@
+"""QMIX (and VDN, and independent Q-learning): value decomposition for a cooperative group.
+
+Each agent of the group acts greedily on a shared Q-network ``Q(o_a, .)`` (with
+epsilon-greedy exploration annealed over env steps); the team is trained end to end
+through a mixer ``Q_tot = f(Q_1(o_1, a_1), ..., Q_n(o_n, a_n); s)``:
+
+    L = (r_team + gamma * (1 - term) * f'(Q'_a(o'_a, argmax_b Q_a(o'_a, b)); s') - Q_tot)^2
+
+with target networks ``Q'``, ``f'`` (hard copies every ``target_update`` updates) and
+double Q (the online network picks the next action, the target values it). ``f`` is
+`pbmarl.learners.mixers.QMixer` (monotonic, over the global state or the concatenated
+observations), `VDN` (a sum), or nothing (``mixer="none"``: each agent learns its own
+Q from its own reward, i.e. independent Q-learning).
+
+Replay holds whole episodes (``buffer_episodes``); every update samples
+``batch_episodes`` of them and trains on all their steps.
+
+Rashid et al. 2018, "QMIX: Monotonic Value Function Factorisation for Deep Multi-Agent
+RL" (ICML); the defaults are the paper's where they apply (gamma 0.99, eps 1 -> 0.05,
+mixing embed 32, batch 32 episodes).
+"""
+
+from __future__ import annotations
+
+import copy
+from dataclasses import dataclass, replace
+from typing import Any
+
+import numpy as np
+import torch
+
+from pbmarl.learners.group import GroupLearner, central_input, central_source, check_discrete, joint_steps
+from pbmarl.learners.mixers import make_mixer
+from pbmarl.learners.nets import masked_argmax
+from pbmarl.learners.rl_math import linear_schedule
+from pbmarl.policies.neural import MLPPolicy
+from pbmarl.rollout.mapping import GroupGame
+from pbmarl.rollout.trajectories import Trajectories
+
+
+@dataclass(frozen=True)
+class QMIXConfig:
+    """QMIX options (Rashid et al. 2018 where they apply)."""
+
+    hidden: tuple[int, ...] = (64, 64)
+    """Hidden widths of the agent Q-network (paper: 64)."""
+    lr: float = 5e-4
+    """Adam learning rate (paper: RMSprop 5e-4)."""
+    gamma: float = 0.99
+    """Discount (paper: 0.99)."""
+    mixer: str = "qmix"
+    """'qmix' (monotonic hypernetwork mixer), 'vdn' (sum) or 'none' (independent Q-learners)."""
+    mixing_embed: int = 32
+    """Width of the mixing layer (paper: 32)."""
+    central: str = "auto"
+    """Mixer input: 'auto' (global state if the game has one, else concatenated observations), 'state', 'concat'."""
+    eps_start: float = 1.0
+    """Initial exploration rate (paper: 1.0)."""
+    eps_end: float = 0.05
+    """Final exploration rate (paper: 0.05)."""
+    eps_anneal_steps: int = 50_000
+    """Env steps over which epsilon falls linearly (paper: 50k)."""
+    buffer_episodes: int = 5000
+    """Episodes kept in replay (paper: 5000)."""
+    batch_episodes: int = 32
+    """Episodes per update (paper: 32)."""
+    updates_per_round: int = 8
+    """Gradient updates per round."""
+    target_update: int = 200
+    """Updates between hard target copies (paper: every 200 episodes)."""
+    double_q: bool = True
+    """Pick the next action with the online network, value it with the target one."""
+    team_reward: str = "sum"
+    """How the team reward is formed from the agents' rewards: 'sum' or 'mean'."""
+    max_grad_norm: float = 10.0
+    """Gradient-norm clip (paper: 10)."""
+    steps_per_round: int = 1000
+    """Env steps collected per round."""
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "hidden", tuple(int(h) for h in self.hidden))
+        if self.mixer not in ("qmix", "vdn", "none"):
+            raise ValueError(f"QMIXConfig.mixer must be 'qmix', 'vdn' or 'none', got {self.mixer!r}")
+        if self.central not in ("auto", "state", "concat"):
+            raise ValueError(f"QMIXConfig.central must be 'auto', 'state' or 'concat', got {self.central!r}")
+        if self.team_reward not in ("sum", "mean"):
+            raise ValueError(f"QMIXConfig.team_reward must be 'sum' or 'mean', got {self.team_reward!r}")
+        for name in ("lr", "max_grad_norm"):
+            if not float(getattr(self, name)) > 0:
+                raise ValueError(f"QMIXConfig.{name} must be positive, got {getattr(self, name)!r}")
+        for name in ("buffer_episodes", "batch_episodes", "updates_per_round", "target_update", "steps_per_round",
+                     "eps_anneal_steps", "mixing_embed"):
+            if int(getattr(self, name)) < 1:
+                raise ValueError(f"QMIXConfig.{name} must be a positive int, got {getattr(self, name)!r}")
+        for name in ("gamma", "eps_start", "eps_end"):
+            if not 0.0 <= float(getattr(self, name)) <= 1.0:
+                raise ValueError(f"QMIXConfig.{name} must be in [0, 1], got {getattr(self, name)!r}")
+
+
+class EpsilonGreedyQ(MLPPolicy):
+    """Acts greedily on the Q-values its network outputs, uniformly at random with probability `epsilon`."""
+
+    kind = "epsilon_greedy_q"
+
+    def __init__(self, game: Any, hidden: Any = (64, 64), *, seed: int | None = 0, epsilon: float = 0.0) -> None:
+        super().__init__(game, hidden, seed=seed)
+        self.epsilon = float(epsilon)
+
+    def _probs(self, obs: np.ndarray, legal_mask: np.ndarray, keys: Any) -> np.ndarray:
+        with torch.no_grad():
+            q = self.logits(torch.as_tensor(np.asarray(obs, dtype=np.float32)))
+            best = masked_argmax(q, torch.as_tensor(legal_mask)).numpy()
+        legal = legal_mask.astype(float)
+        probs = self.epsilon * legal / np.maximum(legal.sum(axis=1, keepdims=True), 1)
+        probs[np.arange(len(best)), best] += 1.0 - self.epsilon
+        return probs
+
+    def meta(self) -> dict[str, Any]:
+        return {**super().meta(), "epsilon": self.epsilon}
+
+    @classmethod
+    def from_state(cls, game: Any, arrays: dict[str, np.ndarray], meta: dict[str, Any]) -> EpsilonGreedyQ:
+        policy = cls(game, hidden=meta["hidden"], seed=None, epsilon=float(meta.get("epsilon", 0.0)))
+        policy.net.load_state_dict({k: torch.as_tensor(np.array(v)) for k, v in arrays.items()})
+        policy.version = int(meta.get("version", 0))
+        return policy
+
+
+#: the per-step arrays an episode in replay keeps
+_FIELDS = ("obs", "next_obs", "legal_mask", "next_legal_mask", "action", "reward", "terminated", "central",
+           "next_central", "episode")
+
+
+class QMIX(GroupLearner):
+    """QMIX for one group; see the module doc. ``pb.QMIX(config=None, seed=0, **options)``."""
+
+    name = "qmix"
+    off_policy = True
+    default_mixer = "qmix"
+
+    def __init__(self, config: QMIXConfig | None = None, *, seed: int = 0, **options: Any) -> None:
+        if config is None:
+            config = QMIXConfig(mixer=self.default_mixer)
+        if not isinstance(config, QMIXConfig):
+            raise TypeError(f"config must be a QMIXConfig, got {type(config).__name__}")
+        super().__init__(replace(config, **options) if options else config, seed)
+        self.updates = 0
+        self.buffer: dict[str, np.ndarray] = {}
+        self._next_episode = 0
+
+    def _build(self, view: GroupGame) -> None:
+        cfg = self.config
+        who = f"{type(self).__name__} (group {view.group!r})"
+        check_discrete(view, who)
+        self.source = "concat" if cfg.mixer == "none" else central_source(view.base, cfg.central, who)
+        width = (int(np.prod(view.base.global_state_shape)) if self.source == "state"
+                 else self.n_agents * int(view.observation_shape[0]))
+        with torch.random.fork_rng(devices=[]):
+            torch.manual_seed(self.seed)
+            self.agent = EpsilonGreedyQ(view, cfg.hidden, seed=self.seed, epsilon=cfg.eps_start)
+            self.mixer = make_mixer(cfg.mixer, self.n_agents, width, embed=cfg.mixing_embed)
+        self.target_agent = copy.deepcopy(self.agent.net)
+        self.target_mixer = copy.deepcopy(self.mixer)
+        params = list(self.agent.net.parameters()) + (list(self.mixer.parameters()) if self.mixer is not None else [])
+        self.params = params
+        self.optimizer = torch.optim.Adam(params, lr=cfg.lr)
+
+    @property
+    def epsilon(self) -> float:
+        cfg = self.config
+        return linear_schedule(cfg.eps_start, cfg.eps_end, float(cfg.eps_anneal_steps), float(self.env_steps))
+
+    def behaviour(self) -> EpsilonGreedyQ:
+        self.agent.epsilon = self.epsilon
+        return self.agent
+
+    def policy(self) -> EpsilonGreedyQ:
+        greedy = copy.deepcopy(self.agent)
+        greedy.epsilon = 0.0
+        return greedy
+
+    # -- replay -----------------------------------------------------------------------------------
+    def _store(self, rows: Trajectories) -> None:
+        steps = joint_steps(rows, self.seats)
+        new = {"obs": steps.obs, "next_obs": steps.next_obs, "legal_mask": steps.legal_mask,
+               "next_legal_mask": steps.next_legal_mask, "action": steps.action, "reward": steps.reward,
+               "terminated": steps.terminated, "central": central_input(steps, self.source),
+               "next_central": central_input(steps, self.source, nxt=True),
+               "episode": steps.episode + self._next_episode}
+        self._next_episode += int(steps.episode.max()) + 1 if len(steps) else 0
+        self.buffer = new if not self.buffer else {k: np.concatenate([self.buffer[k], new[k]]) for k in _FIELDS}
+        kept = np.unique(self.buffer["episode"])[-self.config.buffer_episodes:]
+        if len(kept) and kept[0] > self.buffer["episode"][0]:
+            keep = self.buffer["episode"] >= kept[0]
+            self.buffer = {k: v[keep] for k, v in self.buffer.items()}
+
+    def _sample(self) -> dict[str, torch.Tensor]:
+        ids = np.unique(self.buffer["episode"])
+        pick = self.rng.choice(ids, size=min(self.config.batch_episodes, len(ids)), replace=False)
+        sel = np.isin(self.buffer["episode"], pick)
+        return {k: torch.as_tensor(v[sel]) for k, v in self.buffer.items() if k != "episode"}
+
+    # -- learning ---------------------------------------------------------------------------------
+    def _q(self, net: torch.nn.Module, obs: torch.Tensor) -> torch.Tensor:
+        S, n = obs.shape[:2]
+        return net(obs.reshape(S * n, -1).float()).view(S, n, -1)
+
+    def train(self, rows: Trajectories, env_steps: int) -> dict[str, float]:
+        cfg = self.config
+        self.env_steps = int(env_steps)
+        self._store(rows)
+        losses, q_means = [], []
+        for _ in range(cfg.updates_per_round):
+            b = self._sample()
+            q_all = self._q(self.agent.net, b["obs"])
+            q = q_all.gather(2, b["action"].long()[..., None]).squeeze(2)  # [S, n]
+            with torch.no_grad():
+                q_next_target = self._q(self.target_agent, b["next_obs"])
+                mask = b["next_legal_mask"]
+                pick_from = self._q(self.agent.net, b["next_obs"]) if cfg.double_q else q_next_target
+                S, n, A = pick_from.shape
+                best = masked_argmax(pick_from.reshape(S * n, A), mask.reshape(S * n, A)).view(S, n)
+                q_next = q_next_target.gather(2, best[..., None]).squeeze(2)
+                q_next = torch.where(mask.any(-1), q_next, torch.zeros_like(q_next))
+            reward = b["reward"].float()
+            if self.mixer is None:  # independent learners: each agent its own reward and bootstrap
+                target = reward + cfg.gamma * (~b["terminated"]).float() * q_next
+                loss = torch.nn.functional.mse_loss(q, target)
+            else:
+                team = reward.sum(1) if cfg.team_reward == "sum" else reward.mean(1)
+                live = (~b["terminated"].any(1)).float()
+                with torch.no_grad():
+                    assert self.target_mixer is not None
+                    target = team + cfg.gamma * live * self.target_mixer(q_next, b["next_central"].float())
+                loss = torch.nn.functional.mse_loss(self.mixer(q, b["central"].float()), target)
+            self.optimizer.zero_grad()
+            loss.backward()
+            torch.nn.utils.clip_grad_norm_(self.params, cfg.max_grad_norm)
+            self.optimizer.step()
+            self.updates += 1
+            if self.updates % cfg.target_update == 0:
+                self.target_agent.load_state_dict(self.agent.net.state_dict())
+                if self.mixer is not None and self.target_mixer is not None:
+                    self.target_mixer.load_state_dict(self.mixer.state_dict())
+            losses.append(loss.item())
+            q_means.append(q.mean().item())
+        self.agent.version += 1
+        return {"td_loss": float(np.mean(losses)), "q": float(np.mean(q_means)), "epsilon": self.epsilon}
+
+    # -- saving -----------------------------------------------------------------------------------
+    def modules(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"agent": self.agent.net, "target_agent": self.target_agent, "optimizer": self.optimizer}
+        if self.mixer is not None and self.target_mixer is not None:
+            out.update(mixer=self.mixer, target_mixer=self.target_mixer)
+        return out
+
+    def extra_state(self) -> dict[str, torch.Tensor]:
+        out = {f"buffer/{k}": torch.as_tensor(v) for k, v in self.buffer.items()}
+        out["updates"] = torch.tensor(self.updates)
+        out["next_episode"] = torch.tensor(self._next_episode)
+        return out
+
+    def load_extra_state(self, state: dict[str, torch.Tensor]) -> None:
+        self.buffer = {k[len("buffer/"):]: v.numpy() for k, v in state.items() if k.startswith("buffer/")}
+        self.updates = int(state["updates"])
+        self._next_episode = int(state["next_episode"])
+        self.agent.version += 1
+
+
+class IQL(QMIX):
+    """Independent Q-learning: QMIX's agents without a mixer, each from its own reward."""
+
+    name = "iql"
+    default_mixer = "none"
+
+
+class VDNLearner(QMIX):
+    """VDN: QMIX with the sum as its mixer."""
+
+    name = "vdn"
+    default_mixer = "vdn"

@@ -1,0 +1,211 @@
+"""pb.MARL and the multi-agent learners: grouping, centralised inputs, the QMIX mixer, save/resume, bad input."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import pbmarl as pb
+from pbmarl.games.matrix_env import CLIMBING
+from pbmarl.learners.group import joint_steps
+from pbmarl.learners.mixers import VDN, QMixer, mixing_gradient
+
+
+@pytest.fixture(scope="module")
+def climbing() -> pb.MatrixGame:
+    return pb.MatrixGame([CLIMBING, CLIMBING], name="climbing")
+
+
+@pytest.fixture(scope="module")
+def spread() -> pb.Game:
+    return pb.load_game("pettingzoo:simple_spread_v3", N=3, local_ratio=0.5, max_cycles=5)
+
+
+# -- the mixer --------------------------------------------------------------------------------------
+@settings(max_examples=25, deadline=None)
+@given(seed=st.integers(0, 10_000), n=st.integers(1, 5), state_dim=st.integers(1, 6), batch=st.integers(1, 8),
+       scale=st.floats(0.1, 100.0))
+def test_qmix_mixer_is_monotonic(seed: int, n: int, state_dim: int, batch: int, scale: float) -> None:
+    torch.manual_seed(seed)
+    mixer = QMixer(n, state_dim, embed=8)
+    q = torch.randn(batch, n) * scale
+    state = torch.randn(batch, state_dim) * scale
+    grad = mixing_gradient(mixer, q, state)
+    assert grad.shape == (batch, n)
+    assert bool((grad >= 0).all()), grad
+    # and raising one agent's Q never lowers Q_tot
+    bumped = q.clone()
+    bumped[:, 0] += abs(scale)
+    assert bool((mixer(bumped, state) >= mixer(q, state) - 1e-4).all())
+
+
+def test_vdn_gradient_is_one_and_mixer_checks_shapes() -> None:
+    q, s = torch.randn(4, 3), torch.randn(4, 2)
+    assert torch.allclose(mixing_gradient(VDN(), q, s), torch.ones(4, 3))
+    with pytest.raises(ValueError, match=r"q must have shape \[batch, 3\]"):
+        QMixer(3, 2)(torch.randn(4, 2), s)
+
+
+# -- mapping and grouping ---------------------------------------------------------------------------
+def test_groups_get_their_own_agents_rows() -> None:
+    game = pb.load_game("pettingzoo:simple_adversary_v3", max_cycles=5)
+    mapping = pb.AgentMapping(game, {"adversary_0": "red", "agent_0": "blue", "agent_1": "blue"})
+    red, blue = pb.IPPO(seed=0, steps_per_round=20, epochs=1), pb.MAPPO(seed=1, steps_per_round=20, epochs=1)
+    marl = pb.MARL(game, {"red": red, "blue": blue}, mapping, num_envs=2)
+    assert red.seats == (0,) and blue.seats == (1, 2) and blue.n_agents == 2
+    rec = marl.step()
+    assert set(rec.returns) == {"red", "blue"} and set(rec.losses) == {"red", "blue"}
+    # the blue group's return is the sum of its two agents' returns, red's its one agent's
+    assert np.isfinite(rec.returns["blue"]) and np.isfinite(rec.returns["red"])
+    h = marl.history
+    assert list(h.index) == [1] and {"return/red", "return/blue", "blue/policy_loss"} <= set(h.columns)
+    # a group of agents with different observation sizes is refused by name
+    with pytest.raises(ValueError, match="group 'all' maps agents of different observation sizes"):
+        pb.MARL(game, {"all": pb.MAPPO()}, pb.AgentMapping.shared(game, group="all"))
+    # every group needs a learner or a fixed policy
+    with pytest.raises(ValueError, match="needs exactly one learner or fixed policy"):
+        pb.MARL(game, {"blue": pb.MAPPO()}, mapping)
+
+
+def test_fixed_group_plays_but_does_not_learn() -> None:
+    game = pb.load_game("pettingzoo:simple_tag_v3", max_cycles=5, num_good=1, num_adversaries=2, num_obstacles=1)
+    mapping = pb.AgentMapping(game, lambda a: a.rpartition("_")[0])
+    prey = pb.RandomPolicy(mapping.group_game("agent"))
+    marl = pb.MARL(game, {"adversary": pb.MAPPO(seed=0, steps_per_round=20, epochs=1)}, mapping,
+                   fixed={"agent": prey}, num_envs=2)
+    rec = marl.step()
+    assert set(rec.losses) == {"adversary"} and set(rec.returns) == {"adversary", "agent"}
+
+
+# -- centralised inputs -----------------------------------------------------------------------------
+def test_centralised_critic_reads_the_global_state_and_the_actor_does_not(spread: pb.Game) -> None:
+    mapping = pb.AgentMapping.shared(spread, agent_id=True)
+    mappo = pb.MAPPO(seed=0, steps_per_round=30, epochs=1)
+    pb.MARL(spread, {"shared": mappo}, mapping, num_envs=2)
+    state_dim = int(np.prod(spread.global_state_shape))
+    obs_dim = int(np.prod(spread.observation_space(0).shape))
+    assert mappo.source == "state"
+    assert mappo.critic_width == state_dim + 3                # global state + agent id
+    assert mappo.actor.in_dim == obs_dim + 3 != mappo.critic_width   # own observation + agent id
+    pool = pb.RolloutPool(spread, envs_per_worker=2)
+    rows = pool.collect(policies={"shared": mappo.behaviour()}, mapping=mapping, steps=10, seed=0)["shared"]
+    x, next_x = mappo.critic_inputs(rows)
+    assert rows.global_state is not None and rows.next_global_state is not None
+    np.testing.assert_array_equal(x[:, :state_dim], rows.global_state)
+    np.testing.assert_array_equal(next_x[:, :state_dim], rows.next_global_state)
+    np.testing.assert_array_equal(x[:, state_dim:], np.eye(3, dtype=np.float32)[rows.agent])
+    assert rows.obs.shape[1] == obs_dim + 3 and not np.array_equal(rows.obs[:, :obs_dim], rows.global_state[:, :obs_dim])
+    # IPPO's critic reads the agent's own observation only
+    ippo = pb.IPPO(seed=0)
+    ippo.bind(mapping, "shared")
+    assert ippo.critic_width == obs_dim + 3
+    np.testing.assert_array_equal(ippo.critic_inputs(rows)[0], rows.obs)
+
+
+def test_without_global_state_the_critic_and_mixer_read_concatenated_observations(climbing: pb.MatrixGame) -> None:
+    mapping = pb.AgentMapping.shared(climbing)
+    mappo, qmix = pb.MAPPO(seed=0), pb.QMIX(seed=0)
+    mappo.bind(mapping, "shared")
+    qmix.bind(mapping, "shared")
+    assert mappo.source == qmix.source == "concat"
+    assert mappo.critic_width == 2 * 2 + 2
+    assert isinstance(qmix.mixer, QMixer) and qmix.mixer.state_dim == 2 * 2
+
+
+def test_joint_steps_line_agents_up(spread: pb.Game) -> None:
+    mapping = pb.AgentMapping.shared(spread)
+    pool = pb.RolloutPool(spread, envs_per_worker=2)
+    rows = pool.collect(policies={"shared": pb.RandomPolicy(mapping.group_game("shared"))}, mapping=mapping,
+                        steps=10, seed=1)["shared"]
+    steps = joint_steps(rows, (0, 1, 2))
+    assert steps.obs.shape == (len(rows) // 3, 3, rows.obs.shape[1])
+    for k in range(3):
+        assert (rows.agent[steps.index[:, k]] == k).all()
+        np.testing.assert_array_equal(steps.reward[:, k], rows.reward[steps.index[:, k]])
+    assert (rows.episode[steps.index] == steps.episode[:, None]).all()
+
+
+def test_maddpg_critic_input_is_every_agents_observation_and_action() -> None:
+    game = pb.load_game("pettingzoo:simple_spread_v3", N=3, continuous_actions=True, max_cycles=5)
+    mapping = pb.AgentMapping.shared(game, agent_id=True)
+    maddpg = pb.MADDPG(seed=0, steps_per_round=20, learning_starts=10, batch_size=16, updates_per_round=1)
+    marl = pb.MARL(game, {"shared": maddpg}, mapping, num_envs=2)
+    obs_dim, act_dim = int(np.prod(game.observation_space(0).shape)) + 3, int(np.prod(game.action_space(0).shape))
+    assert maddpg.critic_input_dim == 3 * (obs_dim + act_dim)
+    assert len(maddpg.critics) == 3
+    assert maddpg.critics[0][0].in_features == 3 * (obs_dim + act_dim)
+    rec = marl.step()
+    assert np.isfinite(rec.losses["shared"]["critic_loss"])
+    x = maddpg.critic_input(torch.zeros(4, 3, obs_dim), torch.zeros(4, 3, act_dim))
+    assert x.shape == (4, 3 * (obs_dim + act_dim))
+    # discrete actions: one-hot actions through the Gumbel-softmax
+    disc = pb.load_game("pettingzoo:simple_spread_v3", N=3, max_cycles=5)
+    d = pb.MADDPG(seed=0)
+    d.bind(pb.AgentMapping.shared(disc), "shared")
+    assert d.critic_input_dim == 3 * (int(np.prod(disc.observation_space(0).shape)) + 5)
+
+
+# -- save and resume --------------------------------------------------------------------------------
+@pytest.mark.parametrize("algo", ["mappo", "qmix"])
+def test_save_resume_gives_the_same_history(tmp_path, climbing: pb.MatrixGame, algo: str) -> None:
+    def make() -> pb.MARL:
+        learner = (pb.MAPPO(seed=3, steps_per_round=32, epochs=2) if algo == "mappo"
+                   else pb.QMIX(seed=3, steps_per_round=32, batch_episodes=8, updates_per_round=2, target_update=3))
+        return pb.MARL(climbing, {"team": learner}, pb.AgentMapping.shared(climbing, group="team", agent_id=True),
+                       seed=5, num_envs=8)
+
+    straight = make()
+    for _ in straight.run(3):
+        pass
+    first = make()
+    first.step()
+    first.save(tmp_path / "run")
+    resumed = pb.MARL.load(tmp_path / "run")
+    for _ in resumed.run(2):
+        pass
+    cols = [c for c in straight.history.columns if not c.startswith("seconds/")]
+    pd.testing.assert_frame_equal(straight.history[cols], resumed.history[cols])
+    assert resumed.evaluate(20).equals(straight.evaluate(20))
+
+
+def test_a_failed_step_leaves_the_run_as_it_was(climbing: pb.MatrixGame) -> None:
+    marl = pb.MARL(climbing, {"team": pb.MAPPO(seed=0, steps_per_round=16, epochs=1)}, seed=1, num_envs=4)
+    marl.step()
+    before = marl.snapshot()
+    learner = marl.learners["team"]
+    original = learner.train
+    learner.train = lambda *a, **k: (_ for _ in ()).throw(RuntimeError("boom"))  # type: ignore[method-assign]
+    with pytest.raises(RuntimeError, match="boom"):
+        marl.step()
+    learner.train = original  # type: ignore[method-assign]
+    assert len(marl.records) == 1 and marl.total_env_steps == before[4]  # type: ignore[index]
+    assert marl.rng.bit_generator.state == before[2]  # type: ignore[index]
+
+
+# -- bad input --------------------------------------------------------------------------------------
+def test_bad_input_gets_clear_errors(climbing: pb.MatrixGame) -> None:
+    with pytest.raises(ValueError, match="has no global state"):
+        pb.MARL(climbing, {"team": pb.MAPPO(central="state")})
+    cont = pb.load_game("pettingzoo:simple_spread_v3", N=2, continuous_actions=True, max_cycles=5)
+    with pytest.raises(ValueError, match="QMIX .* needs Discrete actions.*Box"):
+        pb.MARL(cont, {"team": pb.QMIX()})
+    with pytest.raises(ValueError, match="MAPPO .* needs Discrete actions"):
+        pb.MARL(cont, {"team": pb.MAPPO()})
+    with pytest.raises(ValueError, match="central must be"):
+        pb.MAPPO(central="global")
+    with pytest.raises(ValueError, match="mixer must be 'qmix', 'vdn' or 'none'"):
+        pb.QMIX(mixer="qplex")
+    with pytest.raises(TypeError, match="multi-agent learner"):
+        pb.MARL(climbing, {"team": pb.PPO(climbing)})  # type: ignore[dict-item]
+    # a turn-based game without a global state cannot feed a centralised critic
+    from pbmarl.learners.group import central_source
+
+    kuhn = pb.load_game("kuhn_poker")
+    with pytest.raises(ValueError, match="turn-based with no global state"):
+        central_source(kuhn, "auto", "MAPPO")
+    with pytest.raises(ValueError, match="PettingZoo Parallel games"):
+        pb.MARL(kuhn, {"team": pb.MAPPO()})
