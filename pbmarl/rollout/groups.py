@@ -62,8 +62,13 @@ def group_plan(game: Game, policies: Mapping[str, Policy | Mixture], mapping: Ag
     learn = tuple(mapping.groups) if learning is None else tuple(learning)
     if isinstance(learning, str) or any(g not in mapping.groups for g in learn):
         raise ValueError(f"learning must be a set of groups out of {list(mapping.groups)}, got {learning!r}")
+    from gymnasium import spaces
+
     seats = []
     for group in mapping.groups:
+        space = mapping.group_game(group).action_space(0)
+        if not isinstance(space, (spaces.Discrete, spaces.Box)):
+            raise ValueError(f"group {group!r} acts in {space}; multi-agent collection supports Discrete and Box actions")
         entry = policies[group]
         members: tuple[Policy, ...]
         weights: tuple[float, ...]

@@ -177,8 +177,10 @@ def run_parallel(
         state_before = {i: gstate[i] for i in live_idx}
         pending: list[tuple[_Group, list[int], list[int]]] = []
         for gi, grp in enumerate(groups):
-            for m in np.unique(member[live_idx, gi]).tolist():
-                pairs = [(i, k) for i in live_idx if member[i, gi] == m for k, a in enumerate(grp.agents) if a in live[i]]
+            drawn = member[live_idx, gi].tolist()
+            for m in sorted(set(drawn)):
+                pairs = [(i, k) for i, d in zip(live_idx, drawn) if d == m
+                         for k, a in enumerate(grp.agents) if a in live[i]]
                 if not pairs:
                     continue
                 inst = [i for i, _ in pairs]
@@ -196,9 +198,8 @@ def run_parallel(
         rewards, terms, truncs = {}, {}, {}
         for i in live_idx:
             obs[i], rewards[i], terms[i], truncs[i], infos[i] = envs[i].step(joint[i])
-            r = rewards[i]
-            ret[i] += [float(r.get(a, 0.0)) for a in agents]
-            t[i] += 1
+        ret[live_idx] += [[float(rewards[i].get(a, 0.0)) for a in agents] for i in live_idx]
+        t[live_idx] += 1
         if with_state:
             for i in live_idx:
                 gstate[i] = envs[i].state()  # after this step = before the next one
@@ -232,6 +233,13 @@ def run_parallel(
 
 def _observe(space: Any, raws: list[Any], infos: list[Any], *, num_actions: int) -> tuple[np.ndarray, np.ndarray]:
     """Flat float32 observations ``[B, d]`` and masks ``[B, num_actions]`` (all legal unless the env gives one)."""
+    if all(type(r) is np.ndarray for r in raws) and not any(isinstance(f, dict) and "action_mask" in f for f in infos):
+        try:  # the common case: plain arrays of the space's size, no masks
+            stacked: np.ndarray | None = np.stack(raws).reshape(len(raws), -1)
+        except ValueError:
+            stacked = None
+        if stacked is not None and stacked.shape[1] == int(np.prod(space.shape)):
+            return stacked.astype(np.float32, copy=False), np.ones((len(raws), num_actions), dtype=bool)
     masks = np.ones((len(raws), num_actions), dtype=bool)
     flat = []
     for j, (raw, info) in enumerate(zip(raws, infos)):
