@@ -12,8 +12,8 @@
 | PSRO-Nash on Leduc | exploitability at XDO's iterations and wall time | — |
 | JPSRO on 3-player Kuhn | summed CCE gap <= 0.06 at iteration 10, <= 1e-8 at convergence | OpenSpiel's probe:
   2.06, 0.83, 0.63, 0.49, ..., 0.052 at iteration 10 |
-| JPSRO wall time | <= 1/10 of OpenSpiel's | OpenSpiel's jpsro, run here when cvxpy imports, else the
-  cited 48 s at iteration 10 |
+| JPSRO wall time | <= 1/10 of OpenSpiel's | OpenSpiel's jpsro, run here with --openspiel-jpsro (needs
+  cvxpy), else the cited 48 s at iteration 10 |
 
 Every printed row is appended to ``benchmarks/results/game_theory.csv`` with the date, the git
 commit and the command.
