@@ -40,7 +40,7 @@ from pbmarl.algorithms.xdo_io import XDORecord, load_xdo, save_xdo
 from pbmarl.evaluation.cfr import CFRPlus
 from pbmarl.evaluation.engine import best_response_values, nash_conv, opponent_reach
 from pbmarl.evaluation.realization import behaviour_from_plan, realization_plans
-from pbmarl.evaluation.sequence_form import _check_game, solve_tree
+from pbmarl.evaluation.sequence_form import check_zero_sum_tree, solve_tree
 from pbmarl.games.base import Game
 from pbmarl.games.registry import load_game
 from pbmarl.games.tree import GameTree
@@ -86,7 +86,7 @@ class XDO:
         if max_iterations is not None and (not isinstance(max_iterations, (int, np.integer)) or max_iterations < 0):
             raise ValueError(f"max_iterations must be a non-negative int or None, got {max_iterations!r}")
         self.tree = self.game.tree()
-        _check_game(self.game, self.tree)
+        check_zero_sum_tree(self.game, self.tree)
         self.solver, self.tau, self.check_every, self.max_inner = solver, float(tau), int(check_every), int(max_inner)
         self.stop_exploitability, self.max_iterations = stop_exploitability, max_iterations
         self.save_dir = Path(save_dir) if save_dir is not None else None

@@ -144,7 +144,8 @@ def _solve(E_opp: sp.csr_matrix, F: sp.csr_matrix, B: sp.csr_matrix) -> tuple[np
     return np.clip(res.x[:n_own], 0.0, None), x, float(res.fun)
 
 
-def _check_game(game: Game, tree: GameTree) -> None:
+def check_zero_sum_tree(game: Game, tree: GameTree) -> None:
+    """Raise a ValueError naming the game unless its tree is two-player and zero-sum."""
     if tree.num_players != 2:
         raise ValueError(f"sequence_form_lp solves two-player zero-sum games; {game.name!r} has "
                          f"{tree.num_players} players (use pb.JPSRO for n-player games)")
@@ -186,7 +187,7 @@ def sequence_form_lp(game: Game | str, *, max_nodes: int = 5_000_000,
                          f"{game.num_players} players (use pb.JPSRO for n-player games)")
     start = time.perf_counter()
     tree = game.tree(max_nodes=max_nodes)
-    _check_game(game, tree)
+    check_zero_sum_tree(game, tree)
     total = sum(len(legal_sequences(tree, p)) for p in (0, 1))
     if total > max_sequences:
         raise ValueError(f"game {game.name!r} has {total:,} sequences, more than max_sequences={max_sequences:,}; "
