@@ -86,7 +86,7 @@ class XDO:
         if max_iterations is not None and (not isinstance(max_iterations, (int, np.integer)) or max_iterations < 0):
             raise ValueError(f"max_iterations must be a non-negative int or None, got {max_iterations!r}")
         self.tree = self.game.tree()
-        check_zero_sum_tree(self.game, self.tree)
+        check_zero_sum_tree(self.game, self.tree, who="XDO")
         self.solver, self.tau, self.check_every, self.max_inner = solver, float(tau), int(check_every), int(max_inner)
         self.stop_exploitability, self.max_iterations = stop_exploitability, max_iterations
         self.save_dir = Path(save_dir) if save_dir is not None else None

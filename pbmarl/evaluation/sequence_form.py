@@ -144,19 +144,19 @@ def _solve(E_opp: sp.csr_matrix, F: sp.csr_matrix, B: sp.csr_matrix) -> tuple[np
     return np.clip(res.x[:n_own], 0.0, None), x, float(res.fun)
 
 
-def check_zero_sum_tree(game: Game, tree: GameTree) -> None:
-    """Raise a ValueError naming the game unless its tree is two-player and zero-sum."""
+def check_zero_sum_tree(game: Game, tree: GameTree, *, who: str = "sequence_form_lp") -> None:
+    """Raise a ValueError naming the game (and `who` refuses it) unless its tree is two-player zero-sum."""
     if tree.num_players != 2:
-        raise ValueError(f"sequence_form_lp solves two-player zero-sum games; {game.name!r} has "
+        raise ValueError(f"{who} solves two-player zero-sum games; {game.name!r} has "
                          f"{tree.num_players} players (use pb.JPSRO for n-player games)")
     sums = tree.returns.sum(axis=1)
     scale = max(1.0, float(np.abs(tree.returns).max(initial=0.0)))
     if len(sums) and np.ptp(sums) > 1e-9 * scale:
-        raise ValueError(f"sequence_form_lp solves two-player zero-sum games; {game.name!r} is general-sum "
+        raise ValueError(f"{who} solves two-player zero-sum games; {game.name!r} is general-sum "
                          f"(returns sum to values in [{sums.min():.4g}, {sums.max():.4g}]); use pb.JPSRO "
                          "with a correlated meta-solver for general-sum games")
     if not np.allclose(sums, 0.0, atol=1e-9 * scale):
-        raise ValueError(f"sequence_form_lp expects returns that sum to zero; {game.name!r} is constant-sum "
+        raise ValueError(f"{who} expects returns that sum to zero; {game.name!r} is constant-sum "
                          f"with sum {sums[0]:.6g}: subtract it from one player's payoff")
 
 
