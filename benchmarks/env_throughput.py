@@ -209,15 +209,20 @@ def main() -> None:
     load = os.getloadavg()[0]
     print(f"env steps per second; {cores} cores (load average {load:.1f} at start), torch {torch.__version__} "
           f"({torch.get_num_threads()} thread)\n")
+    ray_error = None
     if not args.no_ray:
-        pb.init_ray(num_cpus=cores)
+        try:
+            pb.init_ray(num_cpus=cores)
+        except Exception as exc:  # noqa: BLE001 - a busy machine: report it, measure the rest
+            ray_error = f"{type(exc).__name__}: {exc}"
+            print(f"(d) skipped: Ray did not start ({ray_error})\n")
     rows = []
     for name in names:
         a = timed(raw_spread() if name == "simple_spread_v3" else raw_gym(name), args.seconds)
         b = timed(user_parallel_loop() if name == "simple_spread_v3" else user_sync_vector(name), args.seconds)
         b64 = None if name == "simple_spread_v3" else timed(user_sync_vector(name, 64), args.seconds)
         c = pbmarl_rate(name, args.seconds)
-        d = None if args.no_ray else pbmarl_rate(name, args.seconds, backend="ray", num_workers=2)
+        d = None if args.no_ray or ray_error else pbmarl_rate(name, args.seconds, backend="ray", num_workers=2)
         user = "PettingZoo Parallel loop" if name == "simple_spread_v3" else "Gymnasium SyncVectorEnv(8)"
         print(name)
         print(f"  (a) raw loop, random actions, 1 core          {a:12,.0f}")
