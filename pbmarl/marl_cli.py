@@ -42,6 +42,8 @@ def add_marl_parser(sub: Any, positive: Any) -> None:
                    help="agents to groups: by role (default), all shared, or one group per agent")
     p.add_argument("--agent-id", action="store_true", help="append a one-hot agent id to shared groups' observations")
     p.add_argument("--steps", type=positive(1, "--steps"), default=100_000, help="env steps (default: 100000)")
+    p.add_argument("--steps-per-round", type=positive(1, "--steps-per-round"), default=None,
+                   help="env steps collected per step (default: the learner's own)")
     p.add_argument("--seed", type=positive(0, "--seed"), default=0)
     p.add_argument("--num-envs", type=positive(1, "--num-envs"), default=32, help="environments stepped together")
     p.add_argument("--eval-episodes", type=positive(1, "--eval-episodes"), default=50)
@@ -79,7 +81,8 @@ def cmd_marl(args: argparse.Namespace, argv: Sequence[str]) -> int:
         raise CliError(f"run folder {str(out)!r} already holds a run; continue it with: pbmarl resume {out}")
     ensure_writable_folder(out, what="run folder")
     mapping = make_mapping(game, args.mapping, agent_id=args.agent_id)
-    learners = {g: make_group_learner(args.algo, seed=args.seed + i) for i, g in enumerate(mapping.groups)}
+    options = {} if args.steps_per_round is None else {"steps_per_round": args.steps_per_round}
+    learners = {g: make_group_learner(args.algo, seed=args.seed + i, **options) for i, g in enumerate(mapping.groups)}
     run = MARL(game, learners, mapping, seed=args.seed, num_envs=args.num_envs)
     write_json(out / MARKER, {"argv": ["pbmarl", *argv], "game": args.game, "algo": args.algo, "steps": args.steps,
                               "eval_episodes": args.eval_episodes})

@@ -38,6 +38,7 @@ import pandas as pd
 from pbmarl.algorithms.transaction import all_or_nothing
 from pbmarl.games.base import Game
 from pbmarl.learners.group import GroupLearner
+from pbmarl.learners.nets import torch_threads
 from pbmarl.policies.base import Policy
 from pbmarl.policies.mixture import Mixture
 from pbmarl.rollout.mapping import AgentMapping
@@ -105,12 +106,13 @@ class MARL:
         fixed: ``{group: Policy or Mixture}`` for the groups that do not learn (opponents, teammates).
         seed: seeds collection.
         num_envs: environment instances stepped together.
+        num_threads: torch threads while training (None: leave torch's setting).
         pool: a `RolloutPool` of the game (default: a local one); ``backend="ray"`` pools work too.
     """
 
     def __init__(self, game: Game, learners: Mapping[str, GroupLearner], mapping: AgentMapping | None = None, *,
                  fixed: Mapping[str, Policy | Mixture] | None = None, seed: int = 0, num_envs: int = 32,
-                 pool: Any = None) -> None:
+                 num_threads: int | None = 1, pool: Any = None) -> None:
         from pbmarl.rollout.pool import RolloutPool
 
         if not isinstance(game, Game):
@@ -144,6 +146,7 @@ class MARL:
             learner.bind(self.mapping, g)
         self.seed = int(seed)
         self.num_envs = int(num_envs)
+        self.num_threads = num_threads
         self.rng = np.random.default_rng(seed)
         self.pool = pool if pool is not None else RolloutPool(self.stepped, envs_per_worker=self.num_envs, seed=seed)
         self.records: list[MARLRecord] = []
@@ -170,12 +173,14 @@ class MARL:
         policies: dict[str, Policy | Mixture] = {g: lr.behaviour() for g, lr in self.learners.items()}
         policies.update(self.fixed)
         steps = max(lr.steps_per_round for lr in self.learners.values())
-        rows = self.pool.collect(policies=policies, mapping=self.mapping, learning=set(self.learners), steps=steps,
-                                 seed=self.rng, progress=False)
+        with torch_threads(self.num_threads):  # one thread: several times faster for these small nets on a busy machine
+            rows = self.pool.collect(policies=policies, mapping=self.mapping, learning=set(self.learners), steps=steps,
+                                     seed=self.rng, progress=False)
         t1 = time.perf_counter()
         any_rows = next(iter(rows.values()))
         self.total_env_steps += int(any_rows.steps)
-        losses = {g: lr.train(rows[g], self.total_env_steps) for g, lr in self.learners.items()}
+        with torch_threads(self.num_threads):
+            losses = {g: lr.train(rows[g], self.total_env_steps) for g, lr in self.learners.items()}
         t2 = time.perf_counter()
         ret = np.asarray(any_rows.episode_returns, dtype=float)
         record = MARLRecord(
@@ -225,7 +230,9 @@ class MARL:
         chosen = dict(self.policies() if policies is None else policies)
         seats = {g: Seat.of(chosen[g]) for g in self.mapping.groups}
         rng = np.random.default_rng(self.seed + 7919 if seed is None else seed)
-        out = run_parallel(self.stepped, self.mapping, seats, set(), rng, num_envs=self.num_envs, episodes=int(episodes))
+        with torch_threads(self.num_threads):
+            out = run_parallel(self.stepped, self.mapping, seats, set(), rng, num_envs=self.num_envs,
+                               episodes=int(episodes))
         ret = np.asarray(out.returns, dtype=float)
         row: dict[str, float] = {f"return/{g}": v for g, v in self._group_returns(ret).items()}
         row["mean_step_reward"] = float(ret.sum() / max(out.lengths.sum(), 1) / ret.shape[1])
