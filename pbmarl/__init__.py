@@ -90,6 +90,16 @@ _EXPORTS: dict[str, str] = {
     "P2SRO": "pbmarl.algorithms.p2sro",
     "Target": "pbmarl.algorithms.targets",
     "TargetSelector": "pbmarl.algorithms.targets",
+    "MARL": "pbmarl.algorithms.marl",
+    "MARLRecord": "pbmarl.algorithms.marl",
+    "MAPPO": "pbmarl.learners.mappo",
+    "IPPO": "pbmarl.learners.mappo",
+    "MAPPOConfig": "pbmarl.learners.mappo",
+    "QMIX": "pbmarl.learners.qmix",
+    "IQL": "pbmarl.learners.qmix",
+    "QMIXConfig": "pbmarl.learners.qmix",
+    "MADDPG": "pbmarl.learners.maddpg",
+    "MADDPGConfig": "pbmarl.learners.maddpg",
 }
 
 __all__ = sorted(_EXPORTS) + ["__version__"]

@@ -71,6 +71,10 @@ def _parser() -> argparse.ArgumentParser:
 
     add_train_parser(sub, _int_at_least)
 
+    from pbmarl.marl_cli import add_marl_parser
+
+    add_marl_parser(sub, _int_at_least)
+
     resume = sub.add_parser("resume", help="continue a run folder from its last completed iteration")
     resume.add_argument("run_dir", type=Path)
     resume.add_argument("--steps", type=_int_at_least(1, "--steps"), default=None,
@@ -244,6 +248,10 @@ def cmd_resume(args: argparse.Namespace) -> int:
 
     if is_train_folder(out):
         return resume_train(out, args.steps, args.quiet)
+    from pbmarl.marl_cli import is_marl_folder, resume_marl
+
+    if is_marl_folder(out):
+        return resume_marl(out, args.steps, args.quiet)
     if not (out / "run.json").exists():
         raise CliError(_not_started(out))
     ensure_writable_folder(out, what="run folder")  # before any work: a read-only folder could not keep it
@@ -274,6 +282,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             from pbmarl.train_cli import cmd_train
 
             return cmd_train(args, argv)
+        if args.command == "marl":
+            from pbmarl.marl_cli import cmd_marl
+
+            return cmd_marl(args, argv)
         return cmd_resume(args)
     except (CliError, ValueError, TypeError, FileNotFoundError, OSError, ConnectionError) as exc:
         print(f"pbmarl: error: {exc}", file=sys.stderr)

@@ -1,0 +1,136 @@
+"""Cooperative MARL on MPE ``simple_spread_v3`` (N=3, local_ratio 0.5, max_cycles 25): pbmarl's MAPPO,
+IPPO, QMIX and MADDPG at one env-step budget, a uniform-random reference in the same run, and the peer.
+
+Two conventions are printed side by side for every method:
+
+* **MAPPO paper**: mean per-agent step reward x 25 (Yu et al. 2022 plot "average episode rewards" this
+  way; their curve reaches about -120; the bar here is >= -135);
+* **summed return**: the team's episode return summed over the 3 agents (what PettingZoo returns).
+
+Slices (``--only``): ``random``, ``mappo``, ``ippo``, ``qmix``, ``maddpg`` (continuous actions), ``peer``
+(BenchMARL 1.5's MAPPO from its own venv /work/venvs/benchmarl; the reason is printed where it cannot run).
+Every seed appends a row (date, commit, command) to ``benchmarks/results/marl.csv``.
+
+    python benchmarks/marl.py --only mappo --seeds 0 1 2 --steps 200000
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import datetime
+import shlex
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+import pbmarl as pb  # noqa: E402
+
+RESULTS = Path(__file__).resolve().parent / "results" / "marl.csv"
+FIELDS = ["date", "commit", "command", "slice", "game", "method", "seed", "env_steps", "mappo_convention",
+          "summed_return", "env_steps_per_s", "wall_s", "reference"]
+SLICES = ("random", "mappo", "ippo", "qmix", "maddpg", "peer")
+BAR = -135.0
+PEER_VENV = Path("/work/venvs/benchmarl")
+ENV = dict(N=3, local_ratio=0.5, max_cycles=25)
+
+
+def _commit() -> str:
+    try:
+        return subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True,
+                              cwd=Path(__file__).resolve().parents[1], check=True).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        return "unknown"
+
+
+def _write(rows: list[dict[str, Any]]) -> None:
+    RESULTS.parent.mkdir(parents=True, exist_ok=True)
+    new = not RESULTS.exists()
+    with open(RESULTS, "a", newline="") as fh:
+        writer = csv.DictWriter(fh, fieldnames=FIELDS)
+        if new:
+            writer.writeheader()
+        writer.writerows({k: r.get(k) for k in FIELDS} for r in rows)
+    print(f"appended {len(rows)} rows to {RESULTS}")
+
+
+def _learner(slice_: str, seed: int) -> Any:
+    if slice_ == "mappo":
+        return pb.MAPPO(seed=seed)
+    if slice_ == "ippo":
+        return pb.IPPO(seed=seed)
+    if slice_ == "qmix":
+        return pb.QMIX(seed=seed)
+    if slice_ == "maddpg":
+        return pb.MADDPG(seed=seed)
+    raise ValueError(slice_)
+
+
+def run_slice(slice_: str, seed: int, steps: int, eval_episodes: int) -> dict[str, Any]:
+    continuous = slice_ == "maddpg"
+    game = pb.load_game("pettingzoo:simple_spread_v3", continuous_actions=continuous, **ENV)
+    mapping = pb.AgentMapping.shared(game, agent_id=True)
+    t0 = time.perf_counter()
+    if slice_ == "random":
+        marl = pb.MARL(game, {"shared": pb.MAPPO(seed=seed)}, mapping, seed=seed)
+        result = marl.evaluate(eval_episodes, policies={"shared": pb.RandomPolicy(mapping.group_game("shared"))})
+        env_steps = 0
+    else:
+        marl = pb.MARL(game, {"shared": _learner(slice_, seed)}, mapping, seed=seed)
+        while marl.total_env_steps < steps:
+            rec = marl.step()
+            print(f"  {slice_} seed {seed}: {rec.total_env_steps} env steps, train return {rec.returns['shared']:.1f}",
+                  flush=True)
+        result = marl.evaluate(eval_episodes)
+        env_steps = marl.total_env_steps
+    wall = time.perf_counter() - t0
+    collect = sum(r.seconds["collect"] for r in marl.records) if marl.records else 0.0
+    return {"slice": slice_, "game": game.name, "method": f"pbmarl {slice_}" if slice_ != "random" else "uniform random",
+            "seed": seed, "env_steps": env_steps, "mappo_convention": 25 * result["mean_step_reward"],
+            "summed_return": result["return/shared"], "env_steps_per_s": env_steps / collect if collect else None,
+            "wall_s": round(wall, 1), "reference": f"MAPPO paper curve about -120; bar {BAR}"}
+
+
+def peer(seed: int, steps: int) -> dict[str, Any] | None:
+    python = PEER_VENV / "bin" / "python"
+    if not python.exists():
+        print(f"peer: BenchMARL not run: its venv {PEER_VENV} does not exist here (install it with "
+              f"`python -m venv {PEER_VENV} && {PEER_VENV}/bin/pip install -c constraints.txt benchmarl==1.5.*`)")
+        return None
+    print("peer: a BenchMARL venv exists, but this benchmark does not drive it yet; no peer row written")
+    return None
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--only", nargs="+", choices=SLICES, default=list(SLICES))
+    parser.add_argument("--seeds", nargs="+", type=int, default=[0, 1, 2])
+    parser.add_argument("--steps", type=int, default=200_000, help="env steps per learner run")
+    parser.add_argument("--eval-episodes", type=int, default=100)
+    parser.add_argument("--no-record", action="store_true")
+    args = parser.parse_args(argv)
+    command = "python benchmarks/marl.py " + " ".join(shlex.quote(a) for a in (argv or sys.argv[1:]))
+    base = {"date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M"), "commit": _commit(),
+            "command": command}
+    rows = []
+    for slice_ in args.only:
+        for seed in args.seeds:
+            row = peer(seed, args.steps) if slice_ == "peer" else run_slice(slice_, seed, args.steps, args.eval_episodes)
+            if row is None:
+                continue
+            rows.append({**base, **row})
+            ok = "meets" if row["mappo_convention"] >= BAR else "below"
+            print(f"{row['method']:>16} seed {seed}: {row['env_steps']} env steps | MAPPO convention "
+                  f"{row['mappo_convention']:.1f} ({ok} the bar {BAR}) | summed return {row['summed_return']:.1f} | "
+                  f"{row['env_steps_per_s'] or 0:.0f} env steps/s collecting", flush=True)
+    if rows and not args.no_record:
+        _write(rows)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
