@@ -130,7 +130,9 @@ class Dashboard:
         self.counter.add_class("pbmarl-iteration")
         self.progress_bar = widgets.IntProgress(value=0, min=0, max=1, layout=widgets.Layout(
             width="180px", visibility="hidden"))
+        self.progress_bar.add_class("pbmarl-progress-bar")
         self.progress_text = widgets.HTML(layout=widgets.Layout(margin="0 8px"))
+        self.progress_text.add_class("pbmarl-progress")
         self.error = widgets.HTML()
         self.error.add_class("pbmarl-error")
         self.last_error: BaseException | None = None
@@ -167,12 +169,15 @@ class Dashboard:
         if isinstance(iterations, bool) or not isinstance(iterations, (int, np.integer)) or iterations < 0:
             raise ValueError(f"iterations must be a non-negative int, got {iterations!r}")
         total = int(iterations)
-        records = []
+        records: list[Any] = []
         start = drawn = time.monotonic()
         self._show_progress(0, total, "")
+        text = ""
         try:
             for _ in range(total):
                 if getattr(self.psro, "converged", False) or self._at_limit():
+                    stopped = "converged" if getattr(self.psro, "converged", False) else "at max_iterations"
+                    self._show_progress(len(records), total, f"{text + ' · ' if text else ''}stopped: {stopped}")
                     break
                 records.append(self.psro.step())
                 if time.monotonic() - drawn >= self.redraw_seconds:
@@ -180,7 +185,8 @@ class Dashboard:
                     drawn = time.monotonic()
                 value = getattr(records[-1], self._column(), None)
                 seconds = (time.monotonic() - start) / len(records)
-                self._show_progress(len(records), total, f"{self._column()} {fmt(value)} · {seconds:.2g} s/it")
+                text = f"{self._column()} {fmt(value)} · {seconds:.2g} s/it"
+                self._show_progress(len(records), total, text)
         except BaseException:
             with contextlib.suppress(Exception):  # show the steps that did finish; the failure propagates
                 self.refresh()

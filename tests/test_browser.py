@@ -115,6 +115,8 @@ def test_run_all_then_step_twice(name: str, lab: Lab, driver: Any, tmp_path: Pat
     assert _step_advances(page, board, shots) == first + 1
     assert _step_advances(page, board, shots) == first + 2
     shots.element(board, "dashboard-after-two-steps")
+    if name == "tutorials/04_psro_step_by_step.ipynb":
+        _run_button_fills_the_bar_inside_the_dashboard(page, board, shots)
     if name == "tutorials/07_pettingzoo.ipynb":
         _failed_step_is_one_line_and_recoverable(page, board, shots)
 
@@ -133,3 +135,37 @@ def _failed_step_is_one_line_and_recoverable(page: NotebookPage, board: Any, sho
     _check(page.iteration(board) == before, "the failed step moved the counter", shots)
     page.add_cell_and_run("pool = psro.evaluator = pb.RolloutPool(game, seed=0)")
     assert _step_advances(page, board, shots) == before + 1
+
+
+def _run_button_fills_the_bar_inside_the_dashboard(page: NotebookPage, board: Any, shots: Screenshots) -> None:
+    """Type 2 iterations, press Run: the bar inside the dashboard reads 2/2 (or says the run converged
+    first) and the counter went up by as many iterations."""
+    from selenium.webdriver.common.action_chains import ActionChains
+    from selenium.webdriver.common.keys import Keys
+
+    before = page.iteration(board)
+    box = board.find_element(page.by.CSS_SELECTOR, "input")  # the iterations field
+    page.driver.execute_script("arguments[0].scrollIntoView({block: 'center'});", box)
+    box.click()
+    ActionChains(page.driver).key_down(Keys.CONTROL).send_keys("a").key_up(Keys.CONTROL).send_keys("2").send_keys(
+        Keys.TAB).perform()
+    wait_for(lambda: box.get_attribute("value") == "2", 10, "the iterations field to read 2")
+    page.click(board, "Run")
+
+    def finished() -> str:  # the bar's last words, once the buttons are back (the click has returned)
+        text = str(board.find_element(page.by.CSS_SELECTOR, ".pbmarl-progress").text)
+        step = [b for b in board.find_elements(page.by.CSS_SELECTOR, "button") if b.text.strip() == "Step"][0]
+        return text if (text.startswith("2/2") or "stopped:" in text) and step.is_enabled() else ""
+
+    try:  # two iterations, or fewer where the run converges first (the bar then says so)
+        text = wait_for(finished, 120, "Run to finish its 2 iterations")
+    except AssertionError as exc:
+        shots.element(board, "dashboard-run")
+        raise AssertionError(f"{exc}: the counter reads {page.iteration(board)}, "
+                             f"the field {box.get_attribute('value')!r}; {shots.note()}") from None
+    done = int(text.split("/")[0])
+    shots.element(board, "dashboard-after-run")
+    _check(done >= 1 and page.iteration(board) == before + done,
+           f"Run did {done} iteration(s) but the counter went from {before} to {page.iteration(board)}", shots)
+    bar = board.find_elements(page.by.CSS_SELECTOR, ".pbmarl-progress-bar")
+    _check(len(bar) == 1 and bar[0].is_displayed(), "the Run button's progress bar is not inside the dashboard", shots)

@@ -237,3 +237,10 @@ def test_table_explorer_shows_noise_as_zero() -> None:
     explorer = TableExplorer(table)
     details = explorer.details.value
     assert "e-17" not in details and "<td>0</td>" in details
+
+
+def test_run_says_why_it_stopped_early() -> None:
+    psro = pb.PSRO(pb.load_game("kuhn_poker"), solver="nash", stop_exploitability=0.5, seed=0)
+    dash = Dashboard(psro)
+    assert psro.converged and dash.run(2) == []
+    assert "0/2" in dash.progress_text.value and "stopped: converged" in dash.progress_text.value
