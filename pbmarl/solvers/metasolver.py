@@ -35,9 +35,10 @@ def _last(U: np.ndarray) -> SolverResult:
 
 
 def _nash(U: np.ndarray, *, tol: float = 1e-6, zero_sum_tol: float = 1e-9, iterations: int = 10_000,
-          max_pivots: int | None = None, max_labels: int | None = 10) -> SolverResult:
+          max_pivots: int | None = None, max_labels: int | None = 10, gambit: bool | str = "auto",
+          init: Sequence[np.ndarray] | None = None) -> SolverResult:
     return nash_equilibrium(U, tol=tol, zero_sum_tol=zero_sum_tol, iterations=iterations, max_pivots=max_pivots,
-                            max_labels=max_labels)
+                            max_labels=max_labels, gambit=gambit, init=init)
 
 
 def _prd(U: np.ndarray, *, iterations: int = 10_000, dt: float = 0.3, gamma: float = 1e-6, average_last: float = 1.0,
@@ -174,7 +175,8 @@ class MetaSolver:
     def __call__(self, table: Any) -> MetaStrategy:
         """Solve the meta-game `table` and return one distribution per player."""
         U, ids = read_table(table)
-        result = SOLVERS[self.name](U, **self.options)
+        result = SOLVERS[self.name](U, **self.options, **self._warm_start(U, ids))
+        self._previous = (ids, result.distributions)
         info = dict(result.info)
         rectified = info.pop("rectified", None)
         joint = info.pop("joint", None)
@@ -190,6 +192,17 @@ class MetaSolver:
             rectified=rectified,
             joint=joint,
         )
+
+    def _warm_start(self, U: np.ndarray, ids: Any) -> dict[str, Any]:
+        """For "nash" on 3+ players: the previous answer, zero-padded, when this table extends the last one
+        (PSRO adds members at the end); it only seeds the search, whose answer is checked."""
+        previous = getattr(self, "_previous", None)
+        if self.name != "nash" or U.shape[-1] < 3 or previous is None or "init" in self.options:
+            return {}
+        old_ids, old_sigma = previous
+        if len(old_ids) != len(ids) or any(tuple(o) != tuple(n)[:len(o)] for o, n in zip(old_ids, ids)):
+            return {}
+        return {"init": [np.concatenate([s, np.zeros(len(n) - len(s))]) for s, n in zip(old_sigma, ids)]}
 
     def nash_conv(self, table: Any, sigma: DistributionsLike) -> float:
         """Meta-game NashConv of `sigma` in `table` (same reading and checks as a call)."""

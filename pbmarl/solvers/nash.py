@@ -5,7 +5,10 @@
   ``max_labels``), each answer checked; if every label fails, a long dynamics search is
   accepted only if it passes the same check (and says so in its method), otherwise
   `SolverError`;
-- three or more players: `iterative_nash`, which reports the NashConv it reached.
+- three or more players: `nplayer_nash`: a pure-equilibrium check, the warm start and a
+  short regret-matching+ run polished by Newton's method (`iterative_nash`); then, where
+  pygambit is installed, its ``ipa`` solver (also polished); then the full
+  dynamics. The result's method names what produced the profile.
 """
 
 from __future__ import annotations
@@ -14,9 +17,10 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from pbmarl.solvers.bimatrix import LemkeHowsonFailure, PivotLimitReached, lemke_howson
-from pbmarl.solvers.inputs import as_payoff_array, payoff_scale
+from pbmarl.solvers.gambit import gambit_available, gambit_game, gambit_nash
+from pbmarl.solvers.inputs import DistributionsLike, as_payoff_array, payoff_scale
 from pbmarl.solvers.nashconv import deviation_function, regrets_from_values
-from pbmarl.solvers.nplayer import iterative_nash
+from pbmarl.solvers.nplayer import iterative_nash, newton_polish
 from pbmarl.solvers.result import SolverError, SolverResult
 from pbmarl.solvers.zerosum import is_constant_sum, solve_zero_sum, zero_sum_matrix
 
@@ -49,6 +53,8 @@ def nash_equilibrium(
     iterations: int = 10_000,
     max_pivots: int | None = None,
     max_labels: int | None = 10,
+    init: DistributionsLike | None = None,
+    gambit: bool | str = "auto",
 ) -> SolverResult:
     """A Nash equilibrium of the meta-game `U` (shape ``(n_1, ..., n_k, k)``), with how it was found.
 
@@ -65,6 +71,8 @@ def nash_equilibrium(
         max_labels: try at most this many dropped labels, ``0, 1, ...`` (None: all
             ``m + n``). Label 0 almost always succeeds; when it does not, the paths tend
             to be long, so trying hundreds of labels would cost minutes.
+        init: for k >= 3, a warm start (e.g. the previous meta-strategy, zero-padded).
+        gambit: for k >= 3, whether to use pygambit (``"auto"``: where installed).
 
     Returns:
         `SolverResult` with method ``"lp"``, ``"lemke_howson"``, ``"<dynamic>-fallback"`` or,
@@ -85,7 +93,7 @@ def nash_equilibrium(
     U = as_payoff_array(U)
     k = U.shape[-1]
     if k >= 3:
-        return iterative_nash(U, iterations=iterations, tol=tol)
+        return nplayer_nash(U, tol=tol, iterations=iterations, init=init, gambit=gambit)
     if is_constant_sum(U, tol=zero_sum_tol):
         x, y, value = solve_zero_sum(zero_sum_matrix(U))
         return SolverResult((x, y), "lp", {"value": value + 0.5 * float(U.sum(axis=-1).mean())})
@@ -142,7 +150,7 @@ def bimatrix_nash(
                 return SolverResult((x, y), "lemke_howson", {"label": label, "attempts": attempts, "max_pivots": cap})
             failures.append(f"label {label}: regrets {regrets.tolist()}")
         pending = cut_off
-    fallback = iterative_nash(U, iterations=iterations, tol=tol)
+    fallback = iterative_nash(U, iterations=iterations, tol=tol, polish=False)
     sigma = fallback.distributions
     regrets = regrets_from_values(deviations(sigma), sigma)
     if regrets.max() <= threshold:
@@ -156,3 +164,67 @@ def bimatrix_nash(
         f"best NashConv reached {best:.3g} against a tolerance of {threshold:.3g} "
         f"(tol={tol} x payoff range). First failures: {failures[:3]}"
     )
+
+
+#: steps of regret matching+ (with Newton polishing) tried before pygambit is asked: on PSRO tables
+#: they usually finish first, and building a pygambit game alone costs about 60 us a cell
+QUICK_STEPS = 1000
+#: pygambit methods tried, in order (``logit`` and ``gnm`` took 10-40 s on 10^4-cell 4-player tables
+#: where ``ipa`` took about 1 s: benchmarks/exact_scale.py)
+GAMBIT_ORDER = ("ipa",)
+
+
+def nplayer_nash(
+    U: ArrayLike,
+    *,
+    tol: float = 1e-6,
+    iterations: int = 10_000,
+    init: DistributionsLike | None = None,
+    gambit: bool | str = "auto",
+) -> SolverResult:
+    """A Nash equilibrium of a game with any number of players, by the best solver available.
+
+    Args:
+        U: payoff array ``(n_1, ..., n_k, k)``.
+        tol: accept a profile whose NashConv is at most ``tol`` x payoff range.
+        iterations: steps per dynamic in the last, own, stage.
+        init: warm start (PSRO's previous meta-strategy, zero-padded to the new sizes).
+        gambit: ``"auto"`` uses pygambit where installed; True requires it; False never imports it.
+
+    Returns:
+        `SolverResult`; its method names what produced the profile (``"pure"``,
+        ``"warm-start+newton"``, ``"rm-iterate+newton"``, ``"gambit-ipa+newton"``,
+        ``"gambit-logit"``, ...) and its info holds ``nash_conv`` and ``converged``.
+    """
+    U = as_payoff_array(U)
+    if gambit not in (True, False, "auto"):
+        raise ValueError(f"gambit must be True, False or 'auto', got {gambit!r}")
+    use_gambit = gambit is True or (gambit == "auto" and gambit_available())
+    if gambit is True and not gambit_available():
+        raise ImportError('gambit=True needs pygambit: pip install "pbmarl[gambit]" (GPL-2.0-or-later)')
+    quick = iterative_nash(U, iterations=min(iterations, QUICK_STEPS), tol=tol, init=init, dynamics=("rm",))
+    if quick.info["converged"]:
+        return quick
+    target = tol * payoff_scale(U)
+    best = quick
+    if use_gambit:
+        deviations = deviation_function(U)
+        game = gambit_game(U)
+        for method in GAMBIT_ORDER:
+            try:
+                res = gambit_nash(U, method=method, game=game)
+            except SolverError:
+                continue
+            candidates = [(res.distributions, res.method)]
+            polished = newton_polish(U, res.distributions)
+            if polished is not None:
+                candidates.append((polished, res.method + "+newton"))
+            for sigma, name in candidates:
+                score = float(regrets_from_values(deviations(sigma), sigma).sum())
+                if score < best.info["nash_conv"]:
+                    best = SolverResult(sigma, name, {**res.info, "nash_conv": score, "converged": score <= target,
+                                                      "tol": tol})
+            if best.info["converged"]:
+                return best
+    full = iterative_nash(U, iterations=iterations, tol=tol, init=init)
+    return full if full.info["nash_conv"] <= best.info["nash_conv"] else best
