@@ -152,3 +152,29 @@ def test_continuous_mpe_with_per_instance_noise_and_global_state():
     # each agent's rows of one step share the global state
     step0 = (a.episode == 0) & (a.time == 0)
     assert len(np.unique(a.global_state[step0], axis=0)) == 1
+
+
+def test_a_worker_as_ray_builds_it_gives_the_same_data(spread):
+    """What a Ray actor does, without Ray: the game from its spec, policies from shipped arrays, all pickled."""
+    import pickle
+
+    from pbmarl.rollout.groups import group_plan
+    from pbmarl.rollout.units import COLLECT_GROUPS, WorkUnit
+    from pbmarl.rollout.worker import RolloutWorker, game_for_worker
+
+    mapping = pb.AgentMapping(spread, {"agent_0": "a", "agent_1": "b", "agent_2": "b"}, agent_id=True)
+    pis = {g: pb.MLPPolicy(mapping.group_game(g), hidden=(8,), seed=i) for i, g in enumerate(mapping.groups)}
+    plan = group_plan(spread, pis, mapping, None)
+    tokens = {id(p): f"t{i}" for i, p in enumerate(plan.members())}
+    unit = WorkUnit((COLLECT_GROUPS, 0), 123, (), min_learner_steps=10, call=1,
+                    groups=plan.ref(lambda p: tokens[id(p)]))
+    local = RolloutWorker(spread, envs=2)
+    for p in plan.members():
+        local.bind(tokens[id(p)], p)
+    here = local.run(unit)
+    shipped = [(tokens[id(p)], p.version, p.arrays(), p.meta()) for p in plan.members()]
+    remote = RolloutWorker(pickle.loads(pickle.dumps(game_for_worker(spread))), envs=2)
+    there = pickle.loads(pickle.dumps(remote.run(pickle.loads(pickle.dumps(unit)), shipped)))
+    assert set(here.groups) == set(there.groups) == {"a", "b"}
+    for g in here.groups:
+        _same(here.groups[g], there.groups[g])
