@@ -21,6 +21,8 @@ from pbmarl.learners.nets import torch_threads
 from pbmarl.learners.rainbow import Rainbow
 from pbmarl.learners.sac import SAC
 from pbmarl.learners.td3 import TD3
+from pbmarl.policies.base import new_policy_from_state
+from pbmarl.protocols import Oracle
 
 TINY = {"hidden": (32,), "batch_size": 32, "steps_per_round": 100, "learning_starts": 50, "gamma": 1.0,
         "buffer_size": 2_000}
@@ -175,6 +177,19 @@ def test_policies_and_best_response() -> None:
     assert out.action.shape == (2, 1) and np.all(np.abs(out.action) <= 2.0)
     ddpg = DDPG("gym:Pendulum-v1", seed=0, hidden=(16,))
     assert isinstance(ddpg.policy(), pb.DeterministicPolicy)
+    # Rainbow's greedy policy is a Policy that saves and loads like any other, and the learner is an Oracle
+    rainbow = Rainbow("mdp:two_round_dmdp", seed=0, v_min=0.0, v_max=4.0, atoms=11, eval_episodes=2, budget=200,
+                      **TINY)
+    assert isinstance(rainbow, Oracle)
+    answer = rainbow.respond(0, [None])
+    assert answer.env_steps >= TINY["steps_per_round"] and answer.value == pytest.approx(
+        rainbow.evaluate(2)["mean"])
+    greedy = answer.policy
+    obs, mask = np.eye(3, dtype=np.float32), np.ones((3, 2), bool)
+    expected = rainbow.q_values(rainbow.policy().net(torch.as_tensor(obs))).argmax(-1).numpy()
+    assert greedy.action_probabilities(obs, mask).argmax(1).tolist() == expected.tolist()
+    again = new_policy_from_state(rainbow.game, greedy.arrays(), greedy.meta())
+    assert np.array_equal(again.action_probabilities(obs, mask), greedy.action_probabilities(obs, mask))
 
 
 def test_bad_input_gets_clear_errors() -> None:

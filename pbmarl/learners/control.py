@@ -52,6 +52,7 @@ from pbmarl.learners.base import (
 )
 from pbmarl.learners.buffers import Batch, PrioritizedReplayBuffer, ReplayBuffer
 from pbmarl.learners.nets import torch_threads
+from pbmarl.protocols import BestResponse
 
 __all__ = ["ControlConfig", "ControlLearner", "ControlRecord", "EnvSource", "StepEnv", "single_agent_env"]
 
@@ -408,6 +409,13 @@ class ControlLearner(abc.ABC):
             self.config = dataclasses.replace(self.config, budget=self.env_steps + int(budget))
         self.train()
         return self.policy()
+
+    def respond(self, player: int, opponents: Sequence[Any] = (None,)) -> BestResponse:
+        """The `Oracle` seam: `best_response` with the config's budget; ``BestResponse(policy, value, env_steps)``."""
+        before = self.env_steps
+        policy = self.best_response(player, opponents)
+        value = self.evaluate(self.config.eval_episodes)["mean"]
+        return BestResponse(policy, float(value), int(self.env_steps - before))
 
     @property
     def history(self) -> pd.DataFrame:

@@ -13,7 +13,8 @@ range) to ``mu(s)`` and clips to the Box. `HDDPG` and `TD3` build on this file.
 
 Example:
     >>> learner = pb.DDPG(pb.load_game("gym:Pendulum-v1"), seed=0, noise="ornstein_uhlenbeck")
-    >>> learner.train(); learner.evaluate(10)
+    >>> history = learner.train()              # 20,000 env steps  # doctest: +SKIP
+    >>> learner.evaluate(10)["mean"]           # doctest: +SKIP
 """
 
 from __future__ import annotations

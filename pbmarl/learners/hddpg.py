@@ -8,7 +8,7 @@ than a high return pushes it up (Matignon et al. 2007; Omidshafiei et al. 2017).
 With both rates 1 it is DDPG.
 
 Example:
-    >>> learner = pb.HDDPG(game, seed=0, q_increase_rate=1.0, q_decrease_rate=0.1)
+    >>> learner = pb.HDDPG("gym:Pendulum-v1", seed=0, q_increase_rate=1.0, q_decrease_rate=0.1)
 """
 
 from __future__ import annotations

@@ -16,13 +16,14 @@ with ``tau``; the default 1 is a hard copy).
 
 Example:
     >>> learner = pb.Rainbow(pb.load_game("gym:CartPole-v1"), seed=0, v_max=100.0)
-    >>> learner.train(); learner.evaluate(10)
-    >>> pb.Rainbow(game, seed=0, noisy=False, distributional=False)   # an ablation
+    >>> history = learner.train()              # doctest: +SKIP
+    >>> ablation = pb.Rainbow("gym:CartPole-v1", seed=0, noisy=False, distributional=False)
 """
 
 from __future__ import annotations
 
 import copy
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
@@ -30,11 +31,13 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
+from pbmarl.games.base import Game
 from pbmarl.learners.base import FLAG, POSITIVE, POSITIVE_INT, UNIT, Rule, _is_real
 from pbmarl.learners.buffers import Batch
 from pbmarl.learners.control import ControlConfig, ControlLearner, ControlRecord
 from pbmarl.learners.nets import RainbowNet, adam, seeded, to_tensor
 from pbmarl.learners.rl_math import c51_projection, linear_schedule, nstep_targets, soft_update
+from pbmarl.policies.base import Policy
 
 
 @dataclass(frozen=True)
@@ -242,6 +245,56 @@ class Rainbow(ControlLearner):
     def _load_extra_arrays(self, arrays: dict[str, np.ndarray]) -> None:
         self.discount[: len(arrays["discount"])] = arrays["discount"]
 
-    def policy(self) -> RainbowNet:
-        """A copy of the network in evaluation mode (noise off); greedy action: `q_values(net(obs)).argmax(-1)`."""
-        return copy.deepcopy(self.net).eval()
+    def policy(self) -> GreedyQPolicy:
+        """The greedy policy of a copy of the network (noise off): a `GreedyQPolicy`."""
+        cfg = self.config
+        policy = GreedyQPolicy(self.game, hidden=cfg.hidden, atoms=cfg.atoms if cfg.distributional else 1,
+                               dueling=cfg.dueling, noisy=cfg.noisy, v_min=cfg.v_min, v_max=cfg.v_max)
+        policy.net.load_state_dict(self.net.state_dict())
+        policy.version = self.updates
+        return policy
+
+
+class GreedyQPolicy(Policy):
+    """Plays the legal action of highest Q under a `RainbowNet` (evaluation mode: noisy layers use their means).
+
+    Saves as ``(arrays, meta)`` like every policy, so it joins a `Population` and a run folder.
+    """
+
+    kind = "greedy_q"
+
+    def __init__(self, game: Game, *, hidden: Sequence[int], atoms: int = 1, dueling: bool = True,
+                 noisy: bool = False, v_min: float = -10.0, v_max: float = 10.0) -> None:
+        super().__init__(game)
+        self.options = {"hidden": [int(h) for h in hidden], "atoms": int(atoms), "dueling": bool(dueling),
+                        "noisy": bool(noisy), "v_min": float(v_min), "v_max": float(v_max)}
+        in_dim = int(np.prod(game.observation_shape))
+        self.net = RainbowNet(in_dim, hidden, game.num_actions, atoms=atoms, dueling=dueling, noisy=noisy).eval()
+        self.support = torch.linspace(v_min, v_max, atoms) if atoms > 1 else None
+
+    def q_values(self, obs: np.ndarray) -> np.ndarray:
+        """Q ``[B, A]`` (the mean of each action's return distribution for C51)."""
+        with torch.no_grad():
+            out = self.net(to_tensor(np.asarray(obs, np.float32)).reshape(len(obs), -1))
+            q = out[..., 0] if self.support is None else (torch.softmax(out, -1) * self.support).sum(-1)
+        return q.double().numpy()
+
+    def _probs(self, obs: np.ndarray, legal_mask: np.ndarray, keys: Sequence[str] | None) -> np.ndarray:
+        q = np.where(legal_mask, self.q_values(obs), -np.inf)
+        probs = np.zeros(legal_mask.shape)
+        probs[np.arange(len(q)), q.argmax(axis=1)] = 1.0
+        return probs
+
+    def arrays(self) -> dict[str, np.ndarray]:
+        return {k: v.detach().cpu().numpy() for k, v in self.net.state_dict().items()}
+
+    def meta(self) -> dict[str, Any]:
+        return {**super().meta(), **self.options}
+
+    @classmethod
+    def from_state(cls, game: Game, arrays: dict[str, np.ndarray], meta: dict[str, Any]) -> GreedyQPolicy:
+        options = {k: meta[k] for k in ("hidden", "atoms", "dueling", "noisy", "v_min", "v_max")}
+        policy = cls(game, **options)
+        policy.net.load_state_dict({k: torch.as_tensor(np.array(v)) for k, v in arrays.items()})
+        policy.version = int(meta.get("version", 0))
+        return policy

@@ -5,8 +5,11 @@ tested on its own (tests/test_control_parts.py). The learners (`Rainbow`,
 `DDPG`, `TD3`, `SAC`, `HDDPG`) call these instead of inlining the maths.
 
 Example:
-    >>> target = c51_projection(support, next_probs, reward, discount)   # [B, N], rows sum to 1
-    >>> ret, disc, nxt = nstep_targets(reward, done, n=3, gamma=0.99)
+    >>> support = torch.linspace(-1.0, 1.0, 3)
+    >>> c51_projection(support, torch.tensor([[0.0, 1.0, 0.0]]), torch.tensor([0.5]), torch.tensor([0.0]))
+    tensor([[0.0000, 0.5000, 0.5000]])
+    >>> nstep_targets(np.array([1.0, 1.0, 1.0]), np.array([False, False, True]), n=2, gamma=0.5)[0]
+    array([1.5, 1.5, 1. ])
 """
 
 from __future__ import annotations

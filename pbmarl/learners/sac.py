@@ -16,7 +16,9 @@ expectations over ``a'`` and ``a`` are exact sums under ``pi``; ``H_target =
 
 Example:
     >>> learner = pb.SAC(pb.load_game("gym:Pendulum-v1"), seed=0)
-    >>> rec = learner.step(); learner.run(19); learner.evaluate(10)
+    >>> rec = learner.step()                   # 1,000 env steps  # doctest: +SKIP
+    >>> for rec in learner.run(19): pass       # doctest: +SKIP
+    >>> learner.evaluate(10)["mean"]           # doctest: +SKIP
 """
 
 from __future__ import annotations

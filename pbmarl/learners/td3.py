@@ -10,7 +10,8 @@ The three changes to `DDPG`, each one line of the update:
 
 Example:
     >>> learner = pb.TD3(pb.load_game("gym:Pendulum-v1"), seed=0, budget=20_000)
-    >>> learner.train(); learner.evaluate(10)
+    >>> history = learner.train()              # doctest: +SKIP
+    >>> learner.evaluate(10)["mean"]           # doctest: +SKIP
 """
 
 from __future__ import annotations

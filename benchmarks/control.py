@@ -1,0 +1,202 @@
+"""Single-agent control: pbmarl's learners against Stable-Baselines3 on the same environments, budgets and seeds.
+
+    python benchmarks/control.py --only Pendulum-v1/sac --seeds 0
+    python benchmarks/control.py                           # the whole table, 3 seeds: hours on 2 cores
+
+For every (environment, algorithm, seed): train with pbmarl in this process and with
+SB3 in its own virtual environment (a subprocess of ``--sb3-python``, default
+/work/venvs/sb3/bin/python; SB3 is never a pbmarl dependency), with the same
+hyperparameters, then report
+
+- the final deterministic return, mean over 10 episodes with the same reset seeds for both;
+- wall time per 1,000 env steps of training (evaluation not timed).
+
+Both run torch with one thread (faster for these small networks on a shared machine).
+SB3 has no Rainbow, so the Rainbow row is compared with SB3's DQN; pbmarl's DQN row is
+`Rainbow` with every part switched off (no double Q, dueling, n-step, PER, noise, C51).
+The table of the issue, with its bars and SB3 zoo references:
+
+    Pendulum-v1             20k   SAC, TD3, DDPG   mean >= -200   SAC -157, TD3 -152, DDPG -152
+    CartPole-v1             50k   DQN, Rainbow     500            DQN 500
+    CartPole-v1            100k   PPO              500            PPO 500   (not run yet: see PPO below)
+    MountainCarContinuous   50k   SAC              >= 90          94.7 (the zoo uses gSDE, which pbmarl lacks)
+
+Every seed's row is printed, with the ratios pbmarl / SB3 (return difference, time ratio;
+the time target is <= 0.7), and appended to benchmarks/results/control.csv with the date,
+the git commit and the command. Numbers are printed, never asserted.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import datetime
+import json
+import os
+import subprocess
+import sys
+import time
+from typing import Any
+
+import numpy as np
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+
+RESULTS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "results", "control.csv")
+EVAL_SEEDS = [10_000 + i for i in range(10)]
+
+#: (env, algo) -> (budget, shared hyperparameters in pbmarl's names, SB3 class)
+CASES: dict[tuple[str, str], tuple[int, dict[str, Any], str]] = {
+    ("Pendulum-v1", "sac"): (20_000, {"hidden": (256, 256), "lr": 1e-3, "batch_size": 256, "learning_starts": 100,
+                                      "gamma": 0.99, "tau": 0.005}, "SAC"),
+    ("Pendulum-v1", "td3"): (20_000, {"hidden": (400, 300), "lr": 1e-3, "batch_size": 256, "learning_starts": 100,
+                                      "gamma": 0.98, "tau": 0.005, "noise_sigma": 0.05}, "TD3"),
+    ("Pendulum-v1", "ddpg"): (20_000, {"hidden": (400, 300), "lr": 1e-3, "batch_size": 256, "learning_starts": 100,
+                                       "gamma": 0.98, "tau": 0.005, "noise_sigma": 0.05}, "DDPG"),
+    ("CartPole-v1", "dqn"): (50_000, {"hidden": (256, 256), "lr": 2.3e-3, "batch_size": 64, "buffer_size": 100_000,
+                                      "learning_starts": 1_000, "gamma": 0.99, "target_update_interval": 128,
+                                      "train_freq": 256, "gradient_steps": 128, "exploration_fraction": 0.16,
+                                      "epsilon_end": 0.04}, "DQN"),
+    ("CartPole-v1", "rainbow"): (50_000, {"hidden": (256, 256), "lr": 2.3e-3, "batch_size": 64,
+                                          "buffer_size": 100_000, "learning_starts": 1_000, "gamma": 0.99,
+                                          "target_update_interval": 128, "train_freq": 256, "gradient_steps": 128,
+                                          "v_min": 0.0, "v_max": 100.0}, "DQN"),
+    ("MountainCarContinuous-v0", "sac"): (50_000, {"hidden": (64, 64), "lr": 3e-4, "batch_size": 512,
+                                                   "buffer_size": 50_000, "learning_starts": 0, "gamma": 0.9999,
+                                                   "tau": 0.01, "train_freq": 32, "gradient_steps": 32,
+                                                   "alpha": 0.1, "autotune": False}, "SAC"),
+}
+DQN_OFF = {"double": False, "dueling": False, "n_step": 1, "prioritized": False, "noisy": False,
+           "distributional": False}
+
+
+# -- pbmarl ----------------------------------------------------------------------------------
+def run_pbmarl(env: str, algo: str, seed: int) -> dict[str, float]:
+    import pbmarl as pb
+
+    budget, params, _ = CASES[(env, algo)]
+    name, options = algo, dict(params)
+    if algo == "dqn":
+        name, options = "rainbow", {**options, **DQN_OFF}
+    if algo == "ddpg" or algo == "td3":
+        options["noise"] = "normal"
+    cls = {"sac": pb.SAC, "td3": pb.TD3, "ddpg": pb.DDPG, "rainbow": pb.Rainbow}[name]
+    learner = cls(pb.load_game(f"gym:{env}"), seed=seed, budget=budget, steps_per_round=budget // 10,
+                  num_threads=1, **options)
+    t0 = time.perf_counter()
+    learner.train(progress=False)
+    seconds = time.perf_counter() - t0
+    returns = [learner.evaluate(1, seed=s)["mean"] for s in EVAL_SEEDS]
+    return {"return": float(np.mean(returns)), "return_std": float(np.std(returns)),
+            "seconds_per_1000": 1000 * seconds / learner.env_steps, "env_steps": learner.env_steps}
+
+
+# -- Stable-Baselines3 (in its own venv) ---------------------------------------------------------
+SB3_SCRIPT = r"""
+import json, sys, time
+import numpy as np, torch, gymnasium as gym
+torch.set_num_threads(1)
+import stable_baselines3 as sb3
+from stable_baselines3.common.noise import NormalActionNoise
+env_id, algo, seed, budget, params, eval_seeds = json.loads(sys.argv[1])
+env = gym.make(env_id)
+kw = dict(learning_rate=params["lr"], batch_size=params["batch_size"], gamma=params["gamma"], seed=seed,
+          learning_starts=params["learning_starts"], policy_kwargs={"net_arch": list(params["hidden"])},
+          device="cpu", verbose=0)
+for ours, theirs in (("buffer_size", "buffer_size"), ("tau", "tau"), ("train_freq", "train_freq"),
+                     ("gradient_steps", "gradient_steps"), ("target_update_interval", "target_update_interval"),
+                     ("exploration_fraction", "exploration_fraction"), ("epsilon_end", "exploration_final_eps")):
+    if ours in params:
+        kw[theirs] = params[ours]
+if algo in ("TD3", "DDPG"):
+    half = (env.action_space.high - env.action_space.low) / 2
+    kw["action_noise"] = NormalActionNoise(np.zeros(env.action_space.shape), params["noise_sigma"] * half)
+if algo == "SAC" and "alpha" in params and not params.get("autotune", True):
+    kw["ent_coef"] = params["alpha"]
+model = getattr(sb3, algo)("MlpPolicy", env, **kw)
+t0 = time.perf_counter()
+model.learn(total_timesteps=budget)
+seconds = time.perf_counter() - t0
+returns = []
+for s in eval_seeds:
+    e = gym.make(env_id)
+    obs, _ = e.reset(seed=s)
+    total, over = 0.0, False
+    while not over:
+        action, _ = model.predict(obs, deterministic=True)
+        obs, r, term, trunc, _ = e.step(action)
+        total += float(r)
+        over = term or trunc
+    returns.append(total)
+print(json.dumps({"return": float(np.mean(returns)), "return_std": float(np.std(returns)),
+                  "seconds_per_1000": 1000 * seconds / budget, "env_steps": budget, "version": sb3.__version__}))
+"""
+
+
+def run_sb3(python: str, env: str, algo: str, seed: int) -> dict[str, Any]:
+    budget, params, sb3_algo = CASES[(env, algo)]
+    if algo == "rainbow":  # SB3 has no Rainbow: the reference is its DQN with the DQN row's settings
+        params = CASES[(env, "dqn")][1]
+    arg = json.dumps([env, sb3_algo, seed, budget, params, EVAL_SEEDS])
+    out = subprocess.run([python, "-c", SB3_SCRIPT, arg], capture_output=True, text=True, check=False)
+    if out.returncode != 0:
+        raise RuntimeError(f"SB3 run failed ({env}/{algo}, seed {seed}):\n{out.stderr[-2000:]}")
+    return json.loads(out.stdout.strip().splitlines()[-1])  # type: ignore[no-any-return]
+
+
+# -- the table -----------------------------------------------------------------------------------
+def _commit() -> str:
+    try:
+        return subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True,
+                              cwd=os.path.dirname(RESULTS)).stdout.strip() or "unknown"
+    except OSError:
+        return "unknown"
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--only", action="append", default=None,
+                        help="ENV/ALGO, e.g. Pendulum-v1/sac (repeatable); default: every case")
+    parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
+    parser.add_argument("--sb3-python", default="/work/venvs/sb3/bin/python")
+    parser.add_argument("--skip-sb3", action="store_true", help="pbmarl only (no reference: ratios are blank)")
+    args = parser.parse_args(argv)
+    cases = list(CASES)
+    if args.only:
+        wanted = {tuple(o.split("/", 1)) for o in args.only}
+        unknown = wanted - set(CASES)
+        if unknown:
+            known = ", ".join(f"{e}/{a}" for e, a in CASES)
+            parser.error(f"unknown case(s) {sorted(unknown)}; known: {known}")
+        cases = [c for c in cases if c in wanted]
+    command = "python benchmarks/control.py " + " ".join(sys.argv[1:] if argv is None else argv)
+    print(f"{'env/algo':32} {'seed':>4} {'pbmarl return':>14} {'SB3 return':>11} {'diff':>8} "
+          f"{'pbmarl s/1k':>11} {'SB3 s/1k':>9} {'time ratio':>10}")
+    os.makedirs(os.path.dirname(RESULTS), exist_ok=True)
+    new_file = not os.path.exists(RESULTS)
+    with open(RESULTS, "a", newline="") as fh:
+        writer = csv.writer(fh)
+        if new_file:
+            writer.writerow(["date", "commit", "command", "env", "algo", "seed", "budget", "pbmarl_return",
+                             "sb3_return", "pbmarl_seconds_per_1000", "sb3_seconds_per_1000", "time_ratio"])
+        for env, algo in cases:
+            for seed in args.seeds:
+                ours = run_pbmarl(env, algo, seed)
+                ref = None if args.skip_sb3 else run_sb3(args.sb3_python, env, algo, seed)
+                diff = ours["return"] - ref["return"] if ref else float("nan")
+                ratio = ours["seconds_per_1000"] / ref["seconds_per_1000"] if ref else float("nan")
+                print(f"{env + '/' + algo:32} {seed:>4} {ours['return']:>14.1f} "
+                      f"{(ref['return'] if ref else float('nan')):>11.1f} {diff:>8.1f} "
+                      f"{ours['seconds_per_1000']:>11.2f} {(ref['seconds_per_1000'] if ref else float('nan')):>9.2f} "
+                      f"{ratio:>10.2f}", flush=True)
+                writer.writerow([datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+                                 _commit(), command, env, algo, seed, CASES[(env, algo)][0],
+                                 round(ours["return"], 2), round(ref["return"], 2) if ref else "",
+                                 round(ours["seconds_per_1000"], 3),
+                                 round(ref["seconds_per_1000"], 3) if ref else "", round(ratio, 3) if ref else ""])
+                fh.flush()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
