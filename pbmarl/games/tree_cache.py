@@ -26,7 +26,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from pbmarl.games.tree import GameTree
 
 #: bump when the arrays or their meaning change
-FORMAT = 1
+FORMAT = 2
 _SEP = "\x1e"
 
 
