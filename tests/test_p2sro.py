@@ -87,3 +87,42 @@ def test_ray_backend_levels_are_actors_and_resume(tmp_path, ray_session):
     assert resumed.population.sizes == (4, 4)
     with pytest.raises(ValueError, match="backend='ray' runs RL learners"):
         P2SRO("kuhn_poker", backend="ray")
+
+
+class _InProcessRay:
+    """Just enough of Ray's API to run `RemoteLevel`'s actors in this process (the logic, not the transport)."""
+
+    class _Method:
+        def __init__(self, fn):
+            self.remote = fn
+
+    class _Handle:
+        def __init__(self, obj):
+            self._obj = obj
+
+        def __getattr__(self, name):
+            return _InProcessRay._Method(getattr(self._obj, name))
+
+    def remote(self, **_options):
+        return lambda cls: _InProcessRay._Method(lambda *a, **k: _InProcessRay._Handle(cls(*a, **k)))
+
+    @staticmethod
+    def get(value):
+        return value
+
+
+def test_ray_backend_logic_with_in_process_actors(tmp_path, monkeypatch):
+    import pbmarl.rollout.ray_backend as ray_backend
+
+    monkeypatch.setattr(ray_backend, "_import_ray", lambda: _InProcessRay())
+    monkeypatch.setattr(ray_backend, "init_ray", lambda **_: None)
+    game = pb.load_game("kuhn_poker")
+    whole = P2SRO(game, learner=_dqn(game), active=2, refresh_every=2, seed=0, backend="ray")
+    list(whole.run(2))
+    assert whole.fixed == [["p0/0", "p0/1", "p0/2"], ["p1/0", "p1/1", "p1/2"]]
+    assert [lv.index for lv in whole.levels] == [3, 4]
+    part = P2SRO(game, learner=_dqn(game), active=2, refresh_every=2, seed=0, backend="ray", save_dir=tmp_path / "r")
+    list(part.run(1))
+    resumed = P2SRO.load(tmp_path / "r")
+    list(resumed.run(1))
+    assert resumed.backend == "ray" and whole.history[COLS].equals(resumed.history[COLS])
