@@ -7,7 +7,7 @@ Two conventions are printed side by side for every method:
   way; their curve reaches about -120; the bar here is >= -135);
 * **summed return**: the team's episode return summed over the 3 agents (what PettingZoo returns).
 
-Slices (``--only``): ``random``, ``mappo``, ``ippo``, ``qmix``, ``maddpg`` (continuous actions), ``peer``
+Slices (``--only``): ``random`` (``random_continuous``: the reference for MADDPG), ``mappo``, ``ippo``, ``qmix``, ``maddpg`` (continuous actions), ``peer``
 (BenchMARL 1.5's MAPPO from its own venv /work/venvs/benchmarl; the reason is printed where it cannot run).
 Every seed appends a row (date, commit, command) to ``benchmarks/results/marl.csv``.
 
@@ -33,7 +33,7 @@ import pbmarl as pb  # noqa: E402
 RESULTS = Path(__file__).resolve().parent / "results" / "marl.csv"
 FIELDS = ["date", "commit", "command", "slice", "game", "method", "seed", "env_steps", "mappo_convention",
           "summed_return", "env_steps_per_s", "wall_s", "reference"]
-SLICES = ("random", "mappo", "ippo", "qmix", "maddpg", "peer")
+SLICES = ("random", "random_continuous", "mappo", "ippo", "qmix", "maddpg", "peer")
 BAR = -135.0
 PEER_VENV = Path("/work/venvs/benchmarl")
 ENV = dict(N=3, local_ratio=0.5, max_cycles=25)
@@ -71,12 +71,12 @@ def _learner(slice_: str, seed: int) -> Any:
 
 
 def run_slice(slice_: str, seed: int, steps: int, eval_episodes: int) -> dict[str, Any]:
-    continuous = slice_ == "maddpg"
+    continuous = slice_ in ("maddpg", "random_continuous")
     game = pb.load_game("pettingzoo:simple_spread_v3", continuous_actions=continuous, **ENV)
     mapping = pb.AgentMapping.shared(game, agent_id=True)
     t0 = time.perf_counter()
-    if slice_ == "random":
-        marl = pb.MARL(game, {"shared": pb.MAPPO(seed=seed)}, mapping, seed=seed)
+    if slice_.startswith("random"):
+        marl = pb.MARL(game, {"shared": pb.MADDPG(seed=seed) if continuous else pb.MAPPO(seed=seed)}, mapping, seed=seed)
         result = marl.evaluate(eval_episodes, policies={"shared": pb.RandomPolicy(mapping.group_game("shared"))})
         env_steps = 0
     else:
@@ -89,7 +89,7 @@ def run_slice(slice_: str, seed: int, steps: int, eval_episodes: int) -> dict[st
         env_steps = marl.total_env_steps
     wall = time.perf_counter() - t0
     collect = sum(r.seconds["collect"] for r in marl.records) if marl.records else 0.0
-    return {"slice": slice_, "game": game.name, "method": f"pbmarl {slice_}" if slice_ != "random" else "uniform random",
+    return {"slice": slice_, "game": game.name, "method": "uniform random" if slice_.startswith("random") else f"pbmarl {slice_}",
             "seed": seed, "env_steps": env_steps, "mappo_convention": 25 * result["mean_step_reward"],
             "summed_return": result["return/shared"], "env_steps_per_s": env_steps / collect if collect else None,
             "wall_s": round(wall, 1), "reference": f"MAPPO paper curve about -120; bar {BAR}"}

@@ -209,3 +209,21 @@ def test_bad_input_gets_clear_errors(climbing: pb.MatrixGame) -> None:
         central_source(kuhn, "auto", "MAPPO")
     with pytest.raises(ValueError, match="PettingZoo Parallel games"):
         pb.MARL(kuhn, {"team": pb.MAPPO()})
+
+
+def test_command_line_marl_and_resume(tmp_path, capsys) -> None:
+    from pbmarl.cli import main
+
+    out = tmp_path / "run"
+    game = "pettingzoo:simple_spread_v3(N=2, max_cycles=5)"
+    assert main(["marl", "--game", game, "--algo", "ippo", "--steps", "10", "--steps-per-round", "10",
+                 "--num-envs", "2", "--eval-episodes", "2", "--out", str(out), "--quiet"]) == 0
+    first = pd.read_csv(out / "history.csv")
+    assert list(first["total_env_steps"]) == [10] and (out / "evaluation.json").exists()
+    assert main(["resume", str(out), "--steps", "10", "--quiet"]) == 0
+    again = pd.read_csv(out / "history.csv")
+    assert list(again["total_env_steps"]) == [10, 20]
+    assert "resuming" in capsys.readouterr().out
+    # a second start into the same folder is refused, naming the resume command
+    assert main(["marl", "--game", game, "--algo", "ippo", "--out", str(out)]) == 2
+    assert "pbmarl resume" in capsys.readouterr().err
