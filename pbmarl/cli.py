@@ -100,11 +100,15 @@ def _make_learner(game: Any, oracle: str, seed: int, budget: int | None) -> Any:
         from pbmarl.learners import make_learner
     except ImportError:
         raise CliError(f"the {oracle!r} oracle needs torch, which this installation lacks "
-                       "(pip install 'pbmarl[rl]' or the full install)") from None
+                       "(pip install 'pbmarl[torch]' or the full install)") from None
     spec: dict[str, Any] = {"name": oracle, "seed": seed}
     if budget is not None:
         spec["budget"] = budget
-    return make_learner(game, spec)
+    try:
+        return make_learner(game, spec)
+    except ImportError as exc:
+        raise CliError(f"the {oracle!r} oracle needs torch, which this installation lacks ({exc}); "
+                       "pip install 'pbmarl[torch]' or the full install") from None
 
 
 def _check_out(out: Path, game_name: str) -> None:
