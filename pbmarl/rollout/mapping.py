@@ -11,6 +11,7 @@ can also see which agent a row belongs to (``agent_id=True`` appends a one-hot
 of the agent's index within its group).
 
 Example:
+    >>> import pbmarl as pb
     >>> game = pb.load_game("pettingzoo:simple_adversary_v3")
     >>> m = pb.AgentMapping(game, {"adversary_0": "red", "agent_0": "blue", "agent_1": "blue"})
     >>> m.groups, m["agent_0"], m.agents_of("blue")

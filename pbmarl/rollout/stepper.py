@@ -94,6 +94,7 @@ class VecEnv:
     does not act) and restarts finished instances at once (``autoreset``).
 
     Example:
+        >>> from pbmarl import load_game
         >>> env = load_game("kuhn_poker").vec_env(64, seed=0)
         >>> idx, obs, mask, keys = env.observe(0)
     """
