@@ -196,12 +196,25 @@ class MARL:
             return {g: float("nan") for g in self.mapping.groups}
         return {g: float(returns[:, list(self.mapping.seats_of(g))].sum(axis=1).mean()) for g in self.mapping.groups}
 
-    def run(self, steps: int) -> Iterator[MARLRecord]:
-        """Yield the records of `steps` more steps."""
+    def run(self, steps: int, *, progress: bool = False) -> Iterator[MARLRecord]:
+        """Yield the records of `steps` more steps (with a tqdm bar over them if `progress`)."""
         if isinstance(steps, bool) or not isinstance(steps, (int, np.integer)) or steps < 0:
             raise ValueError(f"steps must be a non-negative int, got {steps!r}")
-        for _ in range(int(steps)):
-            yield self.step()
+        bar = None
+        if progress:
+            from tqdm.auto import tqdm
+
+            bar = tqdm(total=int(steps), desc=f"MARL {self.game.name}", unit="step", leave=False)
+        try:
+            for _ in range(int(steps)):
+                record = self.step()
+                if bar is not None:
+                    bar.update(1)
+                    bar.set_postfix({g: f"{v:.3g}" for g, v in record.returns.items()})
+                yield record
+        finally:
+            if bar is not None:
+                bar.close()
 
     @property
     def history(self) -> pd.DataFrame:
