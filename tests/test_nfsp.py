@@ -59,3 +59,25 @@ def test_nfsp_on_kuhn_measures_exactly_and_resumes(tmp_path):
     list(resumed.run(2))
     cols = ["episodes", "env_steps", "exploitability", "rl_loss", "sl_loss"]
     assert np.allclose(resumed.history[cols].to_numpy(float), h[cols].to_numpy(float), equal_nan=True)
+
+
+def test_an_interrupted_step_leaves_the_run_as_it_was(monkeypatch):
+    run = NFSP("kuhn_poker", seed=0, **TINY)
+    run.step()
+    before = (run.episodes, list(run.decisions), run.rng.bit_generator.state, len(run.reservoir[0]),
+              [p.detach().clone() for p in run.avg_nets[0].parameters()])
+    calls = {"n": 0}
+    original = NFSP.play_episode
+
+    def flaky(self):
+        calls["n"] += 1
+        if calls["n"] == 100:
+            raise KeyboardInterrupt
+        return original(self)
+
+    monkeypatch.setattr(NFSP, "play_episode", flaky)
+    with pytest.raises(KeyboardInterrupt):
+        run.step()
+    assert (run.episodes, run.decisions, run.rng.bit_generator.state, len(run.reservoir[0])) == before[:4]
+    assert all(np.array_equal(a.detach(), b) for a, b in zip(run.avg_nets[0].parameters(), before[4]))
+    assert len(run.records) == 1

@@ -38,6 +38,7 @@ import torch
 import torch.nn.functional as F
 
 from pbmarl.algorithms import driver_io as io
+from pbmarl.algorithms.transaction import all_or_nothing
 from pbmarl.games.base import Game
 from pbmarl.games.registry import load_game
 from pbmarl.learners.buffers import ReplayBuffer
@@ -141,6 +142,15 @@ class _Transitions:
 
     def __len__(self) -> int:
         return len(self.action)
+
+
+def _modules(run: NFSP) -> dict[str, Any]:
+    """Every network and optimiser of the run by a stable name (what `save` and `snapshot` keep)."""
+    out: dict[str, Any] = {}
+    for p in range(run.game.num_players):
+        out.update({f"q{p}": run.q_nets[p], f"target{p}": run.target_nets[p], f"avg{p}": run.avg_nets[p],
+                    f"rl_opt{p}": run.rl_opts[p], f"sl_opt{p}": run.sl_opts[p]})
+    return out
 
 
 class NFSP:
@@ -289,8 +299,33 @@ class NFSP:
             out.append(policy)
         return out
 
+    def snapshot(self) -> object:
+        """Everything a `step` changes (networks, optimisers, buffers, counters, random state), for `restore`."""
+        nets = {k: copy.deepcopy(m.state_dict()) for k, m in _modules(self).items()}
+        buffers = [({k: v.copy() for k, v in r.state_arrays().items()}, {k: v.copy() for k, v in s.state_arrays().items()})
+                   for r, s in zip(self.replay, self.reservoir)]
+        return (nets, buffers, list(self.decisions), list(self.rl_updates), self.episodes, len(self.records),
+                self.rng.bit_generator.state, self._wall)
+
+    def restore(self, state: object) -> None:
+        """Put the run back as `snapshot()` found it."""
+        nets, buffers, decisions, updates, episodes, n, rng, wall = cast("tuple[Any, ...]", state)
+        for k, m in _modules(self).items():
+            m.load_state_dict(nets[k])
+        for (replay, reservoir), buf, res in zip(buffers, self.replay, self.reservoir):
+            buf.load_state_arrays(replay)
+            res.load_state_arrays(reservoir)
+        self.decisions, self.rl_updates, self.episodes = list(decisions), list(updates), episodes
+        del self.records[n:]
+        self.rng.bit_generator.state = rng
+        self._wall = wall
+
+    @all_or_nothing
     def step(self) -> NFSPRecord:
-        """Play ``episodes_per_step`` episodes, then measure; returns the record."""
+        """Play ``episodes_per_step`` episodes, then measure; returns the record.
+
+        All or nothing: if anything raises (a ``KeyboardInterrupt`` included), the run is left as before.
+        """
         from pbmarl.learners.nets import torch_threads
 
         t0 = time.perf_counter()

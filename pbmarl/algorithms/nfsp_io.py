@@ -17,19 +17,13 @@ if TYPE_CHECKING:  # pragma: no cover
     from pbmarl.algorithms.nfsp import NFSP
 
 
-def _modules(run: NFSP) -> dict[str, Any]:
-    out: dict[str, Any] = {}
-    for p in range(run.game.num_players):
-        out.update({f"q{p}": run.q_nets[p], f"target{p}": run.target_nets[p], f"avg{p}": run.avg_nets[p],
-                    f"rl_opt{p}": run.rl_opts[p], f"sl_opt{p}": run.sl_opts[p]})
-    return out
-
-
 def _save_state(path: Path, state: dict[str, Any]) -> None:
     write_atomic(path, lambda fh: torch.save(state, fh))
 
 
 def save_nfsp(run: NFSP, folder: Path) -> Path:
+    from pbmarl.algorithms.nfsp import _modules
+
     ensure_writable_folder(folder, what="run folder")
     state = f"state-{len(run.records):04d}"
     sdir = folder / state
@@ -54,7 +48,7 @@ def save_nfsp(run: NFSP, folder: Path) -> Path:
 
 
 def load_nfsp(cls: type[NFSP], folder: Path, *, save_dir: Any) -> NFSP:
-    from pbmarl.algorithms.nfsp import NFSPConfig, NFSPRecord
+    from pbmarl.algorithms.nfsp import NFSPConfig, NFSPRecord, _modules
 
     data = io.read_run_json(folder, "NFSP")
     fields: dict[str, Any] = {k: tuple(v) if isinstance(v, list) else v for k, v in data["config"].items()}
