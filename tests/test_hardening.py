@@ -423,3 +423,37 @@ def test_item19_core_runs_without_the_extras():
     assert result.returncode == 0, result.stderr[-2000:]
     assert "LIGHT-OK []" in result.stdout
     assert "needs torch" in result.stderr and "pip install" in result.stderr
+
+
+# -- item 17: plots ---------------------------------------------------------------------------------------
+def test_item17_plots_mark_convergence_name_oracle_and_keep_labels_off_arrows(tmp_path):
+    import matplotlib
+
+    matplotlib.use("Agg")
+    from matplotlib.patches import FancyArrowPatch
+
+    from pbmarl.plots import plot_exploitability, plot_response_graph
+
+    run = pb.PSRO("kuhn_poker")
+    list(run.run(10))
+    fig = plot_exploitability(run.history)
+    texts = [t.get_text() for t in fig.axes[0].texts]
+    assert "converged" in texts  # the 0 at the end is marked, not drawn as a measured 1e-12
+    table = pb.PayoffTable.from_array(np.array([[0.0, -1, 1], [1, 0, -1], [-1, 1, 0]]))
+    fig = plot_response_graph(table)
+    ax = fig.axes[0]
+    arrows = max((p.get_zorder() for p in ax.patches if isinstance(p, FancyArrowPatch)), default=0)
+    for text in ax.texts:
+        box = text.get_bbox_patch()
+        assert box is not None and box.get_facecolor()[:3] == (1.0, 1.0, 1.0) and text.get_zorder() > arrows
+        dx, dy = text.xyann
+        assert dx != 0 and dy != 0  # diagonal: never on the row or column an arrow runs along
+    out = tmp_path / "run"
+    assert cli(["psro", "--game", "kuhn_poker", "--iterations", "2", "--out", str(out), "--quiet"]) == 0
+    assert "oracle exact" in _describe_title(out)
+
+
+def _describe_title(out):
+    from pbmarl.cli import _describe
+
+    return _describe(pb.PSRO.load(out))

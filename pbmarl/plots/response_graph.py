@@ -114,8 +114,16 @@ def plot_response_graph(
     ax.scatter(xy[:, 0], xy[:, 1], s=80 + 1500 * mass, c=mass, cmap="Greys", vmin=0, vmax=1,
                edgecolors="black", zorder=3)
     for (x, y), mu, label in zip(xy, mass, labels):
-        ax.annotate(f"{label}\n{mu:.2f}" if label else f"{mu:.2f}", (x, y), xytext=(0, -22),
-                    textcoords="offset points", ha="center", va="top", fontsize="small")
+        # off the arrows' lines: diagonally below-right of a grid node (arrows run along rows and columns),
+        # radially outward on the circle; on a white box drawn above the arrows
+        if k == 2:
+            offset, ha, va = (16, -16), "left", "top"
+        else:
+            offset = (30 * x, 30 * y)
+            ha, va = ("left" if x > 0.1 else "right" if x < -0.1 else "center"), ("bottom" if y > 0 else "top")
+        ax.annotate(f"{label}\n{mu:.2f}" if label else f"{mu:.2f}", (x, y), xytext=offset,
+                    textcoords="offset points", ha=ha, va=va, fontsize="small", zorder=5,
+                    bbox={"boxstyle": "round,pad=0.15", "facecolor": "white", "edgecolor": "none", "alpha": 0.85})
     if k == 2:
         ax.set_xticks(range(payoffs.shape[1]), ids[1], fontsize="small")
         ax.set_yticks([-i for i in range(payoffs.shape[0])], ids[0], fontsize="small")
