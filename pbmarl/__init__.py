@@ -76,6 +76,9 @@ _EXPORTS: dict[str, str] = {
     "TableExplorer": "pbmarl.widgets",
     # algorithms
     "PSRO": "pbmarl.algorithms",
+    "Oracle": "pbmarl.protocols",
+    "Evaluator": "pbmarl.protocols",
+    "BestResponse": "pbmarl.protocols",
     "SelfPlay": "pbmarl.algorithms",
     "FictitiousPlay": "pbmarl.algorithms",
     "XDO": "pbmarl.algorithms.xdo",
