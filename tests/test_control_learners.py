@@ -8,6 +8,7 @@ from typing import Any
 
 import gymnasium
 import numpy as np
+import pandas as pd
 import pytest
 import torch
 
@@ -211,3 +212,24 @@ def test_bad_input_gets_clear_errors() -> None:
         SAC("kuhn_poker")
     with pytest.raises(TypeError, match="unknown option 'learning_rate'"):
         SAC("gym:Pendulum-v1", learning_rate=1e-3)
+
+
+def test_pbmarl_train_writes_a_run_folder_that_resume_continues(tmp_path: Any, capsys: Any) -> None:
+    from pbmarl.cli import main
+
+    out = tmp_path / "run"
+    argv = ["train", "--game", "mdp:two_round_dmdp", "--algo", "sac", "--steps", "120", "--eval-episodes", "2",
+            "--out", str(out), "--quiet"]
+    assert main(argv) == 0
+    for name in ("train.json", "history.csv", "learning_curve.png", "policy.npz", "policy.json", "evaluation.json",
+                 "learner/learner.json"):
+        assert (out / name).exists(), name
+    first = pd.read_csv(out / "history.csv")
+    assert first["env_steps"].iloc[-1] >= 120
+    assert main(["resume", str(out), "--steps", "60", "--quiet"]) == 0
+    second = pd.read_csv(out / "history.csv")
+    assert len(second) == len(first) + 1 and second["env_steps"].iloc[-1] >= first["env_steps"].iloc[-1] + 60
+    assert main(["resume", str(out)]) == 0 and "is complete" in capsys.readouterr().out
+    assert main(["train", "--game", "gym:Pendulum-v1", "--algo", "rainbow", "--steps", "10",
+                 "--out", str(tmp_path / "bad")]) == 2
+    assert "Rainbow needs Discrete actions" in capsys.readouterr().err

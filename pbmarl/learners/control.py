@@ -283,14 +283,16 @@ class ControlLearner(abc.ABC):
         return self.env_steps >= self.config.budget
 
     def step(self) -> ControlRecord:
-        """One round: whole episodes until ``steps_per_round`` env steps, updating as they come."""
+        """One round: whole episodes until ``steps_per_round`` env steps (or the rest of the budget), updating
+        as they come. A round asked for after the budget is spent runs ``steps_per_round`` steps."""
         cfg = self.config
         t0 = time.perf_counter()
         returns: list[float] = []
         losses: dict[str, list[float]] = {}
         start = self.env_steps
+        goal = cfg.steps_per_round if self.done else min(cfg.steps_per_round, cfg.budget - self.env_steps)
         with torch_threads(cfg.num_threads):
-            while self.env_steps - start < cfg.steps_per_round:
+            while self.env_steps - start < goal:
                 returns.append(self._episode(losses))
         record = self.record_class(
             task=0, player=0, round=len(self.records) + 1, learner_steps=self.env_steps, env_steps=self.env_steps,
