@@ -103,6 +103,7 @@ _EXPORTS: dict[str, str] = {
     "QMIXConfig": "pbmarl.learners.qmix",
     "MADDPG": "pbmarl.learners.maddpg",
     "MADDPGConfig": "pbmarl.learners.maddpg",
+    "GroupOracle": "pbmarl.algorithms.marl_oracle",
 }
 
 __all__ = sorted(_EXPORTS) + ["__version__"]

@@ -227,3 +227,19 @@ def test_command_line_marl_and_resume(tmp_path, capsys) -> None:
     # a second start into the same folder is refused, naming the resume command
     assert main(["marl", "--game", game, "--algo", "ippo", "--out", str(out)]) == 2
     assert "pbmarl resume" in capsys.readouterr().err
+
+
+def test_a_group_learner_is_a_psro_oracle() -> None:
+    from pbmarl.algorithms.marl_oracle import GroupOracle
+    from pbmarl.protocols import Oracle
+
+    rps = pb.MatrixGame([[0, -1, 1], [1, 0, -1], [-1, 1, 0]], name="rps")
+    oracle = GroupOracle(rps, lambda s: pb.IPPO(seed=s, steps_per_round=256, epochs=4, lr=1e-2, gamma=0.0),
+                         steps=1024, eval_episodes=100)
+    assert isinstance(oracle, Oracle) and oracle.name == "marl-ippo"
+    br = oracle.respond(0, [None, pb.FixedPolicy(rps, [1.0, 0.0, 0.0])])   # against rock: paper
+    assert br.value > 0.8 and br.env_steps >= 1024
+    assert br.policy.action_probabilities(np.array([[1.0, 0.0]]), np.ones((1, 3), bool))[0, 1] > 0.8
+    psro = pb.PSRO(rps, solver="nash", learner=oracle, evaluator=pb.ExactEvaluator(rps))
+    records = [psro.step() for _ in range(3)]
+    assert records[-1].exploitability is not None and records[-1].exploitability < 0.1

@@ -1,0 +1,71 @@
+"""`GroupOracle`: a multi-agent learner as a PSRO oracle (`pbmarl.protocols.Oracle`).
+
+``respond(player, opponents)`` trains a fresh learner for seat `player` with `pb.MARL`
+(every other seat played by its opponent policy or mixture, fixed) for `steps` env steps,
+and answers the trained policy with its evaluated return. Each seat keeps its own
+population in PSRO, so on a game whose seats are the members of groups this is one
+population per seat.
+
+Example:
+    >>> oracle = GroupOracle(lambda seed: pb.IPPO(seed=seed, steps_per_round=256), steps=2048)
+    >>> psro = pb.PSRO(game, solver="nash", learner=oracle, evaluator=pb.ExactEvaluator(game))
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from pbmarl.games.base import Game
+from pbmarl.learners.group import GroupLearner
+from pbmarl.protocols import BestResponse, Opponents
+from pbmarl.rollout.mapping import AgentMapping
+
+
+class GroupOracle:
+    """See the module doc.
+
+    Args:
+        game: the game PSRO plays.
+        make: ``seed -> GroupLearner``, a fresh learner per response.
+        steps: env steps of training per response.
+        eval_episodes: episodes that estimate the response's value.
+        seed: first seed; each response uses the next one.
+    """
+
+    def __init__(self, game: Game, make: Callable[[int], GroupLearner], *, steps: int = 10_000,
+                 eval_episodes: int = 100, seed: int = 0, num_envs: int = 32) -> None:
+        if not callable(make):
+            raise TypeError(f"make must be a callable seed -> learner (e.g. lambda s: pb.IPPO(seed=s)), got {make!r}")
+        if int(steps) < 1 or int(eval_episodes) < 1:
+            raise ValueError(f"steps and eval_episodes must be positive, got {steps!r} and {eval_episodes!r}")
+        self.game, self.make, self.steps, self.eval_episodes = game, make, int(steps), int(eval_episodes)
+        self.seed, self.num_envs, self.calls = int(seed), int(num_envs), 0
+
+    @property
+    def name(self) -> str:
+        return f"marl-{self.make(0).name}"
+
+    def respond(self, player: int, opponents: Opponents) -> BestResponse:
+        from pbmarl.algorithms.marl import MARL
+
+        player = self.game.check_player(player)
+        mapping = AgentMapping.independent(self.game)
+        agents = list(mapping.groups)
+        fixed = {}
+        for p, agent in enumerate(agents):
+            if p == player:
+                continue
+            entry = opponents[p]
+            if entry is None:
+                raise ValueError(f"opponents[{p}] (agent {agent!r}) is None; every seat but the responder's needs a "
+                                 "Policy or Mixture")
+            fixed[agent] = entry
+        seed = self.seed + self.calls
+        self.calls += 1
+        marl = MARL(self.game, {agents[player]: self.make(seed)}, mapping, fixed=fixed, seed=seed,
+                    num_envs=self.num_envs)
+        while marl.total_env_steps < self.steps:
+            marl.step()
+        value = float(marl.evaluate(self.eval_episodes)[f"return/{agents[player]}"])
+        policy = marl.learners[agents[player]].policy()
+        return BestResponse(policy, value, marl.total_env_steps)
