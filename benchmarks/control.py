@@ -9,7 +9,12 @@ SB3 in its own virtual environment (a subprocess of ``--sb3-python``, default
 hyperparameters, then report
 
 - the final deterministic return, mean over 10 episodes with the same reset seeds for both;
-- wall time per 1,000 env steps of training (evaluation not timed).
+- wall time per 1,000 env steps of training (evaluation not timed), and CPU time of the
+  training process per 1,000 steps: on a machine shared with other jobs the CPU time is the
+  fairer comparison, since the two runs happen one after the other under different loads.
+
+``--steps N`` replaces every case's budget by N (a shorter, partial measurement: the return is
+then not comparable with the bar, only with SB3 at the same budget); the CSV records the budget.
 
 Both run torch with one thread (faster for these small networks on a shared machine).
 SB3 has no Rainbow, so the Rainbow row is compared with SB3's DQN; pbmarl's DQN row is
@@ -71,10 +76,10 @@ DQN_OFF = {"double": False, "dueling": False, "n_step": 1, "prioritized": False,
 
 
 # -- pbmarl ----------------------------------------------------------------------------------
-def run_pbmarl(env: str, algo: str, seed: int) -> dict[str, float]:
+def run_pbmarl(env: str, algo: str, seed: int, budget: int) -> dict[str, float]:
     import pbmarl as pb
 
-    budget, params, _ = CASES[(env, algo)]
+    _, params, _ = CASES[(env, algo)]
     name, options = algo, dict(params)
     if algo == "dqn":
         name, options = "rainbow", {**options, **DQN_OFF}
@@ -83,12 +88,13 @@ def run_pbmarl(env: str, algo: str, seed: int) -> dict[str, float]:
     cls = {"sac": pb.SAC, "td3": pb.TD3, "ddpg": pb.DDPG, "rainbow": pb.Rainbow}[name]
     learner = cls(pb.load_game(f"gym:{env}"), seed=seed, budget=budget, steps_per_round=budget // 10,
                   num_threads=1, **options)
-    t0 = time.perf_counter()
+    t0, c0 = time.perf_counter(), time.process_time()
     learner.train(progress=False)
-    seconds = time.perf_counter() - t0
+    seconds, cpu = time.perf_counter() - t0, time.process_time() - c0
     returns = [learner.evaluate(1, seed=s)["mean"] for s in EVAL_SEEDS]
     return {"return": float(np.mean(returns)), "return_std": float(np.std(returns)),
-            "seconds_per_1000": 1000 * seconds / learner.env_steps, "env_steps": learner.env_steps}
+            "seconds_per_1000": 1000 * seconds / learner.env_steps, "cpu_per_1000": 1000 * cpu / learner.env_steps,
+            "env_steps": learner.env_steps}
 
 
 # -- Stable-Baselines3 (in its own venv) ---------------------------------------------------------
@@ -114,9 +120,9 @@ if algo in ("TD3", "DDPG"):
 if algo == "SAC" and "alpha" in params and not params.get("autotune", True):
     kw["ent_coef"] = params["alpha"]
 model = getattr(sb3, algo)("MlpPolicy", env, **kw)
-t0 = time.perf_counter()
+t0, c0 = time.perf_counter(), time.process_time()
 model.learn(total_timesteps=budget)
-seconds = time.perf_counter() - t0
+seconds, cpu = time.perf_counter() - t0, time.process_time() - c0
 returns = []
 for s in eval_seeds:
     e = gym.make(env_id)
@@ -129,12 +135,13 @@ for s in eval_seeds:
         over = term or trunc
     returns.append(total)
 print(json.dumps({"return": float(np.mean(returns)), "return_std": float(np.std(returns)),
-                  "seconds_per_1000": 1000 * seconds / budget, "env_steps": budget, "version": sb3.__version__}))
+                  "seconds_per_1000": 1000 * seconds / budget, "cpu_per_1000": 1000 * cpu / budget,
+                  "env_steps": budget, "version": sb3.__version__}))
 """
 
 
-def run_sb3(python: str, env: str, algo: str, seed: int) -> dict[str, Any]:
-    budget, params, sb3_algo = CASES[(env, algo)]
+def run_sb3(python: str, env: str, algo: str, seed: int, budget: int) -> dict[str, Any]:
+    _, params, sb3_algo = CASES[(env, algo)]
     if algo == "rainbow":  # SB3 has no Rainbow: the reference is its DQN with the DQN row's settings
         params = CASES[(env, "dqn")][1]
     arg = json.dumps([env, sb3_algo, seed, budget, params, EVAL_SEEDS])
@@ -160,6 +167,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
     parser.add_argument("--sb3-python", default="/work/venvs/sb3/bin/python")
     parser.add_argument("--skip-sb3", action="store_true", help="pbmarl only (no reference: ratios are blank)")
+    parser.add_argument("--steps", type=int, default=None,
+                        help="override every case's budget (a shorter, partial measurement; recorded in the CSV)")
     args = parser.parse_args(argv)
     cases = list(CASES)
     if args.only:
@@ -170,30 +179,38 @@ def main(argv: list[str] | None = None) -> int:
             parser.error(f"unknown case(s) {sorted(unknown)}; known: {known}")
         cases = [c for c in cases if c in wanted]
     command = "python benchmarks/control.py " + " ".join(sys.argv[1:] if argv is None else argv)
-    print(f"{'env/algo':32} {'seed':>4} {'pbmarl return':>14} {'SB3 return':>11} {'diff':>8} "
-          f"{'pbmarl s/1k':>11} {'SB3 s/1k':>9} {'time ratio':>10}")
+    print(f"{'env/algo':32} {'seed':>4} {'steps':>6} {'pbmarl return':>14} {'SB3 return':>11} {'diff':>8} "
+          f"{'pbmarl s/1k':>11} {'SB3 s/1k':>9} {'time ratio':>10} {'pbmarl cpu/1k':>13} {'SB3 cpu/1k':>10} "
+          f"{'cpu ratio':>9}")
     os.makedirs(os.path.dirname(RESULTS), exist_ok=True)
     new_file = not os.path.exists(RESULTS)
     with open(RESULTS, "a", newline="") as fh:
         writer = csv.writer(fh)
         if new_file:
             writer.writerow(["date", "commit", "command", "env", "algo", "seed", "budget", "pbmarl_return",
-                             "sb3_return", "pbmarl_seconds_per_1000", "sb3_seconds_per_1000", "time_ratio"])
+                             "sb3_return", "pbmarl_seconds_per_1000", "sb3_seconds_per_1000", "time_ratio",
+                             "pbmarl_cpu_per_1000", "sb3_cpu_per_1000", "cpu_ratio"])
         for env, algo in cases:
             for seed in args.seeds:
-                ours = run_pbmarl(env, algo, seed)
-                ref = None if args.skip_sb3 else run_sb3(args.sb3_python, env, algo, seed)
-                diff = ours["return"] - ref["return"] if ref else float("nan")
-                ratio = ours["seconds_per_1000"] / ref["seconds_per_1000"] if ref else float("nan")
-                print(f"{env + '/' + algo:32} {seed:>4} {ours['return']:>14.1f} "
-                      f"{(ref['return'] if ref else float('nan')):>11.1f} {diff:>8.1f} "
-                      f"{ours['seconds_per_1000']:>11.2f} {(ref['seconds_per_1000'] if ref else float('nan')):>9.2f} "
-                      f"{ratio:>10.2f}", flush=True)
+                budget = args.steps or CASES[(env, algo)][0]
+                ours = run_pbmarl(env, algo, seed, budget)
+                ref = None if args.skip_sb3 else run_sb3(args.sb3_python, env, algo, seed, budget)
+                nan = float("nan")
+                diff = ours["return"] - ref["return"] if ref else nan
+                ratio = ours["seconds_per_1000"] / ref["seconds_per_1000"] if ref else nan
+                cpu_ratio = ours["cpu_per_1000"] / ref["cpu_per_1000"] if ref else nan
+                print(f"{env + '/' + algo:32} {seed:>4} {budget:>6} {ours['return']:>14.1f} "
+                      f"{(ref['return'] if ref else nan):>11.1f} {diff:>8.1f} "
+                      f"{ours['seconds_per_1000']:>11.2f} {(ref['seconds_per_1000'] if ref else nan):>9.2f} "
+                      f"{ratio:>10.2f} {ours['cpu_per_1000']:>13.2f} {(ref['cpu_per_1000'] if ref else nan):>10.2f} "
+                      f"{cpu_ratio:>9.2f}", flush=True)
                 writer.writerow([datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
-                                 _commit(), command, env, algo, seed, CASES[(env, algo)][0],
+                                 _commit(), command, env, algo, seed, budget,
                                  round(ours["return"], 2), round(ref["return"], 2) if ref else "",
                                  round(ours["seconds_per_1000"], 3),
-                                 round(ref["seconds_per_1000"], 3) if ref else "", round(ratio, 3) if ref else ""])
+                                 round(ref["seconds_per_1000"], 3) if ref else "", round(ratio, 3) if ref else "",
+                                 round(ours["cpu_per_1000"], 3), round(ref["cpu_per_1000"], 3) if ref else "",
+                                 round(cpu_ratio, 3) if ref else ""])
                 fh.flush()
     return 0
 
