@@ -126,3 +126,32 @@ def test_ray_backend_logic_with_in_process_actors(tmp_path, monkeypatch):
     resumed = P2SRO.load(tmp_path / "r")
     list(resumed.run(1))
     assert resumed.backend == "ray" and whole.history[COLS].equals(resumed.history[COLS])
+
+
+def test_an_interrupted_step_leaves_the_levels_as_they_were(monkeypatch):
+    from pbmarl.algorithms.p2sro import Level
+
+    game = pb.load_game("kuhn_poker")
+    run = P2SRO(game, learner=_dqn(game), active=2, refresh_every=1, seed=0)
+    run.step()
+    original, calls = Level.advance, {"n": 0}
+
+    def flaky(self, rounds):
+        calls["n"] += 1
+        if calls["n"] == 2:
+            raise KeyboardInterrupt
+        return original(self, rounds)
+
+    monkeypatch.setattr(Level, "advance", flaky)
+    for _ in range(4):  # a step whose lowest level is already trained freezes it without advancing
+        before = (run.history.copy(), [lv.index for lv in run.levels], [list(lv.trained) for lv in run.levels],
+                  len(run.level_records), run.learner.rng.bit_generator.state)
+        try:
+            run.step()
+        except KeyboardInterrupt:
+            break
+    else:
+        pytest.fail("no step advanced a level twice")
+    assert run.history.equals(before[0]) and [lv.index for lv in run.levels] == before[1]
+    assert [lv.trained for lv in run.levels] == before[2] and len(run.level_records) == before[3]
+    assert run.learner.rng.bit_generator.state == before[4]
