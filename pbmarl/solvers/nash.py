@@ -172,6 +172,8 @@ QUICK_STEPS = 1000
 #: pygambit methods tried, in order (``logit`` and ``gnm`` took 10-40 s on 10^4-cell 4-player tables
 #: where ``ipa`` took about 1 s: benchmarks/exact_scale.py)
 GAMBIT_ORDER = ("ipa",)
+#: pygambit is not asked for larger tables: building its game alone costs about 60 us a cell
+GAMBIT_MAX_CELLS = 200_000
 
 
 def nplayer_nash(
@@ -199,7 +201,7 @@ def nplayer_nash(
     U = as_payoff_array(U)
     if gambit not in (True, False, "auto"):
         raise ValueError(f"gambit must be True, False or 'auto', got {gambit!r}")
-    use_gambit = gambit is True or (gambit == "auto" and gambit_available())
+    use_gambit = gambit is True or (gambit == "auto" and gambit_available() and U[..., 0].size <= GAMBIT_MAX_CELLS)
     if gambit is True and not gambit_available():
         raise ImportError('gambit=True needs pygambit: pip install "pbmarl[gambit]" (GPL-2.0-or-later)')
     quick = iterative_nash(U, iterations=min(iterations, QUICK_STEPS), tol=tol, init=init, dynamics=("rm",))
