@@ -20,6 +20,8 @@ Every printed row is appended to ``benchmarks/results/exact_scale.csv`` with the
 commit and the command. All times are from one run on one machine, so ratios compare like with like.
 """
 
+# every lambda below is called at once by `timed`, inside its loop iteration
+# ruff: noqa: B023
 from __future__ import annotations
 
 import argparse
