@@ -17,13 +17,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import ClassVar
 
+from pbmarl.distributed.options import ParallelOptions
 from pbmarl.learners.base import LearnerConfig, Rule, StepRecord, Task
 from pbmarl.learners.ppo import ACTOR_CRITIC_CHECKS, PPO, RolloutBatch
 
 
 @dataclass(frozen=True)
-class A2CConfig(LearnerConfig):
-    """A2C options (plus the shared ones of `LearnerConfig`)."""
+class A2CConfig(LearnerConfig, ParallelOptions):
+    """A2C options (plus the shared ones of `LearnerConfig`, and `ParallelOptions`: workers, sync, staleness)."""
 
     lr: float = 1e-3
     """Adam learning rate (actor and critic together)."""

@@ -29,6 +29,7 @@ from typing import Any, ClassVar
 import numpy as np
 import torch
 
+from pbmarl.distributed.options import ParallelOptions
 from pbmarl.learners.base import (
     FLAG,
     NON_NEGATIVE,
@@ -54,8 +55,8 @@ ACTOR_CRITIC_CHECKS: dict[str, Rule] = {
 
 
 @dataclass(frozen=True)
-class PPOConfig(LearnerConfig):
-    """PPO options (plus the shared ones of `LearnerConfig`)."""
+class PPOConfig(LearnerConfig, ParallelOptions):
+    """PPO options (plus the shared ones of `LearnerConfig`, and `ParallelOptions`: workers, sync, staleness)."""
 
     lr: float = 3e-3
     """Adam learning rate (actor and critic together)."""
@@ -149,11 +150,19 @@ class PPO(Learner):
             self.critic.load_state_dict(warm["critic"])
         params = list(self.actor.net.parameters()) + list(self.critic.parameters())
         self.optimizer = adam(params, lr=cfg.lr, eps=1e-5)
+        self._rounds: Any = None
+        if getattr(cfg, "workers", 1) > 1:  # a parameter server and gradient workers (pbmarl.distributed)
+            from pbmarl.distributed.modes import ParameterRounds
+
+            self._rounds = ParameterRounds(self)
 
     def _round(self, task: Task) -> tuple[Trajectories, dict[str, float]]:
         if self.config.anneal_lr:
             for group in self.optimizer.param_groups:
                 group["lr"] = self.config.lr * max(1.0 - task.learner_steps / task.budget, 0.05)
+        if self._rounds is not None:
+            traj, stats = self._rounds.round()
+            return traj, {k: v for k, v in stats.items() if k in self.record_class.__dataclass_fields__}
         traj = self._collect(self.actor, self.config.steps_per_round)
         stats = self._update(self._prepare(traj), task)
         self.actor.version += 1  # workers cache policies by version
@@ -231,4 +240,6 @@ class PPO(Learner):
         return {"actor": self.actor.net, "critic": self.critic, "optimizer": self.optimizer}
 
     def _end_task(self) -> None:
-        del self.actor, self.critic, self.optimizer
+        if self._rounds is not None:
+            self._rounds.close()
+        del self.actor, self.critic, self.optimizer, self._rounds

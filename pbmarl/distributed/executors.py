@@ -1,0 +1,132 @@
+"""Where gradient workers run: `LocalExecutor` (in-process, simulated arrival order) or `RayExecutor`.
+
+Both answer the `Executor` seam: ``submit(w, weights, version, seeds)`` hands worker
+`w` a job, ``next()`` returns ``(w, result)`` of the job that finishes first. The local
+executor computes a job when it is submitted (so it sees exactly the weights it was
+given) and releases results in the order of a simulated clock in which worker ``w``
+takes ``1 + skew * w`` time units a job: slower workers come back later, which is what
+makes staleness under ASP and BAP measurable and reproducible. The Ray executor runs
+jobs on actors and replaces a dead actor, re-running its lost job (nothing is counted
+twice: a job's data is counted only when its result arrives).
+"""
+
+from __future__ import annotations
+
+import heapq
+from collections.abc import Callable, Sequence
+from typing import Any, Protocol
+
+import numpy as np
+
+from pbmarl.distributed.workers import GradientResult, GradientWorker
+
+__all__ = ["Executor", "LocalExecutor", "RayExecutor"]
+
+#: builds worker `w` (locally: the object; on Ray: the arguments of the actor)
+WorkerArgs = Callable[[int], tuple[Any, ...]]
+
+
+class Executor(Protocol):
+    """The seam between the mode logic and where workers run."""
+
+    num_workers: int
+
+    def submit(self, w: int, weights: np.ndarray, version: int, seeds: Sequence[int]) -> None: ...
+
+    def next(self) -> tuple[int, GradientResult]: ...
+
+    def close(self) -> None: ...
+
+
+class LocalExecutor:
+    """Workers as in-process objects; results in the order of a simulated clock (see the module doc)."""
+
+    def __init__(self, args: WorkerArgs, num_workers: int, *, skew: float = 1.0) -> None:
+        self.num_workers = num_workers
+        self.workers = [GradientWorker(*args(w)) for w in range(num_workers)]
+        self.skew = float(skew)
+        self.clock = 0.0
+        self._queue: list[tuple[float, int, int, GradientResult]] = []
+        self._seq = 0
+
+    def submit(self, w: int, weights: np.ndarray, version: int, seeds: Sequence[int]) -> None:
+        result = self.workers[w].compute(weights, version, seeds)
+        self._seq += 1
+        heapq.heappush(self._queue, (self.clock + 1.0 + self.skew * w, self._seq, w, result))
+
+    def next(self) -> tuple[int, GradientResult]:
+        if not self._queue:
+            raise RuntimeError("no job in flight: submit one first")
+        self.clock, _, w, result = heapq.heappop(self._queue)
+        return w, result
+
+    def close(self) -> None:
+        self._queue.clear()
+
+
+class RayExecutor:
+    """Workers as Ray actors (spread over the cluster's nodes); a dead actor is replaced and its job re-run."""
+
+    def __init__(self, args: WorkerArgs, num_workers: int, *, worker_cpus: float = 1.0,
+                 max_replacements: int | None = None) -> None:
+        from pbmarl.rollout.ray_backend import _import_ray, init_ray
+
+        self.ray = _import_ray()
+        if not self.ray.is_initialized():
+            init_ray()
+        self.num_workers = num_workers
+        self._args = args
+        self._class = self.ray.remote(GradientWorker).options(num_cpus=worker_cpus, max_restarts=0,
+                                                               max_task_retries=0, scheduling_strategy="SPREAD")
+        self.actors = [self._class.remote(*args(w)) for w in range(num_workers)]
+        self._running: dict[Any, tuple[int, np.ndarray, int, tuple[int, ...]]] = {}
+        self.replacements = 0
+        self.max_replacements = 2 * num_workers + 2 if max_replacements is None else max_replacements
+
+    def submit(self, w: int, weights: np.ndarray, version: int, seeds: Sequence[int]) -> None:
+        job = (w, weights, int(version), tuple(int(s) for s in seeds))
+        self._running[self.actors[w].compute.remote(weights, version, job[3])] = job
+
+    def next(self) -> tuple[int, GradientResult]:
+        from ray.exceptions import RayActorError, RayTaskError
+
+        while True:
+            if not self._running:
+                raise RuntimeError("no job in flight: submit one first")
+            (ref,), _ = self.ray.wait(list(self._running), num_returns=1)
+            w, weights, version, seeds = self._running.pop(ref)
+            try:
+                return w, self.ray.get(ref)
+            except RayActorError as exc:
+                self.replacements += 1
+                if self.replacements > self.max_replacements:
+                    raise RuntimeError(f"gradient workers died {self.replacements} times (last: {exc}); giving up") from None
+                self.replace(w)
+                self.submit(w, weights, version, seeds)
+            except RayTaskError as exc:
+                raise exc.as_instanceof_cause() from None
+
+    def replace(self, w: int) -> None:
+        """Kill (if still alive) and rebuild worker `w`."""
+        try:
+            self.ray.kill(self.actors[w], no_restart=True)
+        except Exception:  # noqa: BLE001 - already gone
+            pass
+        self.actors[w] = self._class.remote(*self._args(w))
+
+    def node_ids(self) -> list[str]:
+        return list(self.ray.get([a.node_id.remote() for a in self.actors]))
+
+    def close(self) -> None:
+        for ref in list(self._running):
+            try:
+                self.ray.cancel(ref)
+            except Exception:  # noqa: BLE001 - best effort
+                pass
+        self._running.clear()
+        for actor in self.actors:
+            try:
+                self.ray.kill(actor, no_restart=True)
+            except Exception:  # noqa: BLE001 - already gone
+                pass
+        self.actors = []

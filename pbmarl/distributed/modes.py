@@ -1,0 +1,115 @@
+"""BSP, ASP and BAP: how the parameter server turns workers' gradients into updates (MALib's modes).
+
+One `ParameterRounds.round()` consumes `workers` gradients (one per worker under BSP):
+
+* **BSP**: every worker computes a gradient at the same version; the server applies their
+  sample-weighted mean once (staleness always 0). With ``norm_adv=False`` this equals one
+  worker on the union of the data.
+* **ASP**: each gradient is applied on arrival and its worker restarts from the new weights;
+  staleness (``server version - gradient's version``) is recorded, unbounded.
+* **BAP** (``staleness=k``): arrived gradients wait in a queue, applied (averaged) as soon as
+  the new version would leave no worker in flight more than ``k`` versions behind; a
+  worker whose gradient waits stays idle until the next apply. Every applied gradient has
+  staleness <= k (``k = 0`` is BSP without the barrier's fixed order).
+
+Env-step accounting: a gradient's data is counted into the task when its result is
+consumed, exactly once.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pbmarl.distributed.executors import Executor, LocalExecutor, RayExecutor
+from pbmarl.distributed.server import ParameterServer
+from pbmarl.distributed.workers import GradientResult, mean_stats
+from pbmarl.rollout.trajectories import Trajectories, concat_trajectories
+from pbmarl.rollout.worker import game_for_worker
+
+__all__ = ["ParameterRounds"]
+
+
+class ParameterRounds:
+    """The server side of a distributed PPO/A2C task (built by the learner; see the module doc)."""
+
+    def __init__(self, learner: Any, *, executor: Executor | None = None) -> None:
+        cfg = learner.config
+        task = learner.task
+        self.learner = learner
+        self.mode, self.k, self.n = cfg.sync, cfg.staleness, cfg.workers
+        params = list(learner.actor.net.parameters()) + list(learner.critic.parameters())
+        self.server = ParameterServer(params, learner.optimizer, max_grad_norm=cfg.max_grad_norm)
+        spec = game_for_worker(learner.game)
+        opponents = list(task.opponents)
+
+        def args(w: int) -> tuple[Any, ...]:
+            return (spec, type(learner), cfg, task.player, opponents)
+
+        if executor is None:
+            executor = RayExecutor(args, self.n) if cfg.backend == "ray" else LocalExecutor(args, self.n)
+        self.executor = executor
+        self.inflight: dict[int, int] = {}  # worker -> version it computes at
+        self.pending: list[GradientResult] = []
+        self.idle: list[int] = []  # BAP: workers whose gradient waits in `pending`
+        #: every consumed gradient: (worker, version, seeds, learner transitions, env steps)
+        self.log: list[tuple[int, int, tuple[int, ...], int, int]] = []
+        #: the results consumed by the last round
+        self.last: list[GradientResult] = []
+
+    @property
+    def staleness(self) -> list[int]:
+        """Staleness of every applied gradient, in order."""
+        return self.server.staleness
+
+    def _dispatch(self, w: int) -> None:
+        version, weights = self.server.weights()
+        seed = int(self.learner.rng.integers(2**63 - 1))
+        self.executor.submit(w, weights, version, [seed])
+        self.inflight[w] = version
+
+    def _receive(self) -> tuple[int, GradientResult]:
+        w, result = self.executor.next()
+        del self.inflight[w]
+        task = self.learner.task
+        task.learner_steps += len(result.traj)
+        task.env_steps += int(result.traj.steps)
+        self.log.append((w, result.version, result.seeds, len(result.traj), int(result.traj.steps)))
+        return w, result
+
+    def _apply(self, results: list[GradientResult]) -> None:
+        self.server.apply([r.grad for r in results], [r.count for r in results], [r.version for r in results])
+        self.learner.actor.version += 1
+
+    def round(self) -> tuple[Trajectories, dict[str, float]]:
+        """Consume `workers` gradients under the mode; the data and its statistics."""
+        got: list[GradientResult] = []
+        if self.mode == "bsp":
+            for w in range(self.n):
+                self._dispatch(w)
+            by_worker = dict(self._receive() for _ in range(self.n))
+            got = [by_worker[w] for w in range(self.n)]
+            self._apply(got)
+        else:
+            for w in range(self.n):
+                if w not in self.inflight and w not in self.idle:
+                    self._dispatch(w)
+            for _ in range(self.n):
+                w, result = self._receive()
+                got.append(result)
+                if self.mode == "asp":
+                    self._apply([result])
+                    self._dispatch(w)
+                    continue
+                self.pending.append(result)
+                self.idle.append(w)
+                if all(self.server.version + 1 - v <= self.k for v in self.inflight.values()):
+                    self._apply(self.pending)
+                    self.pending = []
+                    for i in self.idle:
+                        self._dispatch(i)
+                    self.idle = []
+        self.last = got
+        return concat_trajectories([r.traj for r in got]), mean_stats(got)
+
+    def close(self) -> None:
+        self.executor.close()

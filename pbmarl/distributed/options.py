@@ -1,0 +1,42 @@
+"""Config fields that put a gradient learner on a parameter server (no torch, no Ray: imported by configs).
+
+`PPOConfig` and `A2CConfig` inherit `ParallelOptions`; ``workers=1`` (the default) is the
+ordinary single-process learner, ``workers > 1`` runs `pbmarl.distributed.modes`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import ClassVar
+
+from pbmarl.learners.base import Rule
+
+#: the synchronisation modes, as MALib names them
+SYNC_MODES = ("bsp", "asp", "bap")
+BACKENDS = ("local", "ray")
+
+
+def _int_at_least(low: int) -> Rule:
+    return (lambda v: isinstance(v, int) and not isinstance(v, bool) and v >= low,
+            "a positive int" if low == 1 else "a non-negative int")
+
+
+@dataclass(frozen=True)
+class ParallelOptions:
+    """Where gradients are computed and how the server applies them."""
+
+    workers: int = 1
+    """Gradient workers; 1 is the ordinary learner, more puts it on a parameter server."""
+    sync: str = "bsp"
+    """"bsp" (average all workers' gradients per update), "asp" (apply each on arrival) or
+    "bap" (apply on arrival while no worker in flight would fall more than `staleness` versions behind)."""
+    staleness: int = 1
+    """The BAP bound on ``server version at apply - version the gradient was computed at``."""
+    backend: str = "local"
+    """"local" runs the workers in-process (simulated arrival order), "ray" as Ray actors."""
+
+    checks: ClassVar[dict[str, Rule]] = {
+        "workers": _int_at_least(1), "staleness": _int_at_least(0),
+        "sync": (lambda v: v in SYNC_MODES, f"one of {SYNC_MODES}"),
+        "backend": (lambda v: v in BACKENDS, f"one of {BACKENDS}"),
+    }
