@@ -457,3 +457,20 @@ def _describe_title(out):
     from pbmarl.cli import _describe
 
     return _describe(pb.PSRO.load(out))
+
+
+def test_item1_rl_learner_is_restored_too(monkeypatch):
+    pytest.importorskip("torch")
+    game = pb.load_game("kuhn_poker")
+    learner = pb.DQN(game, seed=0, budget=64, steps_per_round=32, num_envs=8, hidden=(8,), learning_starts=0)
+    run = pb.PSRO(game, learner=learner)
+    rng, tasks, n_records = learner.rng.bit_generator.state, learner.tasks_done, len(learner.records)
+
+    def boom(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(learner, "_round", boom)  # interrupted mid-training: a task is open, networks built
+    with pytest.raises(KeyboardInterrupt):
+        run.step()
+    assert learner.tasks_done == tasks and len(learner.records) == n_records and learner.task is None
+    assert learner.rng.bit_generator.state == rng and run.population.sizes == (1, 1)
