@@ -104,6 +104,10 @@ _EXPORTS: dict[str, str] = {
     "MADDPG": "pbmarl.learners.maddpg",
     "MADDPGConfig": "pbmarl.learners.maddpg",
     "GroupOracle": "pbmarl.algorithms.marl_oracle",
+    "A3C": "pbmarl.distributed.a3c",
+    "IMPALA": "pbmarl.distributed.impala",
+    "IMPALAConfig": "pbmarl.distributed.impala",
+    "vtrace": "pbmarl.learners.vtrace",
 }
 
 __all__ = sorted(_EXPORTS) + ["__version__"]

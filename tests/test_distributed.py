@@ -72,3 +72,25 @@ def test_bad_parallel_options_are_named(cartpole) -> None:
         pb.PPO(cartpole, sync="ssp")
     with pytest.raises(ValueError, match="staleness must be a non-negative int"):
         pb.A2C(cartpole, sync="bap", staleness=-1)
+
+
+def test_a3c_is_a2c_under_asp(cartpole) -> None:
+    learner = pb.A3C(cartpole, **SMALL)
+    assert (learner.config.workers, learner.config.sync) == (4, "asp")
+    learner.start(0, [None])
+    record = learner.step()
+    assert len(learner._rounds.staleness) == 4 and record.learner_steps == sum(e[3] for e in learner._rounds.log)
+
+
+def test_impala_learns_from_stale_batches_with_exact_step_counts(cartpole) -> None:
+    learner = pb.IMPALA(cartpole, actors=3, steps_per_round=32, num_envs=4, hidden=(16,), seed=0)
+    learner.start(0, [None])
+    records = [learner.step() for _ in range(3)]
+    assert len(learner.staleness) == 9 and max(learner.staleness) > 0  # the slow actors' data is stale
+    assert records[-1].max_staleness == max(learner.staleness[-3:])
+    assert records[-1].learner_steps == sum(e[3] for e in learner.log)
+    assert records[-1].env_steps == sum(e[4] for e in learner.log)
+    assert len({e[2] for e in learner.log}) == 9  # no batch counted twice
+    assert learner.task.updates == 9
+    with pytest.raises(ValueError, match="actors must be a positive int, got 0"):
+        pb.IMPALA(cartpole, actors=0)

@@ -18,7 +18,7 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from pbmarl.distributed.workers import GradientResult, GradientWorker
+from pbmarl.distributed.workers import GradientWorker
 
 __all__ = ["Executor", "LocalExecutor", "RayExecutor"]
 
@@ -31,22 +31,26 @@ class Executor(Protocol):
 
     num_workers: int
 
-    def submit(self, w: int, weights: np.ndarray, version: int, seeds: Sequence[int]) -> None: ...
+    def submit(self, w: int, weights: np.ndarray, version: int, seeds: Sequence[int]) -> None:
+        """Start worker `w` on a job: `weights` (at `version`) and one collection per seed."""
 
-    def next(self) -> tuple[int, GradientResult]: ...
+    def next(self) -> tuple[int, Any]:
+        """``(worker, result)`` of the first job to finish (a `GradientResult` for gradient workers)."""
 
-    def close(self) -> None: ...
+    def close(self) -> None:
+        """Stop the workers."""
 
 
 class LocalExecutor:
     """Workers as in-process objects; results in the order of a simulated clock (see the module doc)."""
 
-    def __init__(self, args: WorkerArgs, num_workers: int, *, skew: float = 1.0) -> None:
+    def __init__(self, args: WorkerArgs, num_workers: int, *, skew: float = 1.0,
+                 worker_class: type = GradientWorker) -> None:
         self.num_workers = num_workers
-        self.workers = [GradientWorker(*args(w)) for w in range(num_workers)]
+        self.workers = [worker_class(*args(w)) for w in range(num_workers)]
         self.skew = float(skew)
         self.clock = 0.0
-        self._queue: list[tuple[float, int, int, GradientResult]] = []
+        self._queue: list[tuple[float, int, int, Any]] = []
         self._seq = 0
 
     def submit(self, w: int, weights: np.ndarray, version: int, seeds: Sequence[int]) -> None:
@@ -54,7 +58,7 @@ class LocalExecutor:
         self._seq += 1
         heapq.heappush(self._queue, (self.clock + 1.0 + self.skew * w, self._seq, w, result))
 
-    def next(self) -> tuple[int, GradientResult]:
+    def next(self) -> tuple[int, Any]:
         if not self._queue:
             raise RuntimeError("no job in flight: submit one first")
         self.clock, _, w, result = heapq.heappop(self._queue)
@@ -68,7 +72,7 @@ class RayExecutor:
     """Workers as Ray actors (spread over the cluster's nodes); a dead actor is replaced and its job re-run."""
 
     def __init__(self, args: WorkerArgs, num_workers: int, *, worker_cpus: float = 1.0,
-                 max_replacements: int | None = None) -> None:
+                 max_replacements: int | None = None, worker_class: type = GradientWorker) -> None:
         from pbmarl.rollout.ray_backend import _import_ray, init_ray
 
         self.ray = _import_ray()
@@ -76,7 +80,7 @@ class RayExecutor:
             init_ray()
         self.num_workers = num_workers
         self._args = args
-        self._class = self.ray.remote(GradientWorker).options(num_cpus=worker_cpus, max_restarts=0,
+        self._class = self.ray.remote(worker_class).options(num_cpus=worker_cpus, max_restarts=0,
                                                                max_task_retries=0, scheduling_strategy="SPREAD")
         self.actors = [self._class.remote(*args(w)) for w in range(num_workers)]
         self._running: dict[Any, tuple[int, np.ndarray, int, tuple[int, ...]]] = {}
@@ -87,7 +91,7 @@ class RayExecutor:
         job = (w, weights, int(version), tuple(int(s) for s in seeds))
         self._running[self.actors[w].compute.remote(weights, version, job[3])] = job
 
-    def next(self) -> tuple[int, GradientResult]:
+    def next(self) -> tuple[int, Any]:
         from ray.exceptions import RayActorError, RayTaskError
 
         while True:

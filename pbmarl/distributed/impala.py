@@ -1,0 +1,168 @@
+"""IMPALA (Espeholt et al. 2018): actors roll out with stale weights, one learner corrects with V-trace.
+
+Each of `actors` actors holds a copy of the policy, steps `num_envs` environments at
+once (one batched forward pass per step: batched inference) and returns whole
+episodes with the behaviour probabilities ``mu(a|x)``. The learner takes one gradient
+step per actor batch on
+
+    -rho_pg * (r + gamma v_{s+1} - V(x)) * log pi(a|x) + vf_coef * 0.5 (V(x) - v_s)^2 - ent_coef * H
+
+with the V-trace targets ``v_s`` of `pbmarl.learners.vtrace`, then sends that actor the
+newest weights. Under the local backend actors come back in a simulated order in which
+actor ``i`` is ``1 + i`` times slower than a fast one, so their data is really stale;
+`staleness` records by how many versions.
+
+Example:
+    >>> learner = pb.IMPALA(pb.load_game("gym:CartPole-v1"), actors=4)
+    >>> learner.start(0, [None]); record = learner.step()
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+import numpy as np
+import torch
+
+from pbmarl.distributed.executors import Executor, LocalExecutor, RayExecutor
+from pbmarl.distributed.workers import GradientWorker
+from pbmarl.learners.a2c import A2C, A2CConfig, A2CRecord
+from pbmarl.learners.base import POSITIVE, POSITIVE_INT, Rule, Task
+from pbmarl.learners.nets import to_tensor
+from pbmarl.learners.vtrace import vtrace
+from pbmarl.rollout.trajectories import Trajectories, concat_trajectories
+from pbmarl.rollout.worker import game_for_worker
+
+__all__ = ["IMPALA", "IMPALAConfig", "IMPALARecord", "RolloutActor"]
+
+
+@dataclass(frozen=True)
+class IMPALAConfig(A2CConfig):
+    """IMPALA options: A2C's plus the actors and V-trace's truncation levels."""
+
+    actors: int = 2
+    """Rollout actors (each steps `num_envs` environments with batched inference)."""
+    num_envs: int = 8
+    """Environments each actor steps together."""
+    rho_bar: float = 1.0
+    """Truncation of the importance weight in V-trace's temporal differences and policy gradient."""
+    c_bar: float = 1.0
+    """Truncation of V-trace's trace coefficients."""
+
+    checks: ClassVar[dict[str, Rule]] = {"actors": POSITIVE_INT, "rho_bar": POSITIVE, "c_bar": POSITIVE}
+
+
+@dataclass(frozen=True)
+class IMPALARecord(A2CRecord):
+    """One IMPALA round (one batch per actor): A2C's statistics plus the data's staleness."""
+
+    max_staleness: int
+    """Most versions any batch of the round lagged behind the learner."""
+
+
+@dataclass(frozen=True)
+class RolloutResult:
+    """An actor's batch: the data, the weights' version it was collected with, its seeds."""
+
+    traj: Trajectories
+    version: int
+    seeds: tuple[int, ...]
+
+
+class RolloutActor(GradientWorker):
+    """Collects whole episodes with the weights it was last sent (no gradients)."""
+
+    def compute(self, weights: np.ndarray, version: int, seeds: Sequence[int]) -> RolloutResult:  # type: ignore[override]
+        from pbmarl.distributed.server import set_vector
+
+        learner = self.learner
+        set_vector(self.params, weights)
+        learner.actor.version += 1
+        task = learner.task
+        parts = [learner.pool.collect(task.player, learner.actor, task.opponents, learner.config.steps_per_round,
+                                      seed=int(s)) for s in seeds]
+        return RolloutResult(concat_trajectories(parts), int(version), tuple(int(s) for s in seeds))
+
+
+class IMPALA(A2C):
+    """IMPALA on one machine (local backend) or a Ray cluster (``backend="ray"``); see the module doc."""
+
+    name = "impala"
+    config_class = IMPALAConfig
+    record_class = IMPALARecord  # type: ignore[assignment]  # a subclass of A2CRecord
+    config: IMPALAConfig  # type: ignore[assignment]
+
+    def _init_task(self, player: int, warm: dict[str, dict[str, Any]] | None) -> None:
+        super()._init_task(player, warm)
+        cfg, task = self.config, self._require_task()
+        spec, opponents = game_for_worker(self.game), list(task.opponents)
+
+        def args(i: int) -> tuple[Any, ...]:
+            return (spec, A2C, A2CConfig(hidden=cfg.hidden, gamma=cfg.gamma, num_envs=cfg.num_envs,
+                                         steps_per_round=cfg.steps_per_round), task.player, opponents)
+
+        self.executor: Executor = (RayExecutor(args, cfg.actors, worker_class=RolloutActor) if cfg.backend == "ray"
+                                   else LocalExecutor(args, cfg.actors, worker_class=RolloutActor))
+        self.params = list(self.actor.net.parameters()) + list(self.critic.parameters())
+        self.weights_version = 0
+        self.idle = list(range(cfg.actors))
+        #: versions every consumed batch lagged behind the learner
+        self.staleness: list[int] = []
+        #: every consumed batch: (actor, version, seeds, learner transitions, env steps)
+        self.log: list[tuple[int, int, tuple[int, ...], int, int]] = []
+
+    def _send(self, i: int) -> None:
+        from pbmarl.distributed.server import get_vector
+
+        self.executor.submit(i, get_vector(self.params), self.weights_version, [int(self.rng.integers(2**63 - 1))])
+
+    def _round(self, task: Task) -> tuple[Trajectories, dict[str, float]]:
+        for i in self.idle:
+            self._send(i)
+        self.idle = []
+        got, stats = [], []
+        for _ in range(self.config.actors):
+            i, result = self.executor.next()
+            task.learner_steps += len(result.traj)
+            task.env_steps += int(result.traj.steps)
+            self.staleness.append(self.weights_version - result.version)
+            self.log.append((i, result.version, result.seeds, len(result.traj), int(result.traj.steps)))
+            stats.append(self._vtrace_step(result.traj, task))
+            self.weights_version += 1
+            self.actor.version += 1
+            got.append(result)
+            self._send(i)
+        mean = {k: float(np.mean([s[k] for s in stats])) for k in stats[0]}
+        return concat_trajectories([r.traj for r in got]), {
+            **mean, "max_staleness": max(self.staleness[-len(got):])}
+
+    def _vtrace_step(self, traj: Trajectories, task: Task) -> dict[str, float]:
+        cfg = self.config
+        batch = self._prepare(traj)
+        logp, entropy, value = self._evaluate(batch)
+        T = len(traj)
+        with torch.no_grad():
+            next_value = self.critic(to_tensor(traj.next_obs).reshape(T, -1)).squeeze(-1).double().numpy()
+        live = 1.0 - np.asarray(traj.done, dtype=float)
+        log_rhos = logp.detach().double().numpy() - np.log(np.asarray(traj.action_prob, dtype=float))
+        vs, adv = vtrace(log_rhos, live, traj.reward, value.detach().double().numpy(), next_value * live,
+                         gamma=cfg.gamma, rho_bar=cfg.rho_bar, c_bar=cfg.c_bar)
+        pg_loss = -(to_tensor(adv) * logp).mean()
+        v_loss = 0.5 * (value - to_tensor(vs)).pow(2).mean()
+        ent = entropy.mean()
+        loss = pg_loss + cfg.vf_coef * v_loss - cfg.ent_coef * ent
+        self._gradient_step(loss)
+        task.updates += 1
+        return {"loss": loss.item(), "policy_loss": pg_loss.item(), "value_loss": v_loss.item(), "entropy": ent.item()}
+
+    def node_ids(self) -> list[str]:
+        """The Ray node of every actor (Ray backend only)."""
+        if not isinstance(self.executor, RayExecutor):
+            raise RuntimeError("node_ids() needs backend='ray'")
+        return self.executor.node_ids()
+
+    def _end_task(self) -> None:
+        self.executor.close()
+        super()._end_task()
