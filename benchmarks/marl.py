@@ -96,13 +96,29 @@ def run_slice(slice_: str, seed: int, steps: int, eval_episodes: int) -> dict[st
 
 
 def peer(seed: int, steps: int) -> dict[str, Any] | None:
+    """BenchMARL's MAPPO in its own venv (benchmarks/peers/benchmarl_mappo.py); None, with the reason printed, if it cannot run."""
+    import json
+
     python = PEER_VENV / "bin" / "python"
     if not python.exists():
         print(f"peer: BenchMARL not run: its venv {PEER_VENV} does not exist here (install it with "
-              f"`python -m venv {PEER_VENV} && {PEER_VENV}/bin/pip install -c constraints.txt benchmarl==1.5.*`)")
+              f"`python -m venv {PEER_VENV} && {PEER_VENV}/bin/pip install -c constraints.txt benchmarl==1.5.2 mpe2`)")
         return None
-    print("peer: a BenchMARL venv exists, but this benchmark does not drive it yet; no peer row written")
-    return None
+    script = Path(__file__).resolve().parent / "peers" / "benchmarl_mappo.py"
+    t0 = time.perf_counter()
+    done = subprocess.run([str(python), str(script), "--frames", str(steps), "--seed", str(seed)],
+                          capture_output=True, text=True)
+    lines = [ln for ln in done.stdout.splitlines() if ln.startswith("{")]
+    if done.returncode != 0 or not lines:
+        tail = (done.stderr or done.stdout).strip().splitlines()[-3:]
+        print(f"peer: BenchMARL failed to run here (exit {done.returncode}): " + " | ".join(tail))
+        return None
+    out = json.loads(lines[-1])
+    return {"slice": "peer", "game": "pettingzoo simple_spread_v3 (N=3, local_ratio=0.5, max_cycles=25)",
+            "method": "BenchMARL 1.5 MAPPO", "seed": seed, "env_steps": out["frames"],
+            "mappo_convention": None, "summed_return": None, "env_steps_per_s": out["frames_per_s"],
+            "wall_s": round(time.perf_counter() - t0, 1),
+            "reference": f"BenchMARL mean training return (its convention) {out['mean_return']:.2f}"}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -123,6 +139,10 @@ def main(argv: list[str] | None = None) -> int:
             if row is None:
                 continue
             rows.append({**base, **row})
+            if row["mappo_convention"] is None:
+                print(f"{row['method']:>16} seed {seed}: {row['env_steps']} env steps | {row['reference']} | "
+                      f"{row['env_steps_per_s']:.0f} env steps/s (collect and train)", flush=True)
+                continue
             ok = "meets" if row["mappo_convention"] >= BAR else "below"
             print(f"{row['method']:>16} seed {seed}: {row['env_steps']} env steps | MAPPO convention "
                   f"{row['mappo_convention']:.1f} ({ok} the bar {BAR}) | summed return {row['summed_return']:.1f} | "
