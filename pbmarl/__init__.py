@@ -108,6 +108,9 @@ _EXPORTS: dict[str, str] = {
     "IMPALA": "pbmarl.distributed.impala",
     "IMPALAConfig": "pbmarl.distributed.impala",
     "vtrace": "pbmarl.learners.vtrace",
+    "ApeX": "pbmarl.distributed.apex",
+    "ApeXConfig": "pbmarl.distributed.apex",
+    "apex_epsilons": "pbmarl.distributed.apex",
 }
 
 __all__ = sorted(_EXPORTS) + ["__version__"]

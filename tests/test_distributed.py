@@ -94,3 +94,25 @@ def test_impala_learns_from_stale_batches_with_exact_step_counts(cartpole) -> No
     assert learner.task.updates == 9
     with pytest.raises(ValueError, match="actors must be a positive int, got 0"):
         pb.IMPALA(cartpole, actors=0)
+
+
+def test_apex_actors_use_their_epsilon_schedule(cartpole) -> None:
+    assert pb.apex_epsilons(1) == [0.4]
+    assert pb.apex_epsilons(4) == pytest.approx([0.4, 0.4 ** (1 + 7 / 3), 0.4 ** (1 + 14 / 3), 0.4 ** 8])
+    learner = pb.ApeX(cartpole, actors=4, apex_epsilon=0.5, steps_per_round=32, num_envs=4, hidden=(16,),
+                      learning_starts=0, updates_per_round=4, publish_interval=2, batch_size=16, seed=0)
+    learner.start(0, [None])
+    eps = pb.apex_epsilons(4, 0.5)
+    seen = set()
+    for _ in range(2):
+        record = learner.step()
+        for i, result in learner.last:
+            seen.add(i)
+            # two legal actions: the greedy one has 1 - eps/2, the other eps/2
+            probs = np.unique(np.round(result.traj.action_prob, 12))
+            assert set(probs) <= {round(1 - eps[i] / 2, 12), round(eps[i] / 2, 12)}, (i, probs)
+    assert seen == {0, 1, 2, 3}  # the fast actor comes back more often, but all do
+    assert learner.published[0] == 4  # 8 updates, published every 2
+    assert record.buffer == record.learner_steps == sum(e[3] for e in learner.log)
+    with pytest.raises(ValueError, match="n must be a positive int"):
+        pb.apex_epsilons(0)

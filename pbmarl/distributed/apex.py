@@ -1,0 +1,173 @@
+"""Ape-X DQN (Horgan et al. 2018): many epsilon-greedy actors, one prioritised replay, one learner.
+
+Actor ``i`` of ``N`` explores with its own fixed rate (the paper's schedule)
+
+    eps_i = eps ** (1 + alpha * i / (N - 1))        (eps = 0.4, alpha = 7; eps_0 = eps when N = 1)
+
+and plays the weights the learner last *published*. The learner adds every actor batch to
+one proportional prioritised replay (new transitions enter at the highest priority),
+takes `updates_per_round` double-DQN steps per round (`DQN._update`, priorities refreshed
+from the TD errors) and publishes its weights every `publish_interval` updates. Actors
+run locally (in-process, simulated arrival order) or as Ray actors (``backend="ray"``);
+the replay lives with the learner.
+
+Example:
+    >>> learner = pb.ApeX(pb.load_game("gym:CartPole-v1"), actors=4)
+    >>> learner.actor_epsilons  # 0.4, 0.4**(1 + 7/3), ...
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+from typing import Any, ClassVar
+
+import numpy as np
+
+from pbmarl.distributed.executors import Executor, LocalExecutor, RayExecutor
+from pbmarl.distributed.impala import RolloutResult
+from pbmarl.distributed.options import BACKENDS
+from pbmarl.distributed.server import get_vector, set_vector
+from pbmarl.games.base import Game
+from pbmarl.learners.base import POSITIVE, POSITIVE_INT, UNIT, Rule, Task
+from pbmarl.learners.dqn import DQN, DQNConfig
+from pbmarl.learners.nets import EpsilonGreedy
+from pbmarl.rollout.trajectories import Trajectories, concat_trajectories
+from pbmarl.rollout.worker import game_for_worker
+
+__all__ = ["ApeX", "ApeXConfig", "apex_epsilons"]
+
+
+def apex_epsilons(n: int, eps: float = 0.4, alpha: float = 7.0) -> list[float]:
+    """The per-actor exploration rates ``eps ** (1 + alpha * i / (n - 1))`` (just ``[eps]`` for one actor)."""
+    if isinstance(n, bool) or not isinstance(n, int) or n < 1:
+        raise ValueError(f"n must be a positive int (actors), got {n!r}")
+    if n == 1:
+        return [float(eps)]
+    return [float(eps ** (1.0 + alpha * i / (n - 1))) for i in range(n)]
+
+
+@dataclass(frozen=True)
+class ApeXConfig(DQNConfig):
+    """Ape-X options: DQN's (prioritised replay on by default) plus the actors'."""
+
+    actors: int = 4
+    """Epsilon-greedy actors."""
+    apex_epsilon: float = 0.4
+    """Base rate ``eps`` of the actors' schedule."""
+    apex_alpha: float = 7.0
+    """Exponent spread ``alpha`` of the actors' schedule."""
+    publish_interval: int = 8
+    """Learner updates between weight publications to the actors."""
+    prioritized: bool = True
+    """Central proportional prioritised replay (Ape-X's)."""
+    num_envs: int = 8
+    """Environments each actor steps together."""
+    backend: str = "local"
+    """"local" (in-process actors) or "ray" (Ray actors)."""
+
+    checks: ClassVar[dict[str, Rule]] = {
+        "actors": POSITIVE_INT, "apex_epsilon": UNIT, "apex_alpha": POSITIVE, "publish_interval": POSITIVE_INT,
+        "backend": (lambda v: v in BACKENDS, f"one of {BACKENDS}"),
+    }
+
+
+class ApeXActor:
+    """Collects with a fixed epsilon and the weights it was last sent."""
+
+    def __init__(self, game: Any, config: DQNConfig, player: int, opponents: Sequence[Any], epsilon: float) -> None:
+        if not isinstance(game, Game):
+            from pbmarl.games.registry import game_from_spec
+
+            game = game_from_spec(game)
+        self.learner = DQN(game, config=config, seed=0)
+        self.learner.start(player, list(opponents))
+        self.epsilon = float(epsilon)
+        self.behaviour = EpsilonGreedy(game, self.learner.q_net, hidden=config.hidden, epsilon=self.epsilon)
+
+    def compute(self, weights: np.ndarray, version: int, seeds: Sequence[int]) -> RolloutResult:
+        learner = self.learner
+        set_vector(list(learner.q_net.parameters()), weights)
+        self.behaviour.version += 1
+        task = learner.task
+        assert task is not None
+        parts = [learner.pool.collect(task.player, self.behaviour, task.opponents, learner.config.steps_per_round,
+                                      seed=int(s)) for s in seeds]
+        return RolloutResult(concat_trajectories(parts), int(version), tuple(int(s) for s in seeds))
+
+    def ping(self) -> bool:
+        return True
+
+    def node_id(self) -> str:
+        import ray
+
+        return str(ray.get_runtime_context().get_node_id())
+
+
+class ApeX(DQN):
+    """Ape-X DQN; see the module doc."""
+
+    name = "apex"
+    config_class = ApeXConfig
+    config: ApeXConfig
+
+    @property
+    def actor_epsilons(self) -> list[float]:
+        """Each actor's exploration rate."""
+        cfg = self.config
+        return apex_epsilons(cfg.actors, cfg.apex_epsilon, cfg.apex_alpha)
+
+    def _init_task(self, player: int, warm: dict[str, dict[str, Any]] | None) -> None:
+        super()._init_task(player, warm)
+        cfg, task = self.config, self._require_task()
+        spec, opponents, eps = game_for_worker(self.game), list(task.opponents), self.actor_epsilons
+        actor_cfg = replace(DQNConfig(), hidden=cfg.hidden, num_envs=cfg.num_envs, steps_per_round=cfg.steps_per_round,
+                            buffer_size=1)
+
+        def args(i: int) -> tuple[Any, ...]:
+            return (spec, actor_cfg, task.player, opponents, eps[i])
+
+        self.executor: Executor = (RayExecutor(args, cfg.actors, worker_class=ApeXActor) if cfg.backend == "ray"
+                                   else LocalExecutor(args, cfg.actors, worker_class=ApeXActor))
+        self.idle = list(range(cfg.actors))
+        self.published = (0, get_vector(list(self.q_net.parameters())))
+        #: every consumed batch: (actor, weights version, seeds, learner transitions, env steps)
+        self.log: list[tuple[int, int, tuple[int, ...], int, int]] = []
+        #: the batches consumed by the last round, with their actor
+        self.last: list[tuple[int, RolloutResult]] = []
+
+    def _send(self, i: int) -> None:
+        version, weights = self.published
+        self.executor.submit(i, weights, version, [int(self.rng.integers(2**63 - 1))])
+
+    def _round(self, task: Task) -> tuple[Trajectories, dict[str, float]]:
+        cfg = self.config
+        for i in self.idle:
+            self._send(i)
+        self.idle = []
+        self.last = []
+        for _ in range(cfg.actors):
+            i, result = self.executor.next()
+            task.learner_steps += len(result.traj)
+            task.env_steps += int(result.traj.steps)
+            self.log.append((i, result.version, result.seeds, len(result.traj), int(result.traj.steps)))
+            self.replay.add(result.traj)
+            self.last.append((i, result))
+            self._send(i)
+        losses, qs = [], []
+        if task.learner_steps >= cfg.learning_starts:
+            for _ in range(cfg.updates_per_round):
+                loss, q = self._update(task)
+                losses.append(loss)
+                qs.append(q)
+                if task.updates % cfg.publish_interval == 0:
+                    self.published = (self.published[0] + 1, get_vector(list(self.q_net.parameters())))
+        return concat_trajectories([r.traj for _, r in self.last]), {
+            "loss": float(np.mean(losses)) if losses else float("nan"),
+            "q_mean": float(np.mean(qs)) if qs else float("nan"),
+            "epsilon": float(np.mean(self.actor_epsilons)), "updates": task.updates, "buffer": len(self.replay),
+        }
+
+    def _end_task(self) -> None:
+        self.executor.close()
+        super()._end_task()
