@@ -116,3 +116,74 @@ def test_apex_actors_use_their_epsilon_schedule(cartpole) -> None:
     assert record.buffer == record.learner_steps == sum(e[3] for e in learner.log)
     with pytest.raises(ValueError, match="n must be a positive int"):
         pb.apex_epsilons(0)
+
+
+class _Ref:
+    def __init__(self, handle, method, args):
+        self.handle, self.method, self.args = handle, method, args
+
+
+class _Handle:
+    def __init__(self, obj):
+        self.obj, self.dead = obj, False
+
+    def __getattr__(self, name):
+        method = getattr(self.obj, name)
+        return type("M", (), {"remote": staticmethod(lambda *a: _Ref(self, method, a))})
+
+
+class _Class:
+    def __init__(self, cls):
+        self.cls = cls
+
+    def options(self, **_):
+        return self
+
+    def remote(self, *args):
+        return _Handle(self.cls(*args))
+
+
+class _FakeRay:
+    """Ray's calls that RayExecutor makes, run in-process; `kill` makes an actor's results fail."""
+
+    def is_initialized(self):
+        return True
+
+    def remote(self, cls):
+        return _Class(cls)
+
+    def wait(self, refs, num_returns=1):
+        return refs[:num_returns], refs[num_returns:]
+
+    def get(self, ref):
+        if isinstance(ref, list):
+            return [self.get(r) for r in ref]
+        if ref.handle.dead:
+            from ray.exceptions import RayActorError
+
+            raise RayActorError()
+        return ref.method(*ref.args)
+
+    def kill(self, handle, no_restart=True):
+        handle.dead = True
+
+    def cancel(self, ref):
+        pass
+
+
+def test_the_ray_executor_replaces_a_killed_actor_and_counts_every_step_once(cartpole, monkeypatch) -> None:
+    import pbmarl.rollout.ray_backend as rb
+
+    fake = _FakeRay()
+    monkeypatch.setattr(rb, "_import_ray", lambda: fake)
+    learner = pb.IMPALA(cartpole, actors=2, backend="ray", steps_per_round=32, num_envs=4, hidden=(16,), seed=0)
+    learner.start(0, [None])
+    learner.step()
+    fake.kill(learner.executor.actors[0])  # dies with a job in flight
+    records = [learner.step() for _ in range(2)]
+    assert learner.executor.replacements == 1 and not learner.executor.actors[0].dead
+    assert len(learner.log) == 6
+    assert records[-1].learner_steps == sum(e[3] for e in learner.log)
+    assert records[-1].env_steps == sum(e[4] for e in learner.log)
+    assert len({e[2] for e in learner.log}) == 6  # the lost job ran again under its own seed, once
+    learner.finish()
