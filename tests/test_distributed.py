@@ -179,11 +179,33 @@ def test_the_ray_executor_replaces_a_killed_actor_and_counts_every_step_once(car
     learner = pb.IMPALA(cartpole, actors=2, backend="ray", steps_per_round=32, num_envs=4, hidden=(16,), seed=0)
     learner.start(0, [None])
     learner.step()
-    fake.kill(learner.executor.actors[0])  # dies with a job in flight
+    fake.kill(learner.executor.inner.actors[0])  # dies with a job in flight
     records = [learner.step() for _ in range(2)]
-    assert learner.executor.replacements == 1 and not learner.executor.actors[0].dead
+    assert learner.executor.replacements == 1 and not learner.executor.inner.actors[0].dead
     assert len(learner.log) == 6
     assert records[-1].learner_steps == sum(e[3] for e in learner.log)
     assert records[-1].env_steps == sum(e[4] for e in learner.log)
     assert len({e[2] for e in learner.log}) == 6  # the lost job ran again under its own seed, once
     learner.finish()
+
+
+def test_ctrl_c_stops_the_actors_and_leaves_the_last_checkpoint_whole(cartpole, tmp_path) -> None:
+    options = {"actors": 2, "steps_per_round": 32, "num_envs": 4, "hidden": (16,), "seed": 0}
+    learner = pb.IMPALA(cartpole, **options)
+    learner.start(0, [None])
+    learner.step()
+    learner.save(tmp_path / "ckpt")
+    saved = get_vector(_params(learner))
+
+    def interrupted():
+        raise KeyboardInterrupt
+
+    learner.executor.inner.next = interrupted
+    with pytest.raises(KeyboardInterrupt):
+        learner.step()
+    assert learner.executor.inner is None  # the actors were stopped
+    restored = pb.IMPALA(cartpole, **options).load(tmp_path / "ckpt")
+    np.testing.assert_array_equal(get_vector(_params(restored)), saved)
+    assert restored.task.learner_steps == learner.records[0].learner_steps
+    record = learner.step()  # stepping again starts fresh actors
+    assert record.round == 2 and learner.executor.inner is not None

@@ -25,7 +25,7 @@ def test_a_killed_impala_actor_is_replaced_and_no_step_is_lost_or_counted_twice(
     learner.start(0, [None])
     try:
         learner.step()
-        ray.kill(learner.executor.actors[0], no_restart=True)  # dies with a job in flight
+        ray.kill(learner.executor.inner.actors[0], no_restart=True)  # dies with a job in flight
         records = [learner.step() for _ in range(2)]
         assert learner.executor.replacements >= 1
         assert len(learner.log) == 6

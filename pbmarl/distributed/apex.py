@@ -24,7 +24,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from pbmarl.distributed.executors import Executor, LocalExecutor, RayExecutor
+from pbmarl.distributed.executors import make_executor
 from pbmarl.distributed.impala import RolloutResult
 from pbmarl.distributed.options import BACKENDS
 from pbmarl.distributed.server import get_vector, set_vector
@@ -127,8 +127,7 @@ class ApeX(DQN):
         def args(i: int) -> tuple[Any, ...]:
             return (spec, actor_cfg, task.player, opponents, eps[i])
 
-        self.executor: Executor = (RayExecutor(args, cfg.actors, worker_class=ApeXActor) if cfg.backend == "ray"
-                                   else LocalExecutor(args, cfg.actors, worker_class=ApeXActor))
+        self.executor = make_executor(cfg.backend, args, cfg.actors, ApeXActor)
         self.idle = list(range(cfg.actors))
         self.published = (0, get_vector(list(self.q_net.parameters())))
         #: every consumed batch: (actor, weights version, seeds, learner transitions, env steps)
@@ -141,6 +140,14 @@ class ApeX(DQN):
         self.executor.submit(i, weights, version, [int(self.rng.integers(2**63 - 1))])
 
     def _round(self, task: Task) -> tuple[Trajectories, dict[str, float]]:
+        try:
+            return self._actor_round(task)
+        except KeyboardInterrupt:  # stop the actors; stepping again starts fresh ones
+            self.executor.close()
+            self.idle = list(range(self.config.actors))
+            raise
+
+    def _actor_round(self, task: Task) -> tuple[Trajectories, dict[str, float]]:
         cfg = self.config
         for i in self.idle:
             self._send(i)

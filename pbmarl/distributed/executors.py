@@ -134,3 +134,50 @@ class RayExecutor:
             except Exception:  # noqa: BLE001 - already gone
                 pass
         self.actors = []
+
+
+class Restartable:
+    """An executor built on first use and dropped by `close` (a user's Ctrl-C stops the actors).
+
+    The learners wrap theirs in this: after an interrupt, `close` kills the workers and
+    forgets the jobs in flight (their data was never counted), and the next `submit`
+    starts fresh workers, so the learner can simply be stepped again.
+    """
+
+    def __init__(self, build: Callable[[], Executor], num_workers: int) -> None:
+        self.build = build
+        self.num_workers = num_workers
+        self.inner: Executor | None = None
+
+    def _get(self) -> Executor:
+        if self.inner is None:
+            self.inner = self.build()
+        return self.inner
+
+    def submit(self, w: int, weights: np.ndarray, version: int, seeds: Sequence[int]) -> None:
+        self._get().submit(w, weights, version, seeds)
+
+    def next(self) -> tuple[int, Any]:
+        return self._get().next()
+
+    @property
+    def replacements(self) -> int:
+        return int(getattr(self.inner, "replacements", 0))
+
+    def node_ids(self) -> list[str]:
+        inner = self._get()
+        if not isinstance(inner, RayExecutor):
+            raise RuntimeError("node ids exist only for Ray workers (backend='ray')")
+        return inner.node_ids()
+
+    def close(self) -> None:
+        if self.inner is not None:
+            inner, self.inner = self.inner, None
+            inner.close()
+
+
+def make_executor(backend: str, args: WorkerArgs, num_workers: int, worker_class: type = GradientWorker) -> Restartable:
+    """A `Restartable` over Ray actors (``backend="ray"``) or in-process workers (``"local"``)."""
+    if backend == "ray":
+        return Restartable(lambda: RayExecutor(args, num_workers, worker_class=worker_class), num_workers)
+    return Restartable(lambda: LocalExecutor(args, num_workers, worker_class=worker_class), num_workers)

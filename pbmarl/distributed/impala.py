@@ -26,7 +26,7 @@ from typing import Any, ClassVar
 import numpy as np
 import torch
 
-from pbmarl.distributed.executors import Executor, LocalExecutor, RayExecutor
+from pbmarl.distributed.executors import make_executor
 from pbmarl.distributed.workers import GradientWorker
 from pbmarl.learners.a2c import A2C, A2CConfig, A2CRecord
 from pbmarl.learners.base import POSITIVE, POSITIVE_INT, Rule, Task
@@ -103,8 +103,7 @@ class IMPALA(A2C):
             return (spec, A2C, A2CConfig(hidden=cfg.hidden, gamma=cfg.gamma, num_envs=cfg.num_envs,
                                          steps_per_round=cfg.steps_per_round), task.player, opponents)
 
-        self.executor: Executor = (RayExecutor(args, cfg.actors, worker_class=RolloutActor) if cfg.backend == "ray"
-                                   else LocalExecutor(args, cfg.actors, worker_class=RolloutActor))
+        self.executor = make_executor(cfg.backend, args, cfg.actors, RolloutActor)
         self.params = list(self.actor.net.parameters()) + list(self.critic.parameters())
         self.weights_version = 0
         self.idle = list(range(cfg.actors))
@@ -119,6 +118,14 @@ class IMPALA(A2C):
         self.executor.submit(i, get_vector(self.params), self.weights_version, [int(self.rng.integers(2**63 - 1))])
 
     def _round(self, task: Task) -> tuple[Trajectories, dict[str, float]]:
+        try:
+            return self._actor_round(task)
+        except KeyboardInterrupt:  # stop the actors; stepping again starts fresh ones
+            self.executor.close()
+            self.idle = list(range(self.config.actors))
+            raise
+
+    def _actor_round(self, task: Task) -> tuple[Trajectories, dict[str, float]]:
         for i in self.idle:
             self._send(i)
         self.idle = []
@@ -159,8 +166,6 @@ class IMPALA(A2C):
 
     def node_ids(self) -> list[str]:
         """The Ray node of every actor (Ray backend only)."""
-        if not isinstance(self.executor, RayExecutor):
-            raise RuntimeError("node_ids() needs backend='ray'")
         return self.executor.node_ids()
 
     def _end_task(self) -> None:

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from pbmarl.distributed.executors import Executor, LocalExecutor, RayExecutor
+from pbmarl.distributed.executors import Executor, make_executor
 from pbmarl.distributed.server import ParameterServer
 from pbmarl.distributed.workers import GradientResult, mean_stats
 from pbmarl.rollout.trajectories import Trajectories, concat_trajectories
@@ -45,9 +45,7 @@ class ParameterRounds:
         def args(w: int) -> tuple[Any, ...]:
             return (spec, type(learner), cfg, task.player, opponents)
 
-        if executor is None:
-            executor = RayExecutor(args, self.n) if cfg.backend == "ray" else LocalExecutor(args, self.n)
-        self.executor = executor
+        self.executor = make_executor(cfg.backend, args, self.n) if executor is None else executor
         self.inflight: dict[int, int] = {}  # worker -> version it computes at
         self.pending: list[GradientResult] = []
         self.idle: list[int] = []  # BAP: workers whose gradient waits in `pending`
@@ -82,6 +80,14 @@ class ParameterRounds:
 
     def round(self) -> tuple[Trajectories, dict[str, float]]:
         """Consume `workers` gradients under the mode; the data and its statistics."""
+        try:
+            return self._round()
+        except KeyboardInterrupt:  # stop the workers; the next round starts fresh ones
+            self.executor.close()
+            self.inflight = {}
+            raise
+
+    def _round(self) -> tuple[Trajectories, dict[str, float]]:
         got: list[GradientResult] = []
         if self.mode == "bsp":
             for w in range(self.n):
@@ -93,6 +99,8 @@ class ParameterRounds:
             for w in range(self.n):
                 if w not in self.inflight and w not in self.idle:
                     self._dispatch(w)
+            if self.idle and all(self.server.version + 1 - v <= self.k for v in self.inflight.values()):
+                self._apply_pending()  # after an interrupt every worker may be waiting
             for _ in range(self.n):
                 w, result = self._receive()
                 got.append(result)
@@ -103,13 +111,16 @@ class ParameterRounds:
                 self.pending.append(result)
                 self.idle.append(w)
                 if all(self.server.version + 1 - v <= self.k for v in self.inflight.values()):
-                    self._apply(self.pending)
-                    self.pending = []
-                    for i in self.idle:
-                        self._dispatch(i)
-                    self.idle = []
+                    self._apply_pending()
         self.last = got
         return concat_trajectories([r.traj for r in got]), mean_stats(got)
+
+    def _apply_pending(self) -> None:
+        self._apply(self.pending)
+        self.pending = []
+        for i in self.idle:
+            self._dispatch(i)
+        self.idle = []
 
     def close(self) -> None:
         self.executor.close()
