@@ -29,7 +29,7 @@ import torch
 from pbmarl.learners.base import FLAG, NON_NEGATIVE, POSITIVE, UNIT, Rule
 from pbmarl.learners.buffers import Batch
 from pbmarl.learners.control import ControlConfig, ControlLearner, ControlRecord
-from pbmarl.learners.nets import Critic, adam, seeded, to_tensor
+from pbmarl.learners.nets import Critic, adam, frozen, seeded, to_tensor
 from pbmarl.learners.rl_math import soft_update
 from pbmarl.policies.continuous import DeterministicPolicy
 from pbmarl.policies.noise import Noise, Normal, OrnsteinUhlenbeck
@@ -162,7 +162,8 @@ class DDPG(ControlLearner):
         self.replay.update_priorities(batch.index, tds[0].detach().numpy())
         stats = {"loss": float(critic_loss.detach()), "q_mean": float(qs[0].detach().mean())}
         if self._actor_due():
-            actor_loss = -self.critics[0](obs, self.actor.forward(obs)).mean()
+            with frozen(self.critics):
+                actor_loss = -self.critics[0](obs, self.actor.forward(obs)).mean()
             self.actor_opt.zero_grad()
             actor_loss.backward()
             self.actor_opt.step()

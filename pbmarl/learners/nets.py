@@ -24,7 +24,7 @@ from pbmarl.policies.neural import MLPPolicy, build_mlp, masked_logits
 __all__ = [
     "EpsilonGreedy", "adam", "build_mlp", "tempered_policy", "masked_argmax", "masked_logits", "masked_max_q",
     "obs_dim", "seeded", "to_tensor", "torch_threads",
-    "NoisyLinear", "RainbowNet", "Critic",
+    "NoisyLinear", "RainbowNet", "Critic", "frozen",
 ]
 
 M = TypeVar("M")
@@ -148,6 +148,23 @@ class EpsilonGreedy(Policy):
 
 
 # -- networks of the control learners (Rainbow, DDPG, TD3, SAC, HDDPG) ------------
+@contextlib.contextmanager
+def frozen(module: nn.Module) -> Iterator[None]:
+    """Forward passes in the block record no gradients for `module`'s parameters (restored after).
+
+    The actor's loss goes through the critics; their weight gradients would be computed and
+    thrown away. The actor's own gradients are the same either way.
+    """
+    params = [p for p in module.parameters() if p.requires_grad]
+    for p in params:
+        p.requires_grad_(False)
+    try:
+        yield
+    finally:
+        for p in params:
+            p.requires_grad_(True)
+
+
 class NoisyLinear(nn.Module):
     """A linear layer with learned factorised Gaussian noise on its weights (Fortunato et al. 2018, eq. 10-11).
 

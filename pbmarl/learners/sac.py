@@ -35,7 +35,7 @@ from torch import nn
 from pbmarl.learners.base import FLAG, POSITIVE, Rule, _is_real
 from pbmarl.learners.buffers import Batch
 from pbmarl.learners.control import ControlConfig, ControlLearner, ControlRecord
-from pbmarl.learners.nets import Critic, adam, build_mlp, seeded, to_tensor
+from pbmarl.learners.nets import Critic, adam, build_mlp, frozen, seeded, to_tensor
 from pbmarl.learners.rl_math import soft_update
 from pbmarl.policies.continuous import GaussianPolicy
 from pbmarl.policies.neural import MLPPolicy
@@ -144,7 +144,8 @@ class SAC(ControlLearner):
 
         if box:
             action_pi, logp_pi = self.gaussian.sample(obs, generator=self.gen)
-            q_pi = torch.min(*(c(obs, action_pi) for c in self.critics))
+            with frozen(self.critics):
+                q_pi = torch.min(*(c(obs, action_pi) for c in self.critics))
             actor_loss = (alpha * logp_pi - q_pi).mean()
             neg_entropy = logp_pi.detach()
         else:
