@@ -183,7 +183,7 @@ def main(argv: list[str] | None = None) -> int:
           f"{'pbmarl s/1k':>11} {'SB3 s/1k':>9} {'time ratio':>10} {'pbmarl cpu/1k':>13} {'SB3 cpu/1k':>10} "
           f"{'cpu ratio':>9}")
     os.makedirs(os.path.dirname(RESULTS), exist_ok=True)
-    new_file = not os.path.exists(RESULTS)
+    new_file = not os.path.exists(RESULTS) or os.path.getsize(RESULTS) == 0
     with open(RESULTS, "a", newline="") as fh:
         writer = csv.writer(fh)
         if new_file:
