@@ -19,6 +19,7 @@ Example:
 
 from __future__ import annotations
 
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar
@@ -111,6 +112,8 @@ class IMPALA(A2C):
         self.staleness: list[int] = []
         #: every consumed batch: (actor, version, seeds, learner transitions, env steps)
         self.log: list[tuple[int, int, tuple[int, ...], int, int]] = []
+        #: wall seconds the learner spent in V-trace updates (the server's share of the time)
+        self.learn_seconds = 0.0
 
     def _send(self, i: int) -> None:
         from pbmarl.distributed.server import get_vector
@@ -136,7 +139,9 @@ class IMPALA(A2C):
             task.env_steps += int(result.traj.steps)
             self.staleness.append(self.weights_version - result.version)
             self.log.append((i, result.version, result.seeds, len(result.traj), int(result.traj.steps)))
+            t0 = time.perf_counter()
             stats.append(self._vtrace_step(result.traj, task))
+            self.learn_seconds += time.perf_counter() - t0
             self.weights_version += 1
             self.actor.version += 1
             got.append(result)
