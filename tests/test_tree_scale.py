@@ -54,3 +54,18 @@ def test_cache_can_be_switched_off(monkeypatch) -> None:
     monkeypatch.setenv("PBMARL_TREE_CACHE", "0")
     assert cache_path(pb.load_game("kuhn_poker")) is None
 
+
+
+def test_cached_recall_keys_are_rebuilt_identically(tmp_path, monkeypatch) -> None:
+    import warnings
+
+    monkeypatch.setenv("PBMARL_TREE_CACHE", str(tmp_path))
+    game = pb.load_game("goofspiel(num_cards=4)")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)
+        tree = game.tree()
+    assert tree.recall_keys and save_cached_tree(game, tree) is not None
+    loaded = load_cached_tree(pb.load_game("goofspiel(num_cards=4)"))
+    assert loaded is not None and loaded.recall_keys
+    for a, b in zip(loaded.infosets, tree.infosets):
+        assert a.keys == b.keys

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from pbmarl.games.recall import extend_key, first_key
 from pbmarl.io import read_npz, write_npz
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -26,7 +27,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from pbmarl.games.tree import GameTree
 
 #: bump when the arrays or their meaning change
-FORMAT = 2
+FORMAT = 3
 _SEP = "\x1e"
 
 
@@ -57,10 +58,40 @@ def cache_path(game: Game) -> Path | None:
     return folder / f"{digest}.npz"
 
 
+def _own_strings(tree: GameTree, player: int) -> list[str]:
+    """Recall keys repeat their parents' keys: keep only each decision's own string (rebuilt on load)."""
+    infos = tree.infosets[player]
+    if not tree.recall_keys:
+        return infos.keys
+    out = []
+    for I, key in enumerate(infos.keys):
+        seq = int(infos.parent_seq[I])
+        if seq == 0:
+            out.append(key[len(first_key(player, "")):])
+        else:
+            parent, action = divmod(seq - 1, tree.num_actions)
+            out.append(key[len(extend_key(infos.keys[parent], action, "")):])
+    return out
+
+
+def _rebuild_keys(strings: list[str], parent_seq: np.ndarray, levels: list[np.ndarray], player: int,
+                  num_actions: int) -> list[str]:
+    keys = list(strings)
+    for level in levels:  # parents lie at shallower levels, so their keys are rebuilt first
+        for I in level.tolist():
+            seq = int(parent_seq[I])
+            if seq == 0:
+                keys[I] = first_key(player, strings[I])
+            else:
+                parent, action = divmod(seq - 1, num_actions)
+                keys[I] = extend_key(keys[parent], action, strings[I])
+    return keys
+
+
 def _arrays(tree: GameTree) -> dict[str, np.ndarray]:
     out = {"chance_reach": tree.chance_reach, "returns": tree.returns, "terminal_seq": tree.terminal_seq}
     for p, infos in enumerate(tree.infosets):
-        out[f"keys{p}"] = np.frombuffer(_SEP.join(infos.keys).encode("utf-8"), dtype=np.uint8)
+        out[f"keys{p}"] = np.frombuffer(_SEP.join(_own_strings(tree, p)).encode("utf-8"), dtype=np.uint8)
         out[f"obs{p}"], out[f"legal{p}"] = infos.obs, infos.legal
         out[f"parent{p}"], out[f"depth{p}"] = infos.parent_seq, infos.depth
     return out
@@ -107,6 +138,10 @@ def load_cached_tree(game: Game) -> GameTree | None:
         for p in range(P):
             text = arrays[f"keys{p}"].tobytes().decode("utf-8")
             keys = text.split(_SEP) if text else []
+            if meta["recall_keys"]:
+                depth = arrays[f"depth{p}"]
+                levels = [np.flatnonzero(depth == d) for d in range(int(depth.max()) + 1)] if len(depth) else []
+                keys = _rebuild_keys(keys, arrays[f"parent{p}"], levels, p, A)
             infos = make_infosets(keys, arrays[f"obs{p}"], arrays[f"legal{p}"].astype(bool), arrays[f"parent{p}"],
                                   arrays[f"depth{p}"])
             S = len(keys)
