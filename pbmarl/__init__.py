@@ -51,6 +51,7 @@ _EXPORTS: dict[str, str] = {
     "FillResult": "pbmarl.rollout",
     "Trajectories": "pbmarl.rollout",
     "init_ray": "pbmarl.rollout",
+    "RayHeadLost": "pbmarl.rollout.ray_liveness",
     "AgentMapping": "pbmarl.rollout.mapping",
     # learners
     "ExactBestResponse": "pbmarl.learners.exact",
@@ -111,6 +112,7 @@ _EXPORTS: dict[str, str] = {
     "ApeX": "pbmarl.distributed.apex",
     "ApeXConfig": "pbmarl.distributed.apex",
     "apex_epsilons": "pbmarl.distributed.apex",
+    "ApeXDDPG": "pbmarl.distributed.apex_ddpg",
 }
 
 __all__ = sorted(_EXPORTS) + ["__version__"]

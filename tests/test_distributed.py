@@ -209,3 +209,15 @@ def test_ctrl_c_stops_the_actors_and_leaves_the_last_checkpoint_whole(cartpole, 
     assert restored.task.learner_steps == learner.records[0].learner_steps
     record = learner.step()  # stepping again starts fresh actors
     assert record.round == 2 and learner.executor.inner is not None
+
+
+def test_apex_ddpg_actors_explore_with_their_own_noise_scale() -> None:
+    game = pb.load_game("gym:Pendulum-v1")
+    learner = pb.ApeXDDPG(game, actors=3, steps_per_round=30, hidden=(8,), learning_starts=10**6, seed=0)
+    record = learner.step()
+    sigmas = pb.apex_epsilons(3)
+    assert learner.actor_sigmas == sigmas
+    assert {(e[0], e[4]) for e in learner.log} <= {(i, s) for i, s in enumerate(sigmas)}
+    workers = learner.executor.inner.workers
+    assert [w.learner.actor.noise.sigma for w in workers] == pytest.approx(sigmas)
+    assert record.env_steps == sum(e[3] for e in learner.log) == len(learner.replay)
