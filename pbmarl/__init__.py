@@ -51,6 +51,7 @@ _EXPORTS: dict[str, str] = {
     "FillResult": "pbmarl.rollout",
     "Trajectories": "pbmarl.rollout",
     "init_ray": "pbmarl.rollout",
+    "RayHeadLost": "pbmarl.rollout.ray_liveness",
     "AgentMapping": "pbmarl.rollout.mapping",
     # learners
     "ExactBestResponse": "pbmarl.learners.exact",

@@ -1,8 +1,9 @@
 """Ray: `init_ray` and the Ray backend of `RolloutPool`. The ONLY module that imports ray.
 
 Ray is imported inside functions, so importing this module (and `pbmarl.rollout`)
-does not load Ray. An embedded instance uses token auth with a private token file
-(see `pbmarl.rollout.ray_security`); joining a cluster follows the cluster's settings.
+does not load Ray. An embedded instance listens on loopback only and uses token auth with a
+private token file (see `pbmarl.rollout.ray_security`); joining a cluster follows the cluster's
+settings. A head that dies during a call is reported as `RayHeadLost` (see `ray_liveness`).
 
 The backend keeps `num_workers` actors, each a `RolloutWorker`. Units are handed
 out a few at a time per actor; a policy travels to an actor with the first unit
@@ -22,6 +23,7 @@ from typing import Any
 
 from pbmarl.games.base import Game
 from pbmarl.policies.base import Policy
+from pbmarl.rollout.ray_liveness import CHECK_EVERY_S, head_lost, lost_error
 from pbmarl.rollout.units import UnitResult, WorkUnit
 from pbmarl.rollout.worker import RolloutWorker, game_for_worker
 
@@ -97,16 +99,17 @@ RETRY_AGENT_TIMEOUT_S = 120
 
 
 def _start_embedded(ray: Any, num_cpus: int, quiet: bool) -> Any:
-    """Start a local instance with token auth (see `ray_security`); retry once, more patiently, on a start-up
-    time-out; then raise a RuntimeError that says what to try."""
-    from pbmarl.rollout.ray_security import prepare_embedded_auth
+    """Start a local instance listening on loopback only, with token auth (see `ray_security`); retry once,
+    more patiently, on a start-up time-out; then raise a RuntimeError that says what to try."""
+    from pbmarl.rollout.ray_security import loopback_only, prepare_embedded_auth
 
     prepare_embedded_auth()
     options = {"address": "local", "num_cpus": num_cpus, "include_dashboard": False, **_logging(quiet)}
     for attempt in range(2):
         extra = {"_system_config": {"agent_register_timeout_ms": RETRY_AGENT_TIMEOUT_S * 1000}} if attempt else {}
         try:
-            return ray.init(**options, **extra)
+            with loopback_only():
+                return ray.init(**options, **extra)
         except Exception as exc:  # Ray raises a bare Exception for this
             if "timed out during startup" not in str(exc) and "Timed out" not in str(exc):
                 raise
@@ -227,6 +230,7 @@ class RayBackend:
         running: dict[Any, tuple[int, WorkUnit]] = {}
         load = [0] * len(self.actors)
         replaced_here = 0
+        checked = time.monotonic()
         try:
             while queue or running:
                 for w in range(len(self.actors)):
@@ -235,13 +239,17 @@ class RayBackend:
                         ref = self.actors[w].run.remote(unit, self._shipments(w, unit, policies))
                         running[ref] = (w, unit)
                         load[w] += 1
-                ready, _ = ray.wait(list(running), num_returns=1)
+                ready, _ = ray.wait(list(running), num_returns=1, timeout=CHECK_EVERY_S)
+                if not ready or time.monotonic() > checked + CHECK_EVERY_S:  # actors can outlive their head a while
+                    self._check_head()
+                    checked = time.monotonic()
                 for ref in ready:
                     w, unit = running.pop(ref)
                     load[w] -= 1
                     try:
                         result = ray.get(ref)
                     except RayActorError as exc:
+                        self._check_head()  # workers also die with their raylet: then there is nothing to replace
                         replaced_here += 1
                         if replaced_here > self.max_replacements:
                             raise RuntimeError(
@@ -258,12 +266,21 @@ class RayBackend:
                         raise exc.as_instanceof_cause() from None
                     on_result(result)
         except BaseException:
+            if not self.ray.is_initialized():  # disconnected from a lost head: ray.cancel would start a new Ray
+                raise
             for ref in running:
                 try:
                     ray.cancel(ref)
                 except Exception:  # noqa: BLE001 - best effort: the call is failing anyway
                     pass
             raise
+
+    def _check_head(self) -> None:
+        """Raise `RayHeadLost` (after disconnecting, see `ray_liveness`) when the Ray head is gone."""
+        what = head_lost(self.ray)
+        if what is not None:
+            self.actors, self._sent = [], []
+            raise lost_error(self.ray, what)
 
     def _replace(self, w: int) -> None:
         try:

@@ -7,12 +7,18 @@ pbmarl writes ``~/.ray/auth_token`` itself with mode 0600 (Ray would write it
 world-readable). Every request to the instance's GCS, raylet and workers must then carry
 that token; a client without it is refused.
 
-What Ray 2.60 does not allow, measured: binding to loopback only. Its gRPC servers (GCS,
-raylet, workers, driver) listen on every interface whatever the node address, and
-``ray.init(_node_ip_address="127.0.0.1")`` is rewritten to the machine's routable address
-(`ray._private.services.resolve_ip_for_localhost`), so pbmarl does not pretend to pass it.
-Nor can the dashboard agent be left out (the raylet always starts it); the dashboard
-itself is off. Token auth is therefore what keeps other machines out.
+`loopback_only()` makes the embedded instance listen on 127.0.0.1 only. Ray binds its gRPC
+servers (GCS, raylet, object manager, workers, driver, agents) to the node's address, and to
+every interface only when that address is not a loopback one. ``ray.init(_node_ip_address=
+"127.0.0.1")`` does not help: `ray._private.worker.init` passes it through
+`ray._private.services.resolve_ip_for_localhost`, which swaps a loopback address for
+`get_node_ip_address()`. That function returns the loopback address when
+``ray._private.ray_constants.ENABLE_RAY_CLUSTER`` is false, which Ray reads from
+``RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER`` (its single-machine default on macOS and Windows).
+pbmarl sets both, for the start only: Ray's processes inherit the variable, and this process
+gets its previous values back, so a later ``init_ray("auto")`` joins a cluster as before.
+The dashboard agent cannot be left out (the raylet always starts it); it listens on loopback
+too, and the dashboard itself is off.
 
 Joining a cluster (``init_ray("auto")`` or an address) changes nothing: the cluster's own
 settings apply (``RAY_AUTH_MODE=token`` and its token, where the cluster uses auth).
@@ -23,9 +29,30 @@ from __future__ import annotations
 import os
 import secrets
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 AUTH_MODE_VAR = "RAY_AUTH_MODE"
+CLUSTER_VAR = "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"
+
+
+@contextmanager
+def loopback_only() -> Iterator[None]:
+    """While Ray starts inside: node address 127.0.0.1, so every Ray process listens on loopback only."""
+    from ray._private import ray_constants
+
+    saved_env, saved_flag = os.environ.get(CLUSTER_VAR), ray_constants.ENABLE_RAY_CLUSTER
+    os.environ[CLUSTER_VAR] = "0"
+    ray_constants.ENABLE_RAY_CLUSTER = False
+    try:
+        yield
+    finally:
+        ray_constants.ENABLE_RAY_CLUSTER = saved_flag
+        if saved_env is None:
+            os.environ.pop(CLUSTER_VAR, None)
+        else:
+            os.environ[CLUSTER_VAR] = saved_env
 
 
 def default_token_path() -> Path:

@@ -1,0 +1,66 @@
+"""Noticing that the Ray head (GCS server or raylet) is gone while pbmarl waits on it.
+
+When the head of an embedded Ray dies, Ray's core worker inside this process retries the
+GCS for ``gcs_rpc_server_reconnect_timeout_s`` seconds and then ends the whole process with
+status 1 and no Python exception (in a notebook: a dead kernel). `RayBackend.run` therefore
+waits in short slices and, between them, asks `head_lost` whether the head still lives:
+
+* an embedded instance (started by this process): has its ``gcs_server`` or ``raylet``
+  process exited? (Ray keeps their handles in ``ray._private.worker._global_node``);
+* any instance: does the GCS port still accept connections? Only a refusal counts as lost
+  (a slow answer on a loaded machine does not).
+
+On a loss the caller raises `RayHeadLost` (a `RuntimeError`) after ``ray.shutdown()``, which
+ends the core worker's reconnect loop, so the process lives on and the exception can be caught.
+"""
+
+from __future__ import annotations
+
+import socket
+from typing import Any
+
+#: seconds between two liveness checks while waiting for results
+CHECK_EVERY_S = 1.0
+
+
+class RayHeadLost(RuntimeError):
+    """The Ray head this process uses (GCS server or raylet) died during a call; nothing was stored."""
+
+
+def head_lost(ray: Any) -> str | None:
+    """What is gone (e.g. ``"gcs_server (pid 123) exited with -9"``), or None while the head looks alive."""
+    node = getattr(getattr(ray, "_private", None) and ray._private.worker, "_global_node", None)
+    processes = getattr(node, "all_processes", None) or {}
+    for kind in ("gcs_server", "raylet"):
+        for info in processes.get(kind, []):
+            popen = getattr(info, "process", None)
+            if popen is not None and popen.poll() is not None:
+                return f"the head's {kind} (pid {popen.pid}) exited with {popen.poll()}"
+    try:
+        gcs = str(ray.get_runtime_context().gcs_address)
+    except Exception:  # noqa: BLE001 - no context at all: nothing to probe
+        return None
+    host, sep, port = gcs.rpartition(":")
+    if not sep or not port.isdigit():
+        return None
+    try:
+        with socket.create_connection((host or "127.0.0.1", int(port)), timeout=0.5):
+            return None
+    except ConnectionRefusedError:
+        return f"nothing listens at the GCS address {gcs} any more"
+    except OSError:  # time-out or unreachable: not proof that the head is gone
+        return None
+
+
+def lost_error(ray: Any, what: str) -> RayHeadLost:
+    """Shut Ray's connection down (so the core worker does not end the process) and build the error."""
+    try:
+        ray.shutdown()
+    except Exception:  # noqa: BLE001 - best effort: the head is gone
+        pass
+    return RayHeadLost(
+        f"the Ray head died during this call ({what}); nothing was stored (the table is as it was). "
+        "pbmarl disconnected from it so that this process survives. To go on: pb.init_ray() (or "
+        "init_ray(address=...) once the cluster is back) and a new RolloutPool(backend='ray'), or "
+        "RolloutPool(backend='local') without Ray"
+    )
