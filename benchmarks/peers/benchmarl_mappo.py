@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import tempfile
 import time
 
 from benchmarl.algorithms import MappoConfig
@@ -36,6 +37,7 @@ def main() -> None:
     config.create_json = False
     config.checkpoint_interval = 0
     config.sampling_device = config.train_device = "cpu"
+    config.save_folder = tempfile.mkdtemp(prefix="benchmarl-")  # not the working tree
     experiment = Experiment(task=task, algorithm_config=MappoConfig.get_from_yaml(), model_config=MlpConfig.get_from_yaml(),
                             critic_model_config=MlpConfig.get_from_yaml(), seed=args.seed, config=config)
     t0 = time.perf_counter()
