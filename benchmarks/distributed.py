@@ -12,8 +12,9 @@ and the learner's seconds per batch: ``min(N * a * r_actor, B / t_learner)`` (a 
 not a measurement). On the local backend the actors run one after another in this process,
 so 2 actors cannot be faster than 1 there: only the Ray backend measures scaling.
 
-simple_spread_v3 and the RLlib 2.60 IMPALA/APPO and DQN runs (its own venv,
-/work/venvs/rllib) are printed as "not run" when they were not run. Rows are appended to
+On simple_spread_v3 seat 0 learns against two random agents (no return target there).
+The RLlib 2.60 IMPALA/APPO and DQN runs (its own venv, /work/venvs/rllib) are printed as
+"not run" when they were not run. Rows are appended to
 benchmarks/results/distributed.csv with the date, the git commit and the command.
 """
 
@@ -31,13 +32,18 @@ import time
 RESULTS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "results", "distributed.csv")
 
 
-def run_impala(actors: int, backend: str, seconds: float, seed: int) -> dict[str, float]:
+def run_impala(env: str, actors: int, backend: str, seconds: float, seed: int) -> dict[str, float]:
     import pbmarl as pb
 
-    game = pb.load_game("gym:CartPole-v1")
+    if env == "simple_spread_v3":  # seat 0 learns; the other two agents act at random
+        game = pb.load_game("pettingzoo:simple_spread_v3", N=3, max_cycles=25)
+        opponents = [None] + [pb.RandomPolicy(game) for _ in range(game.num_players - 1)]
+    else:
+        game = pb.load_game(f"gym:{env}")
+        opponents = [None]
     learner = pb.IMPALA(game, actors=actors, backend=backend, steps_per_round=256, num_envs=8, hidden=(64, 64),
                         lr=3e-3, gamma=0.99, budget=10**9, seed=seed)
-    learner.start(0, [None])
+    learner.start(0, opponents)
     t0 = time.perf_counter()
     t475 = math.nan
     try:
@@ -66,6 +72,7 @@ def main() -> None:
     parser.add_argument("--backend", choices=["local", "ray"], default="ray")
     parser.add_argument("--seconds", type=float, default=60.0, help="wall time per actor count")
     parser.add_argument("--actors", default="1,2", help="comma-separated actor counts")
+    parser.add_argument("--envs", default="CartPole-v1,simple_spread_v3", help="comma-separated environments")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--nodes", default="1,2,4,8", help="node counts of the projection")
     args = parser.parse_args()
@@ -82,20 +89,24 @@ def main() -> None:
         except Exception as exc:  # noqa: BLE001 - reported, then measured without Ray
             print(f"Ray could not start ({type(exc).__name__}: {exc}); measuring with the local backend")
             backend = "local"
+    for env in args.envs.split(","):
+        measure(env, args, backend)
+
+
+def measure(env: str, args: argparse.Namespace, backend: str) -> None:
     results = {}
     for n in [int(a) for a in args.actors.split(",")]:
-        r = run_impala(n, backend, args.seconds, args.seed)
+        r = run_impala(env, n, backend, args.seconds, args.seed)
         results[n] = r
         t475 = "not reached" if math.isnan(r["t475_s"]) else f"{r['t475_s']:.1f} s"
-        print(f"CartPole-v1 IMPALA {backend} actors={n}: {r['rate']:.0f} env steps/s over {r['wall_s']:.1f} s "
-              f"({r['env_steps']} steps, {r['batches']} batches), return 475 at: {t475}, last return "
-              f"{r['last_return']:.1f}")
-    print("simple_spread_v3: not run (IMPALA here trains one seat of a Game; the multi-agent run is not wired yet)")
+        target = f", return 475 at: {t475}" if env == "CartPole-v1" else ""
+        print(f"{env} IMPALA {backend} actors={n}: {r['rate']:.0f} env steps/s over {r['wall_s']:.1f} s "
+              f"({r['env_steps']} steps, {r['batches']} batches){target}, last return {r['last_return']:.1f}")
     print("RLlib 2.60 IMPALA/APPO and DQN: not run (no /work/venvs/rllib on this machine in this session)")
     eff = math.nan
     if 1 in results and 2 in results:
         eff = results[2]["rate"] / (2 * results[1]["rate"])
-        print(f"scaling efficiency 1 -> 2 actors ({backend}): {eff:.2f}")
+        print(f"{env}: scaling efficiency 1 -> 2 actors ({backend}): {eff:.2f}")
     if 1 in results:
         r1 = results[1]
         actor_rate = r1["env_steps"] / max(r1["wall_s"] - r1["learn_s"], 1e-9)  # one actor's collection rate
@@ -116,7 +127,7 @@ def main() -> None:
                         "env_steps_per_s", "time_to_475_s", "last_return", "scaling_efficiency_1_to_2", "peer"])
         now = datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
         for n, r in results.items():
-            w.writerow([now, commit(), command, "CartPole-v1", "pbmarl IMPALA", backend, n, f"{r['wall_s']:.1f}",
+            w.writerow([now, commit(), command, env, "pbmarl IMPALA", backend, n, f"{r['wall_s']:.1f}",
                         r["env_steps"], f"{r['rate']:.1f}", "" if math.isnan(r["t475_s"]) else f"{r['t475_s']:.1f}",
                         f"{r['last_return']:.1f}", "" if math.isnan(eff) else f"{eff:.3f}", "RLlib not run"])
     print(f"rows appended to {RESULTS}")

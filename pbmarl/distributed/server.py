@@ -27,7 +27,7 @@ def set_vector(params: Sequence[torch.nn.Parameter], vector: np.ndarray) -> None
     if np.shape(vector) != (total,):
         raise ValueError(f"weight vector must have shape ({total},), got {np.shape(vector)}")
     with torch.no_grad():
-        torch.nn.utils.vector_to_parameters(torch.as_tensor(np.asarray(vector, dtype=np.float32)), list(params))
+        torch.nn.utils.vector_to_parameters(torch.as_tensor(np.array(vector, dtype=np.float32)), list(params))
 
 
 class ParameterServer:
