@@ -221,3 +221,12 @@ def test_apex_ddpg_actors_explore_with_their_own_noise_scale() -> None:
     workers = learner.executor.inner.workers
     assert [w.learner.actor.noise.sigma for w in workers] == pytest.approx(sigmas)
     assert record.env_steps == sum(e[3] for e in learner.log) == len(learner.replay)
+
+
+@pytest.mark.parametrize("cls", ["A3C", "IMPALA", "ApeX"])
+def test_distributed_learners_rebuild_from_their_spec(cartpole, cls) -> None:
+    from pbmarl.learners.registry import make_learner
+
+    learner = getattr(pb, cls)(cartpole, seed=2, hidden=(8,), backend="local")
+    twin = make_learner(cartpole, learner.spec())
+    assert type(twin) is type(learner) and twin.config == learner.config and twin.seed == 2

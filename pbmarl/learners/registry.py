@@ -32,6 +32,10 @@ LEARNERS: dict[str, tuple[str, str]] = {
     "ddpg": ("pbmarl.learners.ddpg", "DDPG"),
     "hddpg": ("pbmarl.learners.hddpg", "HDDPG"),
     "rainbow": ("pbmarl.learners.rainbow", "Rainbow"),
+    "a3c": ("pbmarl.distributed.a3c", "A3C"),
+    "impala": ("pbmarl.distributed.impala", "IMPALA"),
+    "apex": ("pbmarl.distributed.apex", "ApeX"),
+    "apex_ddpg": ("pbmarl.distributed.apex_ddpg", "ApeXDDPG"),
 }
 FORMAT = 1
 
