@@ -165,3 +165,16 @@ def test_loopback_only_is_in_force_during_the_start_and_restored_after(monkeypat
     with pytest.raises(KeyError), loopback_only():
         raise KeyError("start failed")
     assert CLUSTER_VAR not in os.environ and ray_constants.ENABLE_RAY_CLUSTER is before
+
+
+def test_patient_gcs_clients_sets_the_reconnect_time_out_only_for_the_start_and_keeps_the_users(monkeypatch):
+    from pbmarl.rollout.ray_liveness import GCS_RECONNECT_S, RECONNECT_VAR, patient_gcs_clients
+
+    monkeypatch.delenv(RECONNECT_VAR, raising=False)
+    with patient_gcs_clients():
+        assert os.environ[RECONNECT_VAR] == str(GCS_RECONNECT_S) and GCS_RECONNECT_S > 60
+    assert RECONNECT_VAR not in os.environ
+    monkeypatch.setenv(RECONNECT_VAR, "7")
+    with patient_gcs_clients():
+        assert os.environ[RECONNECT_VAR] == "7"
+    assert os.environ[RECONNECT_VAR] == "7"

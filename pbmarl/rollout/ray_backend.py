@@ -23,7 +23,7 @@ from typing import Any
 
 from pbmarl.games.base import Game
 from pbmarl.policies.base import Policy
-from pbmarl.rollout.ray_liveness import CHECK_EVERY_S, head_lost, lost_error
+from pbmarl.rollout.ray_liveness import CHECK_EVERY_S, head_lost, lost_error, patient_gcs_clients
 from pbmarl.rollout.units import UnitResult, WorkUnit
 from pbmarl.rollout.worker import RolloutWorker, game_for_worker
 
@@ -108,7 +108,7 @@ def _start_embedded(ray: Any, num_cpus: int, quiet: bool) -> Any:
     for attempt in range(2):
         extra = {"_system_config": {"agent_register_timeout_ms": RETRY_AGENT_TIMEOUT_S * 1000}} if attempt else {}
         try:
-            with loopback_only():
+            with loopback_only(), patient_gcs_clients():
                 return ray.init(**options, **extra)
         except Exception as exc:  # Ray raises a bare Exception for this
             if "timed out during startup" not in str(exc) and "Timed out" not in str(exc):

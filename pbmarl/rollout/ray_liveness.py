@@ -12,15 +12,42 @@ waits in short slices and, between them, asks `head_lost` whether the head still
 
 On a loss the caller raises `RayHeadLost` (a `RuntimeError`) after ``ray.shutdown()``, which
 ends the core worker's reconnect loop, so the process lives on and the exception can be caught.
+``ray.shutdown()`` itself can wait on GCS requests (``RAY_gcs_server_request_timeout_seconds``,
+60 s by default), as long as Ray's default reconnect time-out: measured, one kill in three
+then ended the process first. An embedded instance is therefore started with
+`patient_gcs_clients` (a reconnect time-out of `GCS_RECONNECT_S`, unless the user set one).
 """
 
 from __future__ import annotations
 
+import os
 import socket
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 #: seconds between two liveness checks while waiting for results
 CHECK_EVERY_S = 1.0
+#: seconds Ray's processes of an embedded instance retry a lost GCS before ending themselves (Ray's default: 60)
+GCS_RECONNECT_S = 300
+RECONNECT_VAR = "RAY_gcs_rpc_server_reconnect_timeout_s"
+
+
+@contextmanager
+def patient_gcs_clients() -> Iterator[None]:
+    """While Ray starts inside: Ray's processes (this one included) wait `GCS_RECONNECT_S` for a lost GCS.
+
+    Ray reads ``RAY_<setting>`` from the environment when each process initialises its config; the
+    user's own value is kept, and the environment is restored after the start.
+    """
+    saved = os.environ.get(RECONNECT_VAR)
+    if saved is None:
+        os.environ[RECONNECT_VAR] = str(GCS_RECONNECT_S)
+    try:
+        yield
+    finally:
+        if saved is None:
+            os.environ.pop(RECONNECT_VAR, None)
 
 
 class RayHeadLost(RuntimeError):
