@@ -284,7 +284,8 @@ except RuntimeError as exc:
     print(json.dumps({"skip": str(exc)})); sys.exit(0)
 import ray
 gcs = ray.get_runtime_context().gcs_address
-env = {**os.environ, "RAY_AUTH_MODE": "token", "RAY_AUTH_TOKEN": "0" * 64}
+env = {**os.environ, "RAY_AUTH_MODE": "token", "RAY_AUTH_TOKEN": "0" * 64,
+       "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER": "0"}  # the instance is on loopback: join it as a loopback node
 r = subprocess.run([sys.executable, "-c", f"import ray; ray.init(address={gcs!r}); print('JOINED')"],
                    capture_output=True, text=True, env=env, timeout=120)
 print(json.dumps({"mode": os.environ["RAY_AUTH_MODE"], "joined": "JOINED" in r.stdout, "rc": r.returncode}))
