@@ -81,9 +81,11 @@ def test_ray_backend_levels_are_actors_and_resume(tmp_path, ray_session):
     list(run.run(2))
     assert run.fixed == [["p0/0", "p0/1", "p0/2"], ["p1/0", "p1/1", "p1/2"]]
     assert [lv.index for lv in run.levels] == [3, 4]
+    run.close()  # each level actor holds one of the session's two CPUs
     resumed = P2SRO.load(tmp_path / "r")
     assert resumed.backend == "ray" and [lv.index for lv in resumed.levels] == [3, 4]
     list(resumed.run(1))
+    resumed.close()
     assert resumed.population.sizes == (4, 4)
     with pytest.raises(ValueError, match="backend='ray' runs RL learners"):
         P2SRO("kuhn_poker", backend="ray")
@@ -106,9 +108,17 @@ class _InProcessRay:
     def remote(self, **_options):
         return lambda cls: _InProcessRay._Method(lambda *a, **k: _InProcessRay._Handle(cls(*a, **k)))
 
+    class exceptions:  # noqa: N801 (Ray's module name)
+        class GetTimeoutError(Exception):
+            pass
+
     @staticmethod
-    def get(value):
+    def get(value, timeout=None):
         return value
+
+    @staticmethod
+    def kill(handle):
+        pass
 
 
 def test_ray_backend_logic_with_in_process_actors(tmp_path, monkeypatch):

@@ -132,6 +132,9 @@ class Level:
 
         load_learner(self.learner, folder, saved)
 
+    def close(self) -> None:
+        """Nothing to end: the learner lives in this process."""
+
     def current(self, player: int) -> Policy:
         """The level's policy for `player` now (a copy of the one in training, if it is training)."""
         task = getattr(self.learner, "task", None) if self._rl() else None
@@ -182,6 +185,14 @@ class P2SRO(PSRO):
 
             return RemoteLevel(self.game, learner, index, initial)
         return Level(index, learner, initial)
+
+    def close(self) -> None:
+        """End the active levels' actors (``backend="ray"``) so their CPUs are free; a no-op locally.
+
+        Save first to keep the levels' progress: `P2SRO.load` starts new actors from the folder.
+        """
+        for level in getattr(self, "levels", []):
+            level.close()
 
     def _initial(self) -> list[Policy]:
         return [_default_initial(self.game) for _ in range(self.game.num_players)]

@@ -18,6 +18,9 @@ from pbmarl.games.base import Game
 from pbmarl.policies.base import Policy
 from pbmarl.policies.mixture import Mixture
 
+#: seconds to wait for a level actor to be placed before saying why it is not
+SCHEDULE_TIMEOUT_S = 60
+
 
 class LevelWorker:
     """The body of a level actor: one `Level` and its learner."""
@@ -72,7 +75,20 @@ class RemoteLevel:
         self.learner_spec = learner.spec()
         self.actor = ray.remote(num_cpus=1)(LevelWorker).remote(game_spec(game), self.learner_spec, index, initial)
         self.targets: list[Mixture] = []
-        self._mirror(ray.get(self.actor.state.remote()))
+        try:  # an actor that no free CPU can host would otherwise wait for ever
+            first = ray.get(self.actor.state.remote(), timeout=SCHEDULE_TIMEOUT_S)
+        except ray.exceptions.GetTimeoutError:
+            ray.kill(self.actor)
+            free = ray.available_resources().get("CPU", 0.0)
+            raise RuntimeError(
+                f"P2SRO level {index}'s learner actor (1 CPU) was not scheduled within {SCHEDULE_TIMEOUT_S} s: "
+                f"the Ray cluster has {free:g} CPU(s) free. Each active level needs one CPU; close other runs' "
+                f"levels (run.close()), lower active=, or add CPUs / nodes.") from None
+        self._mirror(first)
+
+    def close(self) -> None:
+        """End the level's actor (its state is lost unless the run was saved)."""
+        self._ray.kill(self.actor)
 
     def _mirror(self, state: dict[str, Any]) -> None:
         self.index = int(state["index"])
