@@ -34,8 +34,8 @@ class PayoffTable:
 
     Example:
         >>> table = PayoffTable(pop)
-        >>> table.update((0, 1), [[1.0, -1.0], [0.0, 0.0]])
-        >>> table.to_frame(); table.matrix(player=0); table.style()
+        >>> table.update((0, 0), [[1.0, -1.0], [0.0, 0.0]])
+        >>> table.to_frame(); table.matrix(player=0); table.style()  # doctest: +SKIP
     """
 
     def __init__(self, population: Population | None = None, *, num_players: int | None = None) -> None:

@@ -40,8 +40,9 @@ class Population:
 
     Example:
         >>> pop = Population(game)
-        >>> pid = pop.add(0, RandomPolicy(game), name="random", iteration=0)   # "p0/0"
-        >>> pop[0], pop.sizes, pop.mixture(sigma)
+        >>> pop.add(0, pb.RandomPolicy(game), name="random", iteration=0)
+        'p0/0'
+        >>> pop[0], pop.sizes, pop.mixture(sigma)  # doctest: +SKIP
     """
 
     def __init__(self, game: Game) -> None:

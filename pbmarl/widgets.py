@@ -9,7 +9,8 @@ Example:
     >>> psro = pb.PSRO("kuhn_poker", solver="nash")
     >>> dash = Dashboard(psro)
     >>> dash                 # Step / Run-N buttons, exploitability curve, payoff heatmap, meta-strategy
-    >>> dash.run(10)         # the same as typing 10 and pressing Run
+    Dashboard(PSRO('kuhn_poker', solver='nash', iteration=0, sizes=(1, 1), exploitability=0.4583))
+    >>> dash.run(10)         # the same as typing 10 and pressing Run  # doctest: +SKIP
 """
 
 from __future__ import annotations
@@ -90,7 +91,7 @@ class Dashboard:
         widget: the whole dashboard as one ipywidgets box (what a notebook cell displays).
 
     Example:
-        >>> dash = Dashboard(pb.PSRO("kuhn_poker")); dash.step(); dash.exploitability_line.get_xdata()
+        >>> dash = Dashboard(pb.PSRO("kuhn_poker")); dash.step(); dash.exploitability_line.get_xdata()  # doctest: +SKIP
     """
 
     def __init__(
@@ -343,9 +344,16 @@ class TableExplorer:
         dpi: resolution of the heatmap.
 
     Example:
-        >>> explorer = TableExplorer(psro.table)
-        >>> explorer.select("p0/2", "p1/0")      # the same as picking them in the dropdowns
-        >>> explorer.cell                         # that row of table.to_frame()
+        >>> explorer = TableExplorer(table)
+        >>> explorer.select("p0/0", "p1/0")      # the same as picking them in the dropdowns
+        payoff_0    0.125
+        payoff_1   -0.125
+        count           0
+        stderr_0      0.0
+        stderr_1      0.0
+        exact        True
+        Name: (p0/0, p1/0), dtype: object
+        >>> explorer.cell                         # that row of table.to_frame()  # doctest: +SKIP
     """
 
     def __init__(self, table: Any, *, player: int = 0, dpi: int = 80) -> None:

@@ -17,10 +17,10 @@ filled exactly (`ExactEvaluator`, any number of players) and re-solved. The summ
 is recorded every iteration; it is 0 exactly when the joint is a (C)CE of the full game.
 
 Example:
-    >>> jpsro = JPSRO("kuhn_poker(players=3)", solver="mgcce")
-    >>> for record in jpsro.run(10):
+    >>> jpsro = JPSRO("kuhn_poker(players=3)", solver="mgcce")  # doctest: +SKIP
+    >>> for record in jpsro.run(10):  # doctest: +SKIP
     ...     print(record)
-    >>> jpsro.history["gap"]
+    >>> jpsro.history["gap"]  # doctest: +SKIP
 """
 
 from __future__ import annotations

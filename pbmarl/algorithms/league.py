@@ -13,9 +13,9 @@ agent's policy is read as the Nash mixture of the main agent's snapshots in that
 
 Example:
     >>> league = League(pb.MatrixGame([[3, -2], [-2, 1]]), snapshot_min_steps=1)
-    >>> for record in league.run(30):
+    >>> for record in league.run(30):  # doctest: +SKIP
     ...     print(record)
-    >>> league.win_rates.to_frame(), league.main_policy()
+    >>> league.win_rates.to_frame(), league.main_policy()  # doctest: +SKIP
 """
 
 from __future__ import annotations

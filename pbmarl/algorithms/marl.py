@@ -16,10 +16,10 @@ and read a run folder (JSON, ``.npz`` and torch state dicts loaded with
 ``weights_only=True``), and a loaded run continues exactly as the unsaved one would.
 
 Example:
-    >>> game = pb.load_game("pettingzoo:simple_spread_v3", N=3, local_ratio=0.5, max_cycles=25)
-    >>> marl = pb.MARL(game, learners={"shared": pb.MAPPO(seed=0)}, mapping=pb.AgentMapping.shared(game))
-    >>> for record in marl.run(10): print(record)
-    >>> marl.history; marl.evaluate(episodes=100)
+    >>> game = pb.load_game("pettingzoo:simple_spread_v3", N=3, local_ratio=0.5, max_cycles=25)  # doctest: +SKIP
+    >>> marl = pb.MARL(game, learners={"shared": pb.MAPPO(seed=0)}, mapping=pb.AgentMapping.shared(game))  # doctest: +SKIP
+    >>> for record in marl.run(10): print(record)  # doctest: +SKIP
+    >>> marl.history; marl.evaluate(episodes=100)  # doctest: +SKIP
 """
 
 from __future__ import annotations

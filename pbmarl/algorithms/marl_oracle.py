@@ -7,8 +7,8 @@ population in PSRO, so on a game whose seats are the members of groups this is o
 population per seat.
 
 Example:
-    >>> oracle = GroupOracle(lambda seed: pb.IPPO(seed=seed, steps_per_round=256), steps=2048)
-    >>> psro = pb.PSRO(game, solver="nash", learner=oracle, evaluator=pb.ExactEvaluator(game))
+    >>> oracle = GroupOracle(lambda seed: pb.IPPO(seed=seed, steps_per_round=256), steps=2048)  # doctest: +SKIP
+    >>> psro = pb.PSRO(game, solver="nash", learner=oracle, evaluator=pb.ExactEvaluator(game))  # doctest: +SKIP
 """
 
 from __future__ import annotations

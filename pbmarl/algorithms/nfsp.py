@@ -15,10 +15,10 @@ eta (the anticipatory parameter) and ``Pi`` otherwise; only best-response action
 other games whose tree fits in memory).
 
 Example:
-    >>> nfsp = NFSP("kuhn_poker", seed=0)
-    >>> for record in nfsp.run(10):
+    >>> nfsp = NFSP("kuhn_poker", seed=0)  # doctest: +SKIP
+    >>> for record in nfsp.run(10):  # doctest: +SKIP
     ...     print(record)                     # exploitability of the average policies
-    >>> nfsp.history.plot(x="episodes", y="exploitability")
+    >>> nfsp.history.plot(x="episodes", y="exploitability")  # doctest: +SKIP
 """
 
 from __future__ import annotations

@@ -16,10 +16,10 @@ per refresh period. The driver is the single writer of the table, so claiming a 
 freezing it are atomic; each level's learner advances in this process (``backend="local"``).
 
 Example:
-    >>> p2sro = P2SRO("kuhn_poker", learner=pb.DQN(game, seed=0, budget=20_000), active=3, refresh_every=4)
-    >>> for record in p2sro.run(10):
+    >>> p2sro = P2SRO("kuhn_poker", learner=pb.DQN(game, seed=0, budget=20_000), active=3, refresh_every=4)  # doctest: +SKIP
+    >>> for record in p2sro.run(10):  # doctest: +SKIP
     ...     print(record)
-    >>> p2sro.levels, p2sro.level_history
+    >>> p2sro.levels, p2sro.level_history  # doctest: +SKIP
 """
 
 from __future__ import annotations

@@ -59,9 +59,10 @@ class PSRO:
 
     Example:
         >>> psro = PSRO("kuhn_poker", solver="nash")
-        >>> for record in psro.run(10):
+        >>> for record in psro.run(10):  # doctest: +ELLIPSIS
         ...     print(record)
-        >>> psro.history[["nash_conv", "exploitability"]]
+        iter   1 | sizes (2, 2) | NashConv 0.8333 | exploitability 0.4167 | meta-NashConv 0 | ...
+        >>> psro.history[["nash_conv", "exploitability"]]  # doctest: +SKIP
     """
 
     #: solver used when none is given (subclasses fix their own)

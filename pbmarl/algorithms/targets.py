@@ -11,8 +11,8 @@ mostly here, so a new driver reuses the loop by writing a selector:
   rng)`` draws one per agent and `League.targets` turns the match into targets.
 
 Example:
-    >>> selector = MetaStrategyTargets(pop, sigma)
-    >>> for t in selector.select(rng):
+    >>> selector = MetaStrategyTargets(pop, sigma)  # doctest: +SKIP
+    >>> for t in selector.select(rng):  # doctest: +SKIP
     ...     br = learner.best_response(t.player, t.opponents)
 """
 

@@ -13,7 +13,8 @@ Example:
     >>> t = WinRateTable(decay=1.0)
     >>> t.add("main"); t.add("main@0")
     >>> t.update("main", "main@0", wins=7, draws=1, losses=2)
-    >>> t.win_rate("main", ["main@0"])          # array([0.75])
+    >>> t.win_rate("main", ["main@0"])
+    array([0.75])
 """
 
 from __future__ import annotations

@@ -17,10 +17,10 @@ The population starts with each player's best response to the uniform policy, as
 the authors' code. Two-player zero-sum games only.
 
 Example:
-    >>> xdo = XDO("leduc_poker")
-    >>> for record in xdo.run(20):
+    >>> xdo = XDO("leduc_poker")  # doctest: +SKIP
+    >>> for record in xdo.run(20):  # doctest: +SKIP
     ...     print(record)
-    >>> xdo.history[["exploitability", "tau", "inner_iterations"]]
+    >>> xdo.history[["exploitability", "tau", "inner_iterations"]]  # doctest: +SKIP
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """A3C: A2C whose gradient workers push asynchronously (ASP) to a parameter server (Mnih et al. 2016).
 
 Example:
-    >>> learner = pb.A3C(game, workers=4)  # same as pb.A2C(game, workers=4, sync="asp")
+    >>> learner = pb.A3C(game, workers=4)  # same as pb.A2C(game, workers=4, sync="asp")  # doctest: +SKIP
 """
 
 from __future__ import annotations

@@ -12,8 +12,8 @@ run locally (in-process, simulated arrival order) or as Ray actors (``backend="r
 the replay lives with the learner.
 
 Example:
-    >>> learner = pb.ApeX(pb.load_game("gym:CartPole-v1"), actors=4)
-    >>> learner.actor_epsilons  # 0.4, 0.4**(1 + 7/3), ...
+    >>> learner = pb.ApeX(pb.load_game("gym:CartPole-v1"), actors=4)  # doctest: +SKIP
+    >>> learner.actor_epsilons  # 0.4, 0.4**(1 + 7/3), ...  # doctest: +SKIP
 """
 
 from __future__ import annotations

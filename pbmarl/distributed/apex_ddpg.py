@@ -9,8 +9,8 @@ takes ``gradient_steps`` DDPG updates per ``train_freq`` consumed env steps and 
 actor's weights every `publish_interval` updates.
 
 Example:
-    >>> learner = pb.ApeXDDPG(pb.load_game("gym:Pendulum-v1"), actors=4)
-    >>> record = learner.step()
+    >>> learner = pb.ApeXDDPG(pb.load_game("gym:Pendulum-v1"), actors=4)  # doctest: +SKIP
+    >>> record = learner.step()  # doctest: +SKIP
 """
 
 from __future__ import annotations

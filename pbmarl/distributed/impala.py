@@ -13,8 +13,8 @@ actor ``i`` is ``1 + i`` times slower than a fast one, so their data is really s
 `staleness` records by how many versions.
 
 Example:
-    >>> learner = pb.IMPALA(pb.load_game("gym:CartPole-v1"), actors=4)
-    >>> learner.start(0, [None]); record = learner.step()
+    >>> learner = pb.IMPALA(pb.load_game("gym:CartPole-v1"), actors=4)  # doctest: +SKIP
+    >>> learner.start(0, [None]); record = learner.step()  # doctest: +SKIP
 """
 
 from __future__ import annotations

@@ -8,8 +8,8 @@ of a profile is ``sum_z chance(z) * returns(z) * prod_p reach[p](z)``: for two
 players a matrix product gives every cell of a payoff table at once.
 
 Example:
-    >>> U = expected_payoffs(tree, [R0, R1])                  # [n0, n1, 2]
-    >>> value, br = best_response_values(tree, 0, opponent_reach(tree, 0, [r0, r1]))
+    >>> U = expected_payoffs(tree, [R0, R1])                  # [n0, n1, 2]  # doctest: +SKIP
+    >>> value, br = best_response_values(tree, 0, opponent_reach(tree, 0, [r0, r1]))  # doctest: +SKIP
 """
 
 from __future__ import annotations

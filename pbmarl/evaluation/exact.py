@@ -7,9 +7,12 @@ adds one policy per player computes only the new plans and the new cells.
 
 Example:
     >>> ev = ExactEvaluator(game)
-    >>> ev.fill(table)                                 # every missing cell, exactly
-    >>> ev.evaluate([pi0, pop.mixture(sigma)[1]])      # [num_players] expected returns
-    >>> exploitability(game, pop, sigma)               # Exploitability(nash_conv=..., ...)
+    >>> ev.fill(table)                                 # every missing cell, exactly (here none)
+    0
+    >>> ev.evaluate([pop[0][0], pop.mixture(sigma)[1]])  # [num_players] expected returns
+    array([ 0.125, -0.125])
+    >>> round(exploitability(game, pop, sigma).nash_conv, 6)
+    0.916667
 """
 
 from __future__ import annotations
@@ -253,7 +256,9 @@ def exploitability(game: Game, strategies: Population | Sequence[Strategy], sigm
 
     Example:
         >>> pb.exploitability(game, pop, sigma)          # the meta-strategy mixture of a population
-        >>> pb.exploitability(game, [pi0, pi1])          # one Policy or Mixture per player
+        Exploitability(nash_conv=0.916667 (sum of per-player best-response gains), exploitability=0.458333 (nash_conv / 2 players), per_player=[0.375, 0.541667], br_values=[0.5, 0.416667], values=[0.125, -0.125])
+        >>> round(pb.exploitability(game, [pop[0][0], pop[1][0]]).nash_conv, 6)   # one Policy or Mixture per player
+        0.916667
 
     Raises:
         ValueError: the game cannot be enumerated or its tree is too big (use

@@ -48,7 +48,8 @@ def to_openspiel_policy(
 
     Example:
         >>> from open_spiel.python.algorithms import exploitability
-        >>> exploitability.nash_conv(game.pyspiel_game, pb.to_openspiel_policy(game, pop, sigma))
+        >>> round(float(exploitability.nash_conv(game.pyspiel_game, pb.to_openspiel_policy(game, pop, sigma))), 6)
+        0.916667
     """
     pyspiel_game = getattr(game, "pyspiel_game", None)
     if pyspiel_game is None:

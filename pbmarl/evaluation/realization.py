@@ -12,10 +12,10 @@ Pure ndarray functions over a `GameTree` (see `pbmarl.games.tree`):
   members' (`mixture_reach`): realisation plans are linear.
 
 Example:
-    >>> tree = game.tree()
-    >>> tables = policy_tables([pi0, pi1], tree, player=0)        # [2, S_0, A]
-    >>> plans = realization_plans(tables, tree.infosets[0], tree.num_actions)
-    >>> reach = terminal_reach(plans, tree, player=0)             # [2, Z]
+    >>> tree = game.tree()  # doctest: +SKIP
+    >>> tables = policy_tables([pi0, pi1], tree, player=0)        # [2, S_0, A]  # doctest: +SKIP
+    >>> plans = realization_plans(tables, tree.infosets[0], tree.num_actions)  # doctest: +SKIP
+    >>> reach = terminal_reach(plans, tree, player=0)             # [2, Z]  # doctest: +SKIP
 """
 
 from __future__ import annotations

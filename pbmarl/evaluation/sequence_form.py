@@ -22,7 +22,8 @@ Example:
     >>> sol = sequence_form_lp(pb.load_game("kuhn_poker"))
     >>> round(sol.value, 9)                       # -1/18 for player 0
     -0.055555556
-    >>> pb.exploitability(game, sol.policies).nash_conv   # ~1e-16
+    >>> pb.exploitability(game, sol.policies).nash_conv < 1e-9   # ~1e-16
+    True
 """
 
 from __future__ import annotations

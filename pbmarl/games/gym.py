@@ -63,7 +63,7 @@ class GymGame(Game):
     """One Gymnasium environment as a one-player game; see the module doc.
 
     Example:
-        >>> game = load_game("gym:Pendulum-v1")
+        >>> game = pb.load_game("gym:Pendulum-v1")
         >>> game.action_space(0)
         Box(-2.0, 2.0, (1,), float32)
         >>> env = game.make_env(); obs, info = env.reset(seed=0)

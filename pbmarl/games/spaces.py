@@ -40,8 +40,11 @@ def check_action(space: Any, action: Any, *, who: str = "the game") -> Any:
     ``[low, high]``. `MultiDiscrete`: ints within ``nvec``.
 
     Example:
+        >>> from gymnasium.spaces import Box
         >>> check_action(Box(-2.0, 2.0, (1,)), [3.0])
-        ValueError: action [3.0] is outside Box(-2.0, 2.0, (1,), float32) ... low [-2.0], high [2.0]
+        Traceback (most recent call last):
+        ...
+        ValueError: action [3.0] is outside Box(-2.0, 2.0, (1,), float32) of the game: accepted are low [-2.0] to high [2.0]
     """
     from gymnasium import spaces
 

@@ -5,8 +5,8 @@
 ``import pbmarl.learners`` does not import torch.
 
 Example:
-    >>> learner = pbmarl.learners.DQN(game, seed=0, budget=20_000)
-    >>> br, value = learner.best_response_with_value(0, pop.mixture(sigma))
+    >>> learner = pbmarl.learners.DQN(game, seed=0, budget=20_000)  # doctest: +SKIP
+    >>> br, value = learner.best_response_with_value(0, pop.mixture(sigma))  # doctest: +SKIP
 """
 
 from __future__ import annotations

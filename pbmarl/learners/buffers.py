@@ -6,8 +6,8 @@ learner resumes with exactly the same buffer.
 
 Example:
     >>> buf = ReplayBuffer(50_000, game.observation_shape, game.num_actions)
-    >>> buf.add(trajectories)
-    >>> batch = buf.sample(128, rng)          # batch.obs, batch.action, ..., batch.weight, batch.index
+    >>> buf.add(trajectories)  # doctest: +SKIP
+    >>> batch = buf.sample(128, rng)          # batch.obs, batch.action, ..., batch.weight, batch.index  # doctest: +SKIP
 """
 
 from __future__ import annotations

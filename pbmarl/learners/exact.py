@@ -7,7 +7,8 @@ pure best response (`pbmarl.evaluation.engine.best_response_values`).
 Example:
     >>> learner = ExactBestResponse(game)
     >>> br = learner.best_response(player=0, opponents=pop.mixture(sigma))
-    >>> learner.last_value                     # what the best response earns against them
+    >>> round(learner.last_value, 6)           # what the best response earns against them
+    0.5
 """
 
 from __future__ import annotations

@@ -14,7 +14,7 @@ Yu et al. 2022, "The Surprising Effectiveness of PPO in Cooperative Multi-Agent 
 (NeurIPS Datasets and Benchmarks): the defaults below are their MPE settings (Tables 8-9).
 
 Example:
-    >>> marl = pb.MARL(game, learners={"shared": pb.MAPPO(seed=0)}, mapping=pb.AgentMapping.shared(game))
+    >>> marl = pb.MARL(game, learners={"shared": pb.MAPPO(seed=0)}, mapping=pb.AgentMapping.shared(game))  # doctest: +SKIP
 """
 
 from __future__ import annotations

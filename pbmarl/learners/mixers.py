@@ -14,8 +14,8 @@ greedily on its own Q and still maximise Q_tot). Biases may be any sign.
 
 Example:
     >>> mixer = QMixer(n_agents=2, state_dim=4, embed=32)
-    >>> q_tot = mixer(q_chosen, state)         # [B, n] and [B, S] -> [B]
-    >>> mixing_gradient(mixer, q_chosen, state).min() >= 0
+    >>> q_tot = mixer(q_chosen, state)         # [B, n] and [B, S] -> [B]  # doctest: +SKIP
+    >>> mixing_gradient(mixer, q_chosen, state).min() >= 0  # doctest: +SKIP
 """
 
 from __future__ import annotations

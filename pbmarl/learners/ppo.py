@@ -15,8 +15,8 @@ The actor is the policy handed back (a copy, sharpened by ``policy_temperature``
 `A2C` reuses everything here but the update.
 
 Example:
-    >>> learner = pb.PPO(game, seed=0, budget=50_000)
-    >>> br = learner.best_response(0, pop.mixture(sigma))
+    >>> learner = pb.PPO(game, seed=0, budget=50_000)  # doctest: +SKIP
+    >>> br = learner.best_response(0, pop.mixture(sigma))  # doctest: +SKIP
 """
 
 from __future__ import annotations

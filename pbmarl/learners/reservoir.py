@@ -10,8 +10,8 @@ with a reservoir", ACM TOMS 11(1), Algorithm R; Heinrich & Silver 2016, §4):
 
 Example:
     >>> buf = ReservoirBuffer(1000, game.observation_shape, game.num_actions)
-    >>> buf.add(obs, mask, action, rng)
-    >>> obs, mask, action = buf.sample(128, rng)
+    >>> buf.add(obs, mask, action, rng)  # doctest: +SKIP
+    >>> obs, mask, action = buf.sample(128, rng)  # doctest: +SKIP
 """
 
 from __future__ import annotations

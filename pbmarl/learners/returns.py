@@ -5,7 +5,7 @@ time order, so one backward pass with resets at ``done`` covers them all; there
 is never a truncated episode to bootstrap.
 
 Example:
-    >>> adv, ret = gae(traj.reward, traj.done, values, next_values, gamma=1.0, lam=0.95)
+    >>> adv, ret = gae(traj.reward, traj.done, values, next_values, gamma=1.0, lam=0.95)  # doctest: +SKIP
 """
 
 from __future__ import annotations

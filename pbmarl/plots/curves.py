@@ -66,7 +66,7 @@ def plot_exploitability(
     Rows where `y` was not measured (None/NaN) are skipped; one line per run and `y`.
 
     Example:
-        >>> plot_exploitability({"nash": run_a.history, "uniform": run_b.history}, x="wall_time")
+        >>> plot_exploitability({"nash": run_a.history, "uniform": run_b.history}, x="wall_time")  # doctest: +SKIP
     """
     if x not in X_AXES:
         raise ValueError(f"x must be one of {sorted(X_AXES)}, got {x!r}")
@@ -158,7 +158,7 @@ def plot_population(history: pd.DataFrame, *, ax: Axes | None = None, title: str
     """Population size of each player against iteration (the ``size_0, size_1, ...`` columns).
 
     Example:
-        >>> plot_population(psro.history)
+        >>> plot_population(psro.history)  # doctest: +SKIP
     """
     frame = _one(history)
     columns = player_columns(frame, "size_", what="population sizes")
@@ -193,7 +193,7 @@ def plot_meta_strategy(
         title: figure title (the panel's title when there is one panel).
 
     Example:
-        >>> plot_meta_strategy(psro.history)
+        >>> plot_meta_strategy(psro.history)  # doctest: +SKIP
     """
     frame = _one(history)
     columns = player_columns(frame, "sigma_", what="meta-strategies")
@@ -241,6 +241,7 @@ def plot_meta_strategy_bars(
 
     Example:
         >>> plot_meta_strategy_bars({name: pb.MetaSolver(name)(table) for name in ["nash", "prd", "rm"]})
+        <Figure size 400x350 with 1 Axes>
     """
     runs = dict(strategies) if isinstance(strategies, Mapping) else {"": strategies}
     if not runs:

@@ -26,7 +26,7 @@ def plot_against_lp(history: Histories, game: Any, lp: Any = None, *, x: str = "
         x: ``"iteration"`` or ``"wall_time"``.
 
     Example:
-        >>> plot_against_lp({"PSRO": psro.history, "XDO": xdo.history}, game)
+        >>> plot_against_lp({"PSRO": psro.history, "XDO": xdo.history}, game)  # doctest: +SKIP
     """
     from pbmarl.evaluation.exact import exploitability
     from pbmarl.evaluation.sequence_form import SequenceFormSolution, sequence_form_lp

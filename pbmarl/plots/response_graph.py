@@ -76,6 +76,7 @@ def plot_response_graph(
 
     Example:
         >>> plot_response_graph(pb.PayoffTable.from_array([[0, -1, 1], [1, 0, -1], [-1, 1, 0]]))
+        <Figure size 560x480 with 1 Axes>
     """
     from pbmarl.solvers.alpharank import alpharank_profiles
     from pbmarl.solvers.inputs import read_table

@@ -54,7 +54,7 @@ def plot_simplex(
     Each path starts at a circle and ends at a star.
 
     Example:
-        >>> plot_simplex({"PRD": path}, labels=("rock", "paper", "scissors"), field=rps)
+        >>> plot_simplex({"PRD": path}, labels=("rock", "paper", "scissors"), field=rps)  # doctest: +SKIP
     """
     if isinstance(trajectories, Mapping):
         paths = {str(k): _trajectory(v, str(k)) for k, v in trajectories.items()}

@@ -79,7 +79,7 @@ def plot_payoff_heatmap(
     the cell's two member ids, its value and its standard error.
 
     Example:
-        >>> plot_payoff_heatmap(psro.table, player=0)
+        >>> plot_payoff_heatmap(psro.table, player=0)  # doctest: +SKIP
     """
     values, se, rows, cols = payoff_matrix(table, player)
     if values.size == 0:

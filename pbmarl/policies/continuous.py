@@ -7,7 +7,7 @@ Box bounds: ``a = loc + scale * y`` with ``loc = (high + low) / 2`` and
 Example:
     >>> game = pb.load_game("gym:Pendulum-v1")
     >>> pi = pb.GaussianPolicy(game, hidden=(64, 64), seed=0)
-    >>> out = pi.act(obs, None, rng=0)           # out.action [B, 1] in [-2, 2], out.log_prob [B]
+    >>> out = pi.act(obs, None, rng=0)           # out.action [B, 1] in [-2, 2], out.log_prob [B]  # doctest: +SKIP
     >>> mu = pb.DeterministicPolicy(game, noise=pb.noise.OrnsteinUhlenbeck(sigma=0.2))
 """
 

@@ -34,7 +34,7 @@ class MLPPolicy(Policy):
 
     Example:
         >>> pi = MLPPolicy(game, hidden=(128, 128), seed=0)
-        >>> probs = pi.action_probabilities(obs, mask)
+        >>> probs = pi.action_probabilities(obs, mask)  # doctest: +SKIP
     """
 
     kind = "mlp"

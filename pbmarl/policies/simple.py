@@ -76,6 +76,7 @@ class FixedPolicy(Policy):
     Where none of its actions is legal it plays uniformly over the legal ones.
 
     Example:
+        >>> game = pb.MatrixGame([[0, -1, 1], [1, 0, -1], [-1, 1, 0]])   # rock, paper, scissors
         >>> rock = FixedPolicy.pure(game, 0)
         >>> mostly_paper = FixedPolicy(game, [0.2, 0.8, 0.0])
     """

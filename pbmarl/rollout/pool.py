@@ -69,7 +69,7 @@ class RolloutPool:
         worker_cpus: CPUs each Ray actor reserves.
 
     Example:
-        >>> with RolloutPool(game, num_workers=2, backend="ray", seed=0) as pool:
+        >>> with RolloutPool(game, num_workers=2, backend="ray", seed=0) as pool:  # doctest: +SKIP
         ...     res = pool.evaluate([pi, pi], episodes=10_000)
         ...     pool.fill(table, episodes=1000)
     """

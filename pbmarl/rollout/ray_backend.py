@@ -56,8 +56,8 @@ def init_ray(
         ValueError: `num_cpus` given together with a cluster address, or a bad `num_cpus`.
 
     Example:
-        >>> pb.init_ray()                       # local, all cores
-        >>> pb.init_ray(address="auto")         # the cluster this machine belongs to
+        >>> pb.init_ray()                       # local, all cores  # doctest: +SKIP
+        >>> pb.init_ray(address="auto")         # the cluster this machine belongs to  # doctest: +SKIP
     """
     global _CONTEXT
     ray = _import_ray()

@@ -53,8 +53,8 @@ def run_episodes(
     object and version).
 
     Example:
-        >>> out = run_episodes(game, [pi, Mixture([a, b])], np.random.default_rng(0), episodes=1000)
-        >>> out.returns.mean(axis=0)
+        >>> out = run_episodes(game, [pi, Mixture([a, b])], np.random.default_rng(0), episodes=1000)  # doctest: +SKIP
+        >>> out.returns.mean(axis=0)  # doctest: +SKIP
     """
     seat_list = [Seat.of(s) for s in seats]
     if len(seat_list) != game.num_players:
