@@ -17,9 +17,10 @@ filled exactly (`ExactEvaluator`, any number of players) and re-solved. The summ
 is recorded every iteration; it is 0 exactly when the joint is a (C)CE of the full game.
 
 Example:
-    >>> jpsro = JPSRO("kuhn_poker(players=3)", solver="mgcce")  # doctest: +SKIP
-    >>> for record in jpsro.run(10):  # doctest: +SKIP
+    >>> jpsro = JPSRO("kuhn_poker(players=3)", solver="mgcce")
+    >>> for record in jpsro.run(10):  # doctest: +ELLIPSIS
     ...     print(record)
+    iter   1 | sizes (2, 2, 2) | CCE gap 0.8333 | marginals' NashConv 0.8333 | ...
     >>> jpsro.history["gap"]  # doctest: +SKIP
 """
 

@@ -13,8 +13,9 @@ agent's policy is read as the Nash mixture of the main agent's snapshots in that
 
 Example:
     >>> league = League(pb.MatrixGame([[3, -2], [-2, 1]]), snapshot_min_steps=1)
-    >>> for record in league.run(30):  # doctest: +SKIP
+    >>> for record in league.run(30):  # doctest: +ELLIPSIS
     ...     print(record)
+    round   1 | league 6 | exploitability 0.5 | ...
     >>> league.win_rates.to_frame(), league.main_policy()  # doctest: +SKIP
 """
 

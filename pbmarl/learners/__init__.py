@@ -5,8 +5,9 @@
 ``import pbmarl.learners`` does not import torch.
 
 Example:
-    >>> learner = pbmarl.learners.DQN(game, seed=0, budget=20_000)  # doctest: +SKIP
-    >>> br, value = learner.best_response_with_value(0, pop.mixture(sigma))  # doctest: +SKIP
+    >>> import pbmarl
+    >>> learner = pbmarl.learners.DQN(game, seed=0, budget=200)    # 20_000 to learn
+    >>> br, value = learner.best_response_with_value(0, pop.mixture(sigma))
 """
 
 from __future__ import annotations

@@ -9,7 +9,7 @@ It is `PPO` without the ratio clipping, the epochs and the minibatches: networks
 collection, advantage estimation and export are shared with `pbmarl.learners.ppo`.
 
 Example:
-    >>> br = pb.A2C(game, seed=0, budget=50_000).best_response(0, pop.mixture(sigma))  # doctest: +SKIP
+    >>> br = pb.A2C(game, seed=0, budget=200).best_response(0, pop.mixture(sigma))   # 50_000 to learn
 """
 
 from __future__ import annotations

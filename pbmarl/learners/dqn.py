@@ -15,8 +15,8 @@ The best response handed back is an `MLPPolicy` that plays ``softmax(Q / policy_
 over the legal actions: greedy in Q, mixing only near-ties.
 
 Example:
-    >>> learner = pb.DQN(game, seed=0, budget=30_000, lr=1e-3)  # doctest: +SKIP
-    >>> br, value = learner.best_response_with_value(0, [None, pb.RandomPolicy(game)])  # doctest: +SKIP
+    >>> learner = pb.DQN(game, seed=0, budget=200, lr=1e-3)     # 30_000 to learn
+    >>> br, value = learner.best_response_with_value(0, [None, pb.RandomPolicy(game, player=1)])
     >>> learner.history.plot(x="learner_steps", y="mean_return")  # doctest: +SKIP
 """
 

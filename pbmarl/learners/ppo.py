@@ -15,8 +15,8 @@ The actor is the policy handed back (a copy, sharpened by ``policy_temperature``
 `A2C` reuses everything here but the update.
 
 Example:
-    >>> learner = pb.PPO(game, seed=0, budget=50_000)  # doctest: +SKIP
-    >>> br = learner.best_response(0, pop.mixture(sigma))  # doctest: +SKIP
+    >>> learner = pb.PPO(game, seed=0, budget=200)          # budget 50_000 to learn; 200 shows the calls
+    >>> br = learner.best_response(0, pop.mixture(sigma))
 """
 
 from __future__ import annotations

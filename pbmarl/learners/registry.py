@@ -60,7 +60,8 @@ def make_learner(game: Game, spec: str | Mapping[str, Any]) -> Any:
     config field at the top level (overriding ``config``), e.g. a budget or a size.
 
     Example:
-        >>> make_learner(game, {"name": "dqn", "seed": 0, "budget": 20_000, "hidden": [64, 64]})  # doctest: +SKIP
+        >>> make_learner(game, {"name": "dqn", "seed": 0, "budget": 20_000, "hidden": [64, 64]})
+        DQN('kuhn_poker', seed=0, 0 tasks done)
         >>> make_learner(game, learner.spec())       # an equal, untrained learner  # doctest: +SKIP
     """
     if isinstance(spec, str):
