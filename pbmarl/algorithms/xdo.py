@@ -17,9 +17,10 @@ The population starts with each player's best response to the uniform policy, as
 the authors' code. Two-player zero-sum games only.
 
 Example:
-    >>> xdo = XDO("leduc_poker")  # doctest: +SKIP
-    >>> for record in xdo.run(20):  # doctest: +SKIP
+    >>> xdo = XDO("leduc_poker")
+    >>> for record in xdo.run(3):  # doctest: +ELLIPSIS
     ...     print(record)
+    iter   0 | sizes (1, 1) | exploitability 3.417 | restricted 0 | tau 16 | inner 10 | ...
     >>> xdo.history[["exploitability", "tau", "inner_iterations"]]  # doctest: +SKIP
 """
 

@@ -418,7 +418,7 @@ class Learner(abc.ABC):
         """A new policy (an `MLPPolicy`) for `player` trained against `opponents`.
 
         Example:
-            >>> br = pb.DQN(game, seed=0).best_response(0, pop.mixture(sigma), budget=20_000)  # doctest: +SKIP
+            >>> br = pb.DQN(game, seed=0).best_response(0, pop.mixture(sigma), budget=200)   # 20_000 to learn
         """
         return self.best_response_with_value(player, opponents, budget=budget, warm_start=warm_start)[0]
 
