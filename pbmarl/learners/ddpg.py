@@ -12,7 +12,7 @@ Exploration adds Gaussian or Ornstein-Uhlenbeck noise (scaled to half the action
 range) to ``mu(s)`` and clips to the Box. `HDDPG` and `TD3` build on this file.
 
 Example:
-    >>> learner = pb.DDPG(pb.load_game("gym:Pendulum-v1"), seed=0, noise="ornstein_uhlenbeck")  # doctest: +SKIP
+    >>> learner = pb.DDPG(pb.load_game("gym:Pendulum-v1"), seed=0, noise="ornstein_uhlenbeck")
     >>> history = learner.train()              # 20,000 env steps  # doctest: +SKIP
     >>> learner.evaluate(10)["mean"]           # doctest: +SKIP
 """

@@ -15,7 +15,7 @@ expectations over ``a'`` and ``a`` are exact sums under ``pi``; ``H_target =
 (Box) or the most likely action (Discrete).
 
 Example:
-    >>> learner = pb.SAC(pb.load_game("gym:Pendulum-v1"), seed=0)  # doctest: +SKIP
+    >>> learner = pb.SAC(pb.load_game("gym:Pendulum-v1"), seed=0)
     >>> rec = learner.step()                   # 1,000 env steps  # doctest: +SKIP
     >>> for rec in learner.run(19): pass       # doctest: +SKIP
     >>> learner.evaluate(10)["mean"]           # doctest: +SKIP

@@ -9,7 +9,7 @@ The three changes to `DDPG`, each one line of the update:
 3. the actor and the targets update once every ``policy_delay`` critic updates.
 
 Example:
-    >>> learner = pb.TD3(pb.load_game("gym:Pendulum-v1"), seed=0, budget=20_000)  # doctest: +SKIP
+    >>> learner = pb.TD3(pb.load_game("gym:Pendulum-v1"), seed=0, budget=20_000)
     >>> history = learner.train()              # doctest: +SKIP
     >>> learner.evaluate(10)["mean"]           # doctest: +SKIP
 """
