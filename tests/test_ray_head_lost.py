@@ -151,11 +151,14 @@ def test_killing_the_ray_head_mid_fill_raises_a_catchable_error_and_keeps_the_ta
 
 def test_loopback_only_is_in_force_during_the_start_and_restored_after(monkeypatch):
     """Item 9: Ray's single-machine switch is on only while the embedded instance starts."""
+    import ray._private.worker as ray_worker
     from ray._private import ray_constants, services
 
     from pbmarl.rollout.ray_security import CLUSTER_VAR, loopback_only
 
     monkeypatch.setenv(CLUSTER_VAR, "1")
+    # as in a process that has not joined Ray yet (the suite's shared session would answer with its own node)
+    monkeypatch.setattr(ray_worker, "_global_node", None)
     before = ray_constants.ENABLE_RAY_CLUSTER
     with loopback_only():
         assert os.environ[CLUSTER_VAR] == "0" and ray_constants.ENABLE_RAY_CLUSTER is False
