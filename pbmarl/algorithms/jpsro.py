@@ -38,6 +38,7 @@ import pandas as pd
 
 from pbmarl.algorithms.jpsro_io import load_jpsro, save_jpsro
 from pbmarl.algorithms.records import _fmt
+from pbmarl.algorithms.stepping import run_steps
 from pbmarl.algorithms.transaction import all_or_nothing
 from pbmarl.evaluation.engine import best_response_values, nash_conv
 from pbmarl.evaluation.exact import ExactEvaluator
@@ -254,12 +255,7 @@ class JPSRO:
 
     def run(self, iterations: int) -> Iterator[JPSRORecord]:
         """Yield the records of up to `iterations` more iterations (stops when converged or at `max_iterations`)."""
-        if isinstance(iterations, bool) or not isinstance(iterations, (int, np.integer)) or iterations < 0:
-            raise ValueError(f"iterations must be a non-negative int, got {iterations!r}")
-        for _ in range(int(iterations)):
-            if self.converged or (self.max_iterations is not None and self.iteration >= self.max_iterations):
-                return
-            yield self.step()
+        return run_steps(self, iterations)
 
     @property
     def iteration(self) -> int:

@@ -36,6 +36,7 @@ from typing import Any, cast
 import numpy as np
 import pandas as pd
 
+from pbmarl.algorithms.stepping import run_steps
 from pbmarl.algorithms.transaction import all_or_nothing
 from pbmarl.algorithms.xdo_io import XDORecord, load_xdo, save_xdo
 from pbmarl.evaluation.cfr import CFRPlus
@@ -191,12 +192,7 @@ class XDO:
 
     def run(self, iterations: int) -> Iterator[XDORecord]:
         """Yield the records of up to `iterations` more iterations (stops when converged or at `max_iterations`)."""
-        if isinstance(iterations, bool) or not isinstance(iterations, (int, np.integer)) or iterations < 0:
-            raise ValueError(f"iterations must be a non-negative int, got {iterations!r}")
-        for _ in range(int(iterations)):
-            if self.converged or (self.max_iterations is not None and self.iteration >= self.max_iterations):
-                return
-            yield self.step()
+        return run_steps(self, iterations)
 
     # -- views ------------------------------------------------------------------------
     @property
