@@ -117,7 +117,7 @@ def test_xdo_run_folder_is_untrusted_input(tmp_path) -> None:
     (tmp_path / "xdo" / "run.json").write_text(json.dumps(meta))
     with pytest.raises(ValueError, match="inside the run folder"):
         pb.XDO.load(tmp_path / "xdo")
-    with pytest.raises(ValueError, match="not a JPSRO run"):
+    with pytest.raises(ValueError, match="not a 'JPSRO' run"):
         pb.JPSRO.load(tmp_path / "xdo")
 
 

@@ -83,13 +83,38 @@ def write_run_json(folder: Path, data: dict[str, Any]) -> None:
     write_json(folder / "run.json", data)
 
 
-def read_run_json(folder: Path, kind: str) -> dict[str, Any]:
+def read_run_json(folder: Path, kind: str, *, format: int | None = None) -> dict[str, Any]:
+    """`folder`'s run.json, checked to hold a `kind` run (and of `format`, when given)."""
     if not (folder / "run.json").exists():
         raise FileNotFoundError(f"{str(folder)!r} is not a pbmarl run folder (no run.json)")
     data: dict[str, Any] = read_json(folder / "run.json")
-    if data.get("kind") != kind:
-        raise ValueError(f"run folder {str(folder)!r} holds a {data.get('kind')!r} run, not a {kind!r} run")
+    if data.get("kind") != kind or (format is not None and data.get("format") != format):
+        wanted = f"a {kind!r} run" + (f" of format {format}" if format is not None else "")
+        raise ValueError(f"run folder {str(folder)!r} holds a {data.get('kind')!r} run (format "
+                         f"{data.get('format')!r}), not {wanted}")
     return copy.deepcopy(data)
+
+
+def check_overrides(overrides: dict[str, Any], accepted: Sequence[str]) -> None:
+    """Raise TypeError naming any override a loader does not accept."""
+    unknown = sorted(set(overrides) - set(accepted))
+    if unknown:
+        raise TypeError(f"unknown overrides {unknown}; accepted: {', '.join(accepted)}")
+
+
+def write_history(folder: Path, history: Any) -> None:
+    """Write a history DataFrame to ``history.csv`` atomically (a temporary file, then a rename)."""
+    tmp = folder / ".history.csv.tmp"
+    history.to_csv(tmp)
+    tmp.replace(folder / "history.csv")
+
+
+def remove_stale(folder: Path, patterns: Sequence[str], keep: Sequence[str]) -> None:
+    """Delete files matching `patterns` in `folder` except those named in `keep` (superseded snapshots)."""
+    for pattern in patterns:
+        for old in folder.glob(pattern):
+            if old.name not in keep:
+                old.unlink(missing_ok=True)
 
 
 def config_with(cls: type, config: Any, options: dict[str, Any], *, owner: str) -> Any:

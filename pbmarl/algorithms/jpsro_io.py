@@ -19,8 +19,9 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from pbmarl.algorithms.driver_io import check_overrides, read_run_json, remove_stale, write_history
 from pbmarl.games.registry import game_from_spec, game_spec
-from pbmarl.io import ensure_writable_folder, inside, read_json, read_npz, write_json, write_npz
+from pbmarl.io import ensure_writable_folder, inside, read_npz, write_json, write_npz
 from pbmarl.payoffs import PayoffTable
 from pbmarl.population import Population
 
@@ -38,9 +39,7 @@ def save_jpsro(run: JPSRO, folder: Path) -> Path:
     run.table.save(folder / table)
     write_npz(folder / pending, {"players": np.array([p for p, _ in run._pending], dtype=np.int64),
                                  **{f"table_{i}": t for i, (_, t) in enumerate(run._pending)}})
-    tmp = folder / ".history.csv.tmp"
-    run.history.to_csv(tmp)
-    tmp.replace(folder / "history.csv")
+    write_history(folder, run.history)
     write_json(folder / "run.json", {
         "format": FORMAT, "kind": "JPSRO", "game": game_spec(run.game),
         "solver": {"name": run.solver.name, "options": dict(run.solver.options)},
@@ -49,9 +48,7 @@ def save_jpsro(run: JPSRO, folder: Path) -> Path:
         "wall_time": run._wall, "records": [r.to_json() for r in run.records],
         "marginals": [list(map(float, m)) for m in (run.meta_strategy or ())],
     })
-    for old in [*folder.glob("table-*.npz"), *folder.glob("pending-*.npz")]:
-        if old.name not in (table, pending):
-            old.unlink(missing_ok=True)
+    remove_stale(folder, ("table-*.npz", "pending-*.npz"), keep=(table, pending))
     return folder
 
 
@@ -59,15 +56,8 @@ def load_jpsro(cls: type[JPSRO], folder: Path, **overrides: Any) -> JPSRO:
     from pbmarl.algorithms.jpsro import JPSRORecord
     from pbmarl.solvers.metasolver import MetaSolver
 
-    if not (folder / "run.json").exists():
-        raise FileNotFoundError(f"{str(folder)!r} is not a pbmarl run folder (no run.json)")
-    data = read_json(folder / "run.json")
-    if data.get("kind") != "JPSRO" or data.get("format") != FORMAT:
-        raise ValueError(f"run folder {str(folder)!r} holds a {data.get('kind')!r} run (format "
-                         f"{data.get('format')!r}), not a JPSRO run of format {FORMAT}")
-    unknown = sorted(set(overrides) - {"save_dir", "stop_gap", "max_iterations", "tie_tol"})
-    if unknown:
-        raise TypeError(f"unknown overrides {unknown}; accepted: save_dir, stop_gap, max_iterations, tie_tol")
+    data = read_run_json(folder, "JPSRO", format=FORMAT)
+    check_overrides(overrides, ("save_dir", "stop_gap", "max_iterations", "tie_tol"))
     run = cls.__new__(cls)
     solver = MetaSolver(data["solver"]["name"], **data["solver"]["options"])
     run._configure(game_from_spec(data["game"]), solver, **{**data["options"], "save_dir": folder, **overrides})

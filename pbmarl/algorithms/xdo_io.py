@@ -14,9 +14,10 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from pbmarl.algorithms.driver_io import check_overrides, read_run_json, remove_stale, write_history
 from pbmarl.algorithms.records import _fmt
 from pbmarl.games.registry import game_from_spec, game_spec
-from pbmarl.io import ensure_writable_folder, inside, read_json, read_npz, write_json, write_npz
+from pbmarl.io import ensure_writable_folder, inside, read_npz, write_json, write_npz
 from pbmarl.population import Population
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -86,31 +87,20 @@ def save_xdo(run: XDO, folder: Path) -> Path:
     run.population.save(folder / "population")
     solution = f"solution-{run.iteration:04d}.npz"
     write_npz(folder / solution, {f"plan_{p}": x for p, x in enumerate(run.plans)})
-    tmp = folder / ".history.csv.tmp"
-    run.history.to_csv(tmp)
-    tmp.replace(folder / "history.csv")
+    write_history(folder, run.history)
     write_json(folder / "run.json", {
         "format": FORMAT, "kind": "XDO", "game": game_spec(run.game),
         "options": {name: getattr(run, name) for name in OPTIONS},
         "tau": run.tau, "iteration": run.iteration, "sizes": list(run.population.sizes), "solution": solution,
         "wall_time": run._wall, "inner_total": run._inner_total, "records": [r.to_json() for r in run.records],
     })
-    for old in folder.glob("solution-*.npz"):
-        if old.name != solution:
-            old.unlink(missing_ok=True)
+    remove_stale(folder, ("solution-*.npz",), keep=(solution,))
     return folder
 
 
 def load_xdo(cls: type[XDO], folder: Path, **overrides: Any) -> XDO:
-    if not (folder / "run.json").exists():
-        raise FileNotFoundError(f"{str(folder)!r} is not a pbmarl run folder (no run.json)")
-    data = read_json(folder / "run.json")
-    if data.get("kind") != "XDO" or data.get("format") != FORMAT:
-        raise ValueError(f"run folder {str(folder)!r} holds a {data.get('kind')!r} run (format "
-                         f"{data.get('format')!r}), not an XDO run of format {FORMAT}")
-    unknown = sorted(set(overrides) - set(OPTIONS) - {"save_dir", "tau"})
-    if unknown:
-        raise TypeError(f"unknown overrides {unknown}; accepted: save_dir, tau, {', '.join(OPTIONS)}")
+    data = read_run_json(folder, "XDO", format=FORMAT)
+    check_overrides(overrides, ("save_dir", "tau", *OPTIONS))
     options = {**data["options"], "tau": data["tau"], "save_dir": folder, **overrides}
     run = cls(game_from_spec(data["game"]), **options)
     run.population = Population.load(folder / "population", run.game, sizes=data["sizes"])
