@@ -107,6 +107,7 @@ def _start_embedded(ray: Any, num_cpus: int, quiet: bool) -> Any:
     options = {"address": "local", "num_cpus": num_cpus, "include_dashboard": False, **_logging(quiet)}
     for attempt in range(2):
         extra = {"_system_config": {"agent_register_timeout_ms": RETRY_AGENT_TIMEOUT_S * 1000}} if attempt else {}
+        before = set(child_processes())
         try:
             with loopback_only(), patient_gcs_clients():
                 return ray.init(**options, **extra)
@@ -114,6 +115,8 @@ def _start_embedded(ray: Any, num_cpus: int, quiet: bool) -> Any:
             if "timed out during startup" not in str(exc) and "Timed out" not in str(exc):
                 raise
             ray.shutdown()
+            # a start that timed out can leave its gcs_server/raylet running: ray.shutdown() does not know them
+            stop_processes(pid for pid, name in child_processes().items() if pid not in before and name in RAY_DAEMONS)
             if attempt:
                 raise RuntimeError(
                     f"Ray did not start on this machine, twice (the second time waiting {RETRY_AGENT_TIMEOUT_S} s "
@@ -122,6 +125,72 @@ def _start_embedded(ray: Any, num_cpus: int, quiet: bool) -> Any:
                     "init_ray(address='auto'), or RolloutPool(backend='local') without Ray"
                 ) from None
     raise AssertionError("unreachable")
+
+
+#: names of the daemons an embedded Ray start launches as children of this process
+RAY_DAEMONS = ("gcs_server", "raylet", "plasma_store", "dashboard", "log_monitor", "monitor")
+
+
+def child_processes() -> dict[int, str]:
+    """``{pid: name}`` of this process's direct children, read from /proc ({} where there is none)."""
+    me, found = os.getpid(), {}
+    try:
+        entries = os.listdir("/proc")
+    except OSError:
+        return {}
+    for entry in entries:
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat") as fh:
+                stat = fh.read()
+        except OSError:
+            continue
+        name, _, rest = stat[stat.index("(") + 1:].rpartition(")")
+        fields = rest.split()
+        if len(fields) > 1 and fields[1] == str(me):
+            found[int(entry)] = name
+    return found
+
+
+def stop_processes(pids: Any, grace_s: float = 3.0) -> None:
+    """SIGTERM each pid, then SIGKILL what is still running after `grace_s`; reaps our own children."""
+    import signal
+
+    pids = [pid for pid in pids if _alive(pid)]
+    for pid in pids:
+        _signal(pid, signal.SIGTERM)
+    deadline = time.monotonic() + grace_s
+    while pids and time.monotonic() < deadline:
+        time.sleep(0.05)
+        pids = [pid for pid in pids if _alive(pid)]
+    for pid in pids:
+        _signal(pid, signal.SIGKILL)
+        try:
+            os.waitpid(pid, 0)
+        except ChildProcessError:
+            pass
+
+
+def _alive(pid: int) -> bool:
+    """Whether `pid` still runs (reaping it first if it is our exited child)."""
+    try:
+        if os.waitpid(pid, os.WNOHANG)[0]:
+            return False
+    except ChildProcessError:
+        pass
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    return True
+
+
+def _signal(pid: int, sig: int) -> None:
+    try:
+        os.kill(pid, sig)
+    except ProcessLookupError:
+        pass
 
 
 def _logging(quiet: bool) -> dict[str, Any]:
