@@ -43,7 +43,7 @@ def test_bsp_with_n_workers_equals_one_worker_with_n_times_the_batch(cartpole, c
     ParameterServer(_params(single), single.optimizer, max_grad_norm=single.config.max_grad_norm).apply(
         [big.grad], [big.count], [0])
     np.testing.assert_allclose(get_vector(_params(learner)), get_vector(_params(single)), atol=1e-6)
-    assert learner._rounds.staleness == [0, 0, 0]
+    assert learner.staleness == [0, 0, 0] and list(learner.history["max_staleness"]) == [0]
 
 
 @pytest.mark.parametrize("k", [1, 2])
@@ -55,7 +55,11 @@ def test_bap_staleness_never_exceeds_the_bound_and_asp_records_it(cartpole, k) -
         for _ in range(5):
             record = learner.step()
         rounds = learner._rounds
-        measured[sync] = rounds.staleness
+        measured[sync] = learner.staleness  # public: every applied gradient's staleness
+        per_round = list(learner.history["max_staleness"])
+        assert max(per_round) == max(learner.staleness)
+        if sync == "asp":  # each gradient is applied on arrival: four applies a round
+            assert per_round == [max(learner.staleness[i:i + 4]) for i in range(0, 20, 4)]
         assert len(rounds.log) == 20  # every round consumes one gradient per worker
         # exact accounting: each consumed job counted once, nothing else
         assert record.learner_steps == sum(e[3] for e in rounds.log)
@@ -63,6 +67,27 @@ def test_bap_staleness_never_exceeds_the_bound_and_asp_records_it(cartpole, k) -
         assert len({e[2] for e in rounds.log}) == 20
     assert max(measured["bap"]) <= k
     assert len(measured["asp"]) == 20 and max(measured["asp"]) > k  # the bound is what holds BAP back
+
+
+def test_the_parameter_server_owns_its_copies_and_the_learner_pulls_them_each_round(cartpole) -> None:
+    from pbmarl.distributed.server import ServerProcess
+
+    learner = pb.A2C(cartpole, workers=2, sync="asp", seed=1, **SMALL)
+    learner.start(0, [None])
+    server = learner._rounds.server
+    process = server.host.obj
+    assert isinstance(process, ServerProcess)  # the server actor's body, in-process on the local backend
+    mine = _params(learner)
+    assert not {id(p) for p in process.server.params} & {id(p) for p in mine}  # copies, not the learner's
+    before = get_vector(mine)
+    learner.step()
+    assert server.version == 2 == process.server.version  # ASP: one update per gradient
+    np.testing.assert_array_equal(get_vector(mine), process.server.weights()[1])  # pulled at the end of the round
+    assert np.abs(get_vector(mine) - before).max() > 0
+    state = learner.optimizer.state_dict()["state"]
+    assert int(state[0]["step"]) == 2  # the optimiser's moments came back too (save keeps them)
+    learner.finish()
+    assert server.host.obj is None
 
 
 def test_bad_parallel_options_are_named(cartpole) -> None:
@@ -79,7 +104,7 @@ def test_a3c_is_a2c_under_asp(cartpole) -> None:
     assert (learner.config.workers, learner.config.sync) == (4, "asp")
     learner.start(0, [None])
     record = learner.step()
-    assert len(learner._rounds.staleness) == 4 and record.learner_steps == sum(e[3] for e in learner._rounds.log)
+    assert len(learner.staleness) == 4 and record.learner_steps == sum(e[3] for e in learner._rounds.log)
 
 
 def test_impala_learns_from_stale_batches_with_exact_step_counts(cartpole) -> None:
@@ -114,6 +139,11 @@ def test_apex_actors_use_their_epsilon_schedule(cartpole) -> None:
     assert seen == {0, 1, 2, 3}  # the fast actor comes back more often, but all do
     assert learner.published[0] == 4  # 8 updates, published every 2
     assert record.buffer == record.learner_steps == sum(e[3] for e in learner.log)
+    from pbmarl.distributed.replay import ReplayProcess
+
+    central = learner.replay.host.obj  # the replay actor's body (in-process on the local backend)
+    assert isinstance(central, ReplayProcess) and len(central.buffer) == record.buffer
+    assert central.buffer.state_arrays()["obs"].shape[0] == record.buffer
     with pytest.raises(ValueError, match="n must be a positive int"):
         pb.apex_epsilons(0)
 

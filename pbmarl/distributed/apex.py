@@ -9,7 +9,8 @@ one proportional prioritised replay (new transitions enter at the highest priori
 takes `updates_per_round` double-DQN steps per round (`DQN._update`, priorities refreshed
 from the TD errors) and publishes its weights every `publish_interval` updates. Actors
 run locally (in-process, simulated arrival order) or as Ray actors (``backend="ray"``);
-the replay lives with the learner.
+the replay is then a Ray actor too (`pbmarl.distributed.replay`; in-process on the local
+backend, the same code), which the learner fills and samples without holding the data.
 
 Example:
     >>> learner = pb.ApeX(pb.load_game("gym:CartPole-v1"), actors=4)  # doctest: +SKIP
@@ -27,6 +28,7 @@ import numpy as np
 from pbmarl.distributed.executors import make_executor
 from pbmarl.distributed.impala import RolloutResult
 from pbmarl.distributed.options import BACKENDS
+from pbmarl.distributed.replay import RemoteReplay
 from pbmarl.distributed.server import get_vector, set_vector
 from pbmarl.games.base import Game
 from pbmarl.learners.base import POSITIVE, POSITIVE_INT, UNIT, Rule, Task
@@ -128,6 +130,7 @@ class ApeX(DQN):
             return (spec, actor_cfg, task.player, opponents, eps[i])
 
         self.executor = make_executor(cfg.backend, args, cfg.actors, ApeXActor)
+        self.replay = RemoteReplay(self.replay, backend=cfg.backend)  # the central replay actor
         self.idle = list(range(cfg.actors))
         self.published = (0, get_vector(list(self.q_net.parameters())))
         #: every consumed batch: (actor, weights version, seeds, learner transitions, env steps)
@@ -177,4 +180,6 @@ class ApeX(DQN):
 
     def _end_task(self) -> None:
         self.executor.close()
+        if isinstance(self.replay, RemoteReplay):
+            self.replay.close()
         super()._end_task()

@@ -57,10 +57,8 @@ class IMPALAConfig(A2CConfig):
 
 @dataclass(frozen=True)
 class IMPALARecord(A2CRecord):
-    """One IMPALA round (one batch per actor): A2C's statistics plus the data's staleness."""
-
-    max_staleness: int
-    """Most versions any batch of the round lagged behind the learner."""
+    """One IMPALA round (one batch per actor): A2C's statistics; `max_staleness` is the most versions
+    any batch of the round lagged behind the learner."""
 
 
 @dataclass(frozen=True)
@@ -92,7 +90,7 @@ class IMPALA(A2C):
 
     name = "impala"
     config_class = IMPALAConfig
-    record_class = IMPALARecord  # type: ignore[assignment]  # a subclass of A2CRecord
+    record_class = IMPALARecord  # a subclass of A2CRecord
     config: IMPALAConfig  # type: ignore[assignment]
 
     def _init_task(self, player: int, warm: dict[str, dict[str, Any]] | None) -> None:
@@ -108,12 +106,16 @@ class IMPALA(A2C):
         self.params = list(self.actor.net.parameters()) + list(self.critic.parameters())
         self.weights_version = 0
         self.idle = list(range(cfg.actors))
-        #: versions every consumed batch lagged behind the learner
-        self.staleness: list[int] = []
+        self._staleness: list[int] = []
         #: every consumed batch: (actor, version, seeds, learner transitions, env steps)
         self.log: list[tuple[int, int, tuple[int, ...], int, int]] = []
         #: wall seconds the learner spent in V-trace updates (the server's share of the time)
         self.learn_seconds = 0.0
+
+    @property
+    def staleness(self) -> list[int]:
+        """Versions every consumed batch lagged behind the learner, in order (this task)."""
+        return list(getattr(self, "_staleness", []))
 
     def _send(self, i: int) -> None:
         from pbmarl.distributed.server import get_vector
@@ -137,7 +139,7 @@ class IMPALA(A2C):
             i, result = self.executor.next()
             task.learner_steps += len(result.traj)
             task.env_steps += int(result.traj.steps)
-            self.staleness.append(self.weights_version - result.version)
+            self._staleness.append(self.weights_version - result.version)
             self.log.append((i, result.version, result.seeds, len(result.traj), int(result.traj.steps)))
             t0 = time.perf_counter()
             stats.append(self._vtrace_step(result.traj, task))
@@ -148,7 +150,7 @@ class IMPALA(A2C):
             self._send(i)
         mean = {k: float(np.mean([s[k] for s in stats])) for k in stats[0]}
         return concat_trajectories([r.traj for r in got]), {
-            **mean, "max_staleness": max(self.staleness[-len(got):])}
+            **mean, "max_staleness": max(self._staleness[-len(got):])}
 
     def _vtrace_step(self, traj: Trajectories, task: Task) -> dict[str, float]:
         cfg = self.config

@@ -12,6 +12,11 @@ One `ParameterRounds.round()` consumes `workers` gradients (one per worker under
   worker whose gradient waits stays idle until the next apply. Every applied gradient has
   staleness <= k (``k = 0`` is BSP without the barrier's fixed order).
 
+The server is a `RemoteServer`: a Ray actor on the Ray backend (workers fetch the
+weights it publishes straight from it), an in-process object on the local one. At the
+end of every round (and on Ctrl-C) its weights and optimiser state are pulled into the
+learner's own networks.
+
 Env-step accounting: a gradient's data is counted into the task when its result is
 consumed, exactly once.
 """
@@ -21,7 +26,7 @@ from __future__ import annotations
 from typing import Any
 
 from pbmarl.distributed.executors import Executor, make_executor
-from pbmarl.distributed.server import ParameterServer
+from pbmarl.distributed.server import RemoteServer
 from pbmarl.distributed.workers import GradientResult, mean_stats
 from pbmarl.rollout.trajectories import Trajectories, concat_trajectories
 from pbmarl.rollout.worker import game_for_worker
@@ -37,8 +42,8 @@ class ParameterRounds:
         task = learner.task
         self.learner = learner
         self.mode, self.k, self.n = cfg.sync, cfg.staleness, cfg.workers
-        params = list(learner.actor.net.parameters()) + list(learner.critic.parameters())
-        self.server = ParameterServer(params, learner.optimizer, max_grad_norm=cfg.max_grad_norm)
+        self.server = RemoteServer([learner.actor.net, learner.critic], learner.optimizer, backend=cfg.backend,
+                                   max_grad_norm=cfg.max_grad_norm)
         spec = game_for_worker(learner.game)
         opponents = list(task.opponents)
 
@@ -58,6 +63,11 @@ class ParameterRounds:
     def staleness(self) -> list[int]:
         """Staleness of every applied gradient, in order."""
         return self.server.staleness
+
+    @property
+    def version(self) -> int:
+        """The server's weights version (updates applied this task)."""
+        return self.server.version
 
     def _dispatch(self, w: int) -> None:
         version, weights = self.server.weights()
@@ -81,14 +91,18 @@ class ParameterRounds:
     def round(self) -> tuple[Trajectories, dict[str, float]]:
         """Consume `workers` gradients under the mode; the data and its statistics."""
         try:
-            return self._round()
+            out = self._round()
         except KeyboardInterrupt:  # stop the workers; the next round starts fresh ones
             self.executor.close()
             self.inflight = {}
+            self.server.pull()  # the updates already applied (their data is counted) reach the learner
             raise
+        self.server.pull()
+        return out
 
     def _round(self) -> tuple[Trajectories, dict[str, float]]:
         got: list[GradientResult] = []
+        applied = len(self.server.staleness)
         if self.mode == "bsp":
             for w in range(self.n):
                 self._dispatch(w)
@@ -113,7 +127,8 @@ class ParameterRounds:
                 if all(self.server.version + 1 - v <= self.k for v in self.inflight.values()):
                     self._apply_pending()
         self.last = got
-        return concat_trajectories([r.traj for r in got]), mean_stats(got)
+        new = self.server.staleness[applied:]
+        return concat_trajectories([r.traj for r in got]), {**mean_stats(got), "max_staleness": max(new, default=0)}
 
     def _apply_pending(self) -> None:
         self._apply(self.pending)
@@ -124,3 +139,4 @@ class ParameterRounds:
 
     def close(self) -> None:
         self.executor.close()
+        self.server.close()

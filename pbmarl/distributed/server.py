@@ -4,16 +4,27 @@ Weights and gradients travel as flat float32 vectors in the order of `params`
 (``torch.nn.utils.parameters_to_vector``). A gradient computed from version ``v``
 and applied when the server is at version ``u`` has staleness ``u - v``; every
 applied gradient's staleness is recorded.
+
+`ParameterServer` is the update rule. `ServerProcess` hosts one on its own copies of
+the learner's networks and optimiser: a Ray actor on the Ray backend, an in-process
+object on the local one (`pbmarl.distributed.hosting`). `RemoteServer` is the learner's
+handle on it: it numbers the versions, hands workers the published weights (on Ray an
+object reference the workers resolve themselves) and `pull`s the server's state back
+into the learner's own networks, so `save`, `policy()` and evaluation see the trained weights.
 """
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 import torch
 
-__all__ = ["ParameterServer", "get_vector", "set_vector"]
+from pbmarl.distributed.hosting import Hosted
+
+__all__ = ["ParameterServer", "RemoteServer", "ServerProcess", "get_vector", "set_vector"]
 
 
 def get_vector(params: Sequence[torch.nn.Parameter]) -> np.ndarray:
@@ -79,3 +90,98 @@ class ParameterServer:
         self.staleness.extend(self.version - int(v) for v in versions)
         self.version += 1
         return self.version
+
+
+class ServerProcess:
+    """A `ParameterServer` on its own copies of `modules` and of the optimiser (the server actor's body).
+
+    Args:
+        modules: the networks whose parameters are trained, in the order of the flat vectors.
+        optimizer_class, defaults, state: rebuild the learner's optimiser (``type(opt)``,
+            ``opt.defaults``, ``opt.state_dict()``) over the copies.
+        version: the version the copies are at.
+        max_grad_norm: as `ParameterServer`'s.
+    """
+
+    def __init__(self, modules: Sequence[torch.nn.Module], optimizer_class: type[torch.optim.Optimizer],
+                 defaults: dict[str, Any], state: dict[str, Any], version: int, max_grad_norm: float | None) -> None:
+        torch.set_num_threads(1)
+        self.modules = list(modules)
+        params = [p for m in self.modules for p in m.parameters()]
+        optimizer = optimizer_class(params, **defaults)
+        optimizer.load_state_dict(state)
+        self.server = ParameterServer(params, optimizer, max_grad_norm=max_grad_norm)
+        self.server.version = int(version)
+
+    def apply(self, grads: Sequence[np.ndarray], counts: Sequence[int], versions: Sequence[int],
+              lr: float) -> np.ndarray:
+        """One update at learning rate `lr`; the published weights of the new version."""
+        for group in self.server.optimizer.param_groups:
+            group["lr"] = lr
+        self.server.apply(grads, counts, versions)
+        return self.server.weights()[1]
+
+    def state(self) -> tuple[int, np.ndarray, dict[str, Any]]:
+        """``(version, flat weights, optimiser state_dict)``, copies."""
+        version, weights = self.server.weights()
+        return version, weights.copy(), copy.deepcopy(self.server.optimizer.state_dict())
+
+    def ping(self) -> bool:
+        return True
+
+
+class RemoteServer:
+    """The learner's handle on a `ServerProcess` (a Ray actor when ``backend="ray"``).
+
+    Args:
+        modules: the learner's own networks (copied into the server; `pull` writes back into them).
+        optimizer: the learner's optimiser (copied likewise).
+        backend: "local" or "ray".
+        max_grad_norm: norm clip of each applied (averaged) gradient.
+    """
+
+    def __init__(self, modules: Sequence[torch.nn.Module], optimizer: torch.optim.Optimizer, *, backend: str,
+                 max_grad_norm: float | None = None) -> None:
+        self.modules = list(modules)
+        self.optimizer = optimizer
+        self.params = [p for m in self.modules for p in m.parameters()]
+        self.version = 0
+        #: staleness of every applied gradient, in order (server version at apply - gradient's version)
+        self.staleness: list[int] = []
+        self.host = Hosted(ServerProcess, (self.modules, type(optimizer), dict(optimizer.defaults),
+                                           optimizer.state_dict(), 0, max_grad_norm),
+                           backend=backend, name="parameter server")
+        self._published: tuple[int, Any] = (0, self.host.put(get_vector(self.params)))
+
+    def weights(self) -> tuple[int, Any]:
+        """``(version, published weights)``: a flat vector locally, an object reference on Ray."""
+        return self._published
+
+    def apply(self, grads: Sequence[np.ndarray], counts: Sequence[int], versions: Sequence[int]) -> int:
+        """Send one update (at the learner optimiser's current learning rate); returns the new version.
+
+        On Ray this does not wait: the new weights are published as a reference that the
+        next worker resolves once the server has applied the update.
+        """
+        if not grads or len(grads) != len(counts) or len(grads) != len(versions):
+            raise ValueError(f"need one count and version per gradient, got {len(grads)}, {len(counts)}, {len(versions)}")
+        if any(int(c) <= 0 for c in counts):
+            raise ValueError(f"sample counts must be positive, got {list(counts)}")
+        lr = float(self.optimizer.param_groups[0]["lr"])
+        future = self.host.send("apply", list(grads), list(counts), [int(v) for v in versions], lr)
+        self.staleness.extend(self.version - int(v) for v in versions)
+        self.version += 1
+        self._published = (self.version, future)
+        return self.version
+
+    def pull(self) -> int:
+        """Copy the server's weights and optimiser state into the learner's own; returns the version."""
+        version, weights, state = self.host.call("state")
+        if version != self.version:
+            raise RuntimeError(f"parameter server is at version {version}, expected {self.version}")
+        set_vector(self.params, weights)
+        self.optimizer.load_state_dict(state)
+        return int(version)
+
+    def close(self) -> None:
+        self.host.close()

@@ -62,6 +62,8 @@ class A2CRecord(StepRecord):
     value_loss: float
     entropy: float
     """Mean entropy of the policy over the legal actions (nats)."""
+    max_staleness: int = 0
+    """With ``workers > 1``: most versions a gradient applied this round lagged behind the server (0 otherwise)."""
 
 
 class A2C(PPO):

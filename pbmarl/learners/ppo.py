@@ -105,6 +105,8 @@ class PPORecord(StepRecord):
     """Approximate KL(behaviour || updated) at the end of the round."""
     clip_fraction: float
     """Share of samples whose ratio was clipped."""
+    max_staleness: int = 0
+    """With ``workers > 1``: most versions a gradient applied this round lagged behind the server (0 otherwise)."""
 
 
 @dataclass(frozen=True)
@@ -167,6 +169,15 @@ class PPO(Learner):
         stats = self._update(self._prepare(traj), task)
         self.actor.version += 1  # workers cache policies by version
         return traj, stats
+
+    @property
+    def staleness(self) -> list[int]:
+        """With ``workers > 1``: staleness of every gradient the parameter server applied this task, in order.
+
+        (Server version at apply minus the version the gradient was computed at; empty for one worker.)
+        """
+        rounds = getattr(self, "_rounds", None)
+        return list(rounds.staleness) if rounds is not None else []
 
     def _prepare(self, traj: Trajectories) -> RolloutBatch:
         """Tensors of the round, with GAE advantages from the critic's values."""

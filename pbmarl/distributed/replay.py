@@ -1,0 +1,94 @@
+"""Ape-X's central replay: a (prioritised) `ReplayBuffer` hosted in a Ray actor, or in-process locally.
+
+`ReplayProcess` is the actor's body: it owns the buffer. `RemoteReplay` is what the
+learner holds in place of its buffer: it has the buffer's interface (`add`, `sample`,
+`update_priorities`, `len`, `state_arrays` / `load_state_arrays`), so DQN's own update
+runs unchanged against it. `add` and `update_priorities` are sent without waiting;
+`sample` waits, and since one caller's calls run in order, it always sees every earlier
+add and priority update: the local and the Ray backend draw the same minibatches. Each
+`sample` draws its seed from the learner's generator, so runs stay reproducible.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from pbmarl.distributed.hosting import Hosted
+from pbmarl.learners.buffers import Batch, ReplayBuffer
+from pbmarl.rollout.trajectories import Trajectories
+
+__all__ = ["RemoteReplay", "ReplayProcess"]
+
+
+class ReplayProcess:
+    """Owns the buffer (the replay actor's body)."""
+
+    def __init__(self, buffer: ReplayBuffer) -> None:
+        self.buffer = buffer
+
+    def add(self, traj: Trajectories) -> int:
+        self.buffer.add(traj)
+        return len(self.buffer)
+
+    def sample(self, batch_size: int, seed: int) -> Batch:
+        return self.buffer.sample(batch_size, np.random.default_rng(seed))
+
+    def update_priorities(self, index: np.ndarray, td_error: np.ndarray) -> None:
+        self.buffer.update_priorities(index, td_error)
+
+    def size(self) -> int:
+        return len(self.buffer)
+
+    def state_arrays(self) -> dict[str, np.ndarray]:
+        return self.buffer.state_arrays()
+
+    def load_state_arrays(self, arrays: dict[str, np.ndarray]) -> int:
+        self.buffer.load_state_arrays(arrays)
+        return len(self.buffer)
+
+
+class RemoteReplay(ReplayBuffer):
+    """A `ReplayBuffer` whose storage lives in a `ReplayProcess` (a Ray actor when ``backend="ray"``).
+
+    It subclasses `ReplayBuffer` only to stand where DQN expects one; it keeps no arrays of its own.
+
+    Args:
+        buffer: the (empty or filled) buffer to host; copied into the host.
+        backend: "local" or "ray".
+    """
+
+    def __init__(self, buffer: ReplayBuffer, *, backend: str) -> None:  # no super().__init__: no local storage
+        self.capacity = buffer.capacity
+        self.size = len(buffer)
+        self.host = Hosted(ReplayProcess, (buffer,), backend=backend, name="replay")
+
+    def __len__(self) -> int:
+        return self.size
+
+    def add(self, traj: Trajectories) -> np.ndarray:
+        """Send `traj` to the replay (not waited for); returns no slots (they are the replay's business)."""
+        self.host.send("add", traj)
+        self.size = min(self.size + min(len(traj), self.capacity), self.capacity)
+        return np.zeros(0, np.int64)
+
+    def append(self, obs: np.ndarray, action: np.ndarray | int, reward: float, done: bool, next_obs: np.ndarray,
+               legal_mask: np.ndarray | bool = True, next_legal_mask: np.ndarray | bool = True) -> int:
+        raise NotImplementedError("the central replay takes whole batches (add), not single transitions")
+
+    def sample(self, batch_size: int, rng: np.random.Generator) -> Batch:
+        if self.size == 0:
+            raise ValueError("cannot sample from an empty replay buffer")
+        return self.host.call("sample", int(batch_size), int(rng.integers(2**63 - 1)))
+
+    def update_priorities(self, index: np.ndarray, td_error: np.ndarray) -> None:
+        self.host.send("update_priorities", index, td_error)
+
+    def state_arrays(self) -> dict[str, np.ndarray]:
+        return self.host.call("state_arrays")
+
+    def load_state_arrays(self, arrays: dict[str, np.ndarray]) -> None:
+        self.size = int(self.host.call("load_state_arrays", arrays))
+
+    def close(self) -> None:
+        """Stop the replay actor."""
+        self.host.close()
