@@ -24,12 +24,14 @@ if TYPE_CHECKING:  # pragma: no cover
 
 def learner_classes() -> dict[str, Any]:
     """Registry name -> (learner class, config class), for loading and the command line."""
+    from pbmarl.learners.independent import Independent, IndependentConfig
     from pbmarl.learners.maddpg import MADDPG, MADDPGConfig
     from pbmarl.learners.mappo import IPPO, MAPPO, MAPPOConfig
     from pbmarl.learners.qmix import IQL, QMIX, QMIXConfig, VDNLearner
 
     return {"mappo": (MAPPO, MAPPOConfig), "ippo": (IPPO, MAPPOConfig), "qmix": (QMIX, QMIXConfig),
-            "iql": (IQL, QMIXConfig), "vdn": (VDNLearner, QMIXConfig), "maddpg": (MADDPG, MADDPGConfig)}
+            "iql": (IQL, QMIXConfig), "vdn": (VDNLearner, QMIXConfig), "maddpg": (MADDPG, MADDPGConfig),
+            "independent": (Independent, IndependentConfig)}
 
 
 def make_group_learner(name: str, *, seed: int = 0, **options: Any) -> GroupLearner:

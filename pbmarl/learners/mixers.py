@@ -2,6 +2,11 @@
 
 ``VDN`` (Sunehag et al. 2018): ``Q_tot = sum_a Q_a``.
 
+``CentralQ`` and `wqmix_weights`: Weighted QMIX (Rashid et al. 2020, "Weighted QMIX:
+Expanding Monotonic Value Function Factorisation", NeurIPS), which weights the TD errors
+of joint actions it deems suboptimal down by ``alpha`` and bootstraps from an unrestricted
+critic ``Q*``.
+
 ``QMixer`` (Rashid et al. 2018, QMIX, eq. 4-5): a two-layer network over the agents'
 chosen Q-values whose weights come from hypernetworks of the state ``s``:
 
@@ -69,6 +74,51 @@ class QMixer(nn.Module):
         hidden = nn.functional.elu(torch.bmm(q.view(B, 1, self.n_agents), w1) + b1)  # [B, 1, e]
         w2 = self.hyper_w2(state).abs().view(B, self.embed, 1)
         return (torch.bmm(hidden, w2).view(B) + self.hyper_v(state).view(B))
+
+
+class CentralQ(nn.Module):
+    """Weighted QMIX's unrestricted critic ``Q*(s, u)``: an MLP of the state and the one-hot joint action.
+
+    Rashid et al. 2020 build ``Q*`` from agent networks and a mixer without the
+    non-negativity constraint; an MLP over the joint action is the same unrestricted
+    function class, and small joint-action spaces (matrix games, MPE) make it cheap.
+    """
+
+    def __init__(self, n_agents: int, num_actions: int, state_dim: int, hidden: tuple[int, ...] = (256, 256)) -> None:
+        super().__init__()
+        self.n_agents, self.num_actions = int(n_agents), int(num_actions)
+        layers: list[nn.Module] = []
+        last = int(state_dim) + self.n_agents * self.num_actions
+        for width in hidden:
+            layers += [nn.Linear(last, int(width)), nn.ReLU()]
+            last = int(width)
+        layers.append(nn.Linear(last, 1))
+        self.net = nn.Sequential(*layers)
+
+    def forward(self, actions: torch.Tensor, state: torch.Tensor) -> torch.Tensor:
+        """``Q*(s, u) [B]`` from the joint actions ``[B, n]`` (ints) and the states ``[B, S]``."""
+        onehot = nn.functional.one_hot(actions.long(), self.num_actions).float().view(len(actions), -1)
+        return self.net(torch.cat([state.float(), onehot], dim=1)).view(-1)
+
+
+def wqmix_weights(q_tot: torch.Tensor, target: torch.Tensor, *, kind: str, alpha: float,
+                  q_star_greedy: torch.Tensor | None = None, greedy: torch.Tensor | None = None) -> torch.Tensor:
+    """Weighted QMIX's weights ``w(s, u)`` of the squared TD errors (Rashid et al. 2020, Sec. 5).
+
+    ``"ow"`` (optimistic): ``w = 1`` where ``Q_tot(s, u) < y`` (the mixer underestimates), else `alpha`.
+    ``"cw"`` (centralised): ``w = 1`` where ``y > Q*(s, u_greedy)`` or ``u`` is the greedy joint
+    action (`greedy`, a bool per row), else `alpha`. With ``alpha < 1`` the monotonic ``Q_tot``
+    is pulled towards the best joint actions and may misjudge the others, so its greedy joint
+    action can be the true optimum where plain QMIX's cannot (the climbing game).
+    """
+    one = torch.ones_like(target)
+    if kind == "ow":
+        return torch.where(q_tot < target, one, one * alpha)
+    if kind == "cw":
+        if q_star_greedy is None or greedy is None:
+            raise ValueError("the 'cw' weighting needs q_star_greedy and greedy")
+        return torch.where((target > q_star_greedy) | greedy, one, one * alpha)
+    raise ValueError(f"unknown weighting {kind!r}; accepted are 'ow' and 'cw'")
 
 
 def mixing_gradient(mixer: nn.Module, q: torch.Tensor, state: torch.Tensor) -> torch.Tensor:

@@ -13,7 +13,12 @@ observations), `VDN` (a sum), or nothing (``mixer="none"``: each agent learns it
 Q from its own reward, i.e. independent Q-learning).
 
 Replay holds whole episodes (``buffer_episodes``); every update samples
-``batch_episodes`` of them and trains on all their steps.
+``batch_episodes`` of them and trains on all their steps. With ``agent="gru"`` the
+agent network is recurrent (`pbmarl.policies.recurrent`): in play its hidden state
+runs through each episode per environment instance and agent, and in replay each
+sampled episode is unrolled from ``t = 0`` with a zero state, so the Q-values trained
+are the ones the agents acted on. ``weighting="ow"``/``"cw"`` turns on Weighted QMIX
+(`pbmarl.learners.mixers.wqmix_weights`).
 
 Rashid et al. 2018, "QMIX: Monotonic Value Function Factorisation for Deep Multi-Agent
 RL" (ICML); the defaults are the paper's where they apply (gamma 0.99, eps 1 -> 0.05,
@@ -29,11 +34,13 @@ from typing import Any
 import numpy as np
 import torch
 
+from pbmarl.learners.episode_batch import episode_grid, unroll_q
 from pbmarl.learners.group import GroupLearner, central_input, central_source, check_discrete, joint_steps
-from pbmarl.learners.mixers import make_mixer
+from pbmarl.learners.mixers import CentralQ, make_mixer, wqmix_weights
 from pbmarl.learners.nets import masked_argmax
 from pbmarl.learners.rl_math import linear_schedule
 from pbmarl.policies.neural import MLPPolicy
+from pbmarl.policies.recurrent import RecurrentQNet, RecurrentQPolicy
 from pbmarl.rollout.mapping import GroupGame
 from pbmarl.rollout.trajectories import Trajectories
 
@@ -44,6 +51,20 @@ class QMIXConfig:
 
     hidden: tuple[int, ...] = (64, 64)
     """Hidden widths of the agent Q-network (paper: 64)."""
+    agent: str = "mlp"
+    """Agent network: 'mlp' (reads the current observation) or 'gru' (a recurrent network for partial
+    observability, the paper's: fc, GRU cell, fc; its hidden state runs through each episode, in play
+    and in replay)."""
+    rnn_hidden: int = 64
+    """Width of the GRU agent network (paper: 64)."""
+    weighting: str = "none"
+    """Weighted QMIX (Rashid et al. 2020): 'none', 'ow' (optimistic) or 'cw' (centralised) weights of the
+    TD errors, with targets from an unrestricted critic Q*; lets the monotonic mixer's greedy joint action
+    reach optima it cannot represent (the climbing game)."""
+    weight_alpha: float = 0.1
+    """Weight of the TD errors Weighted QMIX deems suboptimal (paper: 0.1 on the matrix game, 0.5 on SMAC)."""
+    central_hidden: tuple[int, ...] = (256, 256)
+    """Hidden widths of Weighted QMIX's critic Q* (paper: 256)."""
     lr: float = 5e-4
     """Adam learning rate (paper: RMSprop 5e-4)."""
     gamma: float = 0.99
@@ -79,6 +100,18 @@ class QMIXConfig:
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "hidden", tuple(int(h) for h in self.hidden))
+        object.__setattr__(self, "central_hidden", tuple(int(h) for h in self.central_hidden))
+        if self.agent not in ("mlp", "gru"):
+            raise ValueError(f"QMIXConfig.agent must be 'mlp' or 'gru', got {self.agent!r}")
+        if self.weighting not in ("none", "ow", "cw"):
+            raise ValueError(f"QMIXConfig.weighting must be 'none', 'ow' or 'cw', got {self.weighting!r}")
+        if self.weighting != "none" and self.mixer == "none":
+            raise ValueError(f"QMIXConfig.weighting={self.weighting!r} weights a mixer's TD errors; "
+                             "mixer='none' (independent Q-learners) has none: use mixer='qmix' or 'vdn'")
+        if not 0.0 < float(self.weight_alpha) <= 1.0:
+            raise ValueError(f"QMIXConfig.weight_alpha must be in (0, 1], got {self.weight_alpha!r}")
+        if int(self.rnn_hidden) < 1:
+            raise ValueError(f"QMIXConfig.rnn_hidden must be a positive int, got {self.rnn_hidden!r}")
         if self.mixer not in ("qmix", "vdn", "none"):
             raise ValueError(f"QMIXConfig.mixer must be 'qmix', 'vdn' or 'none', got {self.mixer!r}")
         if self.central not in ("auto", "state", "concat"):
@@ -128,7 +161,7 @@ class EpsilonGreedyQ(MLPPolicy):
 
 #: the per-step arrays an episode in replay keeps
 _FIELDS = ("obs", "next_obs", "legal_mask", "next_legal_mask", "action", "reward", "terminated", "central",
-           "next_central", "episode")
+           "next_central", "episode", "time")
 
 
 class QMIX(GroupLearner):
@@ -157,11 +190,17 @@ class QMIX(GroupLearner):
                  else self.n_agents * int(view.observation_shape[0]))
         with torch.random.fork_rng(devices=[]):
             torch.manual_seed(self.seed)
-            self.agent = EpsilonGreedyQ(view, cfg.hidden, seed=self.seed, epsilon=cfg.eps_start)
+            self.agent: EpsilonGreedyQ | RecurrentQPolicy = (
+                RecurrentQPolicy(view, cfg.rnn_hidden, seed=self.seed, epsilon=cfg.eps_start) if cfg.agent == "gru"
+                else EpsilonGreedyQ(view, cfg.hidden, seed=self.seed, epsilon=cfg.eps_start))
             self.mixer = make_mixer(cfg.mixer, self.n_agents, width, embed=cfg.mixing_embed)
+            self.central_q = (CentralQ(self.n_agents, view.num_actions, width, cfg.central_hidden)
+                              if cfg.weighting != "none" else None)
         self.target_agent = copy.deepcopy(self.agent.net)
         self.target_mixer = copy.deepcopy(self.mixer)
+        self.target_central = copy.deepcopy(self.central_q)
         params = list(self.agent.net.parameters()) + (list(self.mixer.parameters()) if self.mixer is not None else [])
+        params += list(self.central_q.parameters()) if self.central_q is not None else []
         self.params = params
         self.optimizer = torch.optim.Adam(params, lr=cfg.lr)
 
@@ -170,11 +209,11 @@ class QMIX(GroupLearner):
         cfg = self.config
         return linear_schedule(cfg.eps_start, cfg.eps_end, float(cfg.eps_anneal_steps), float(self.env_steps))
 
-    def behaviour(self) -> EpsilonGreedyQ:
+    def behaviour(self) -> EpsilonGreedyQ | RecurrentQPolicy:
         self.agent.epsilon = self.epsilon
         return self.agent
 
-    def policy(self) -> EpsilonGreedyQ:
+    def policy(self) -> EpsilonGreedyQ | RecurrentQPolicy:
         greedy = copy.deepcopy(self.agent)
         greedy.epsilon = 0.0
         return greedy
@@ -186,7 +225,7 @@ class QMIX(GroupLearner):
                "next_legal_mask": steps.next_legal_mask, "action": steps.action, "reward": steps.reward,
                "terminated": steps.terminated, "central": central_input(steps, self.source),
                "next_central": central_input(steps, self.source, nxt=True),
-               "episode": steps.episode + self._next_episode}
+               "episode": steps.episode + self._next_episode, "time": steps.time}
         self._next_episode += int(steps.episode.max()) + 1 if len(steps) else 0
         self.buffer = new if not self.buffer else {k: np.concatenate([self.buffer[k], new[k]]) for k in _FIELDS}
         kept = np.unique(self.buffer["episode"])[-self.config.buffer_episodes:]
@@ -197,13 +236,34 @@ class QMIX(GroupLearner):
     def _sample(self) -> dict[str, torch.Tensor]:
         ids = np.unique(self.buffer["episode"])
         pick = self.rng.choice(ids, size=min(self.config.batch_episodes, len(ids)), replace=False)
-        sel = np.isin(self.buffer["episode"], pick)
-        return {k: torch.as_tensor(v[sel]) for k, v in self.buffer.items() if k != "episode"}
+        sel = np.flatnonzero(np.isin(self.buffer["episode"], pick))
+        out: dict[str, torch.Tensor] = {}
+        if self.config.agent == "gru":  # whole episodes in time order, laid out on a grid for the GRU
+            order, grid, valid = episode_grid(self.buffer["episode"][sel], self.buffer["time"][sel])
+            sel = sel[order]
+            out.update(grid=torch.as_tensor(grid), valid=torch.as_tensor(valid))
+        out.update({k: torch.as_tensor(v[sel]) for k, v in self.buffer.items() if k not in ("episode", "time")})
+        return out
 
     # -- learning ---------------------------------------------------------------------------------
     def _q(self, net: torch.nn.Module, obs: torch.Tensor) -> torch.Tensor:
         S, n = obs.shape[:2]
         return net(obs.reshape(S * n, -1).float()).view(S, n, -1)
+
+    def _agent_q(self, b: dict[str, torch.Tensor]) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """``(q_all, q_next_online, q_next_target)``, each ``[S, n, A]``; the GRU unrolls each episode from t = 0."""
+        if self.config.agent == "mlp":
+            with torch.no_grad():
+                nxt_online, nxt_target = self._q(self.agent.net, b["next_obs"]), self._q(self.target_agent, b["next_obs"])
+            return self._q(self.agent.net, b["obs"]), nxt_online, nxt_target
+        grid, valid = b["grid"].numpy(), b["valid"].numpy()
+        obs, next_obs = b["obs"].float(), b["next_obs"].float()
+        online, target = self.agent.net, self.target_agent
+        assert isinstance(online, RecurrentQNet) and isinstance(target, RecurrentQNet)
+        q_all, q_next_online = unroll_q(online, obs, next_obs, grid, valid)
+        with torch.no_grad():
+            _, q_next_target = unroll_q(target, obs, next_obs, grid, valid)
+        return q_all, q_next_online.detach(), q_next_target
 
     def train(self, rows: Trajectories, env_steps: int) -> dict[str, float]:
         cfg = self.config
@@ -212,12 +272,11 @@ class QMIX(GroupLearner):
         losses, q_means = [], []
         for _ in range(cfg.updates_per_round):
             b = self._sample()
-            q_all = self._q(self.agent.net, b["obs"])
+            q_all, q_next_online, q_next_target = self._agent_q(b)
             q = q_all.gather(2, b["action"].long()[..., None]).squeeze(2)  # [S, n]
             with torch.no_grad():
-                q_next_target = self._q(self.target_agent, b["next_obs"])
                 mask = b["next_legal_mask"]
-                pick_from = self._q(self.agent.net, b["next_obs"]) if cfg.double_q else q_next_target
+                pick_from = q_next_online if cfg.double_q else q_next_target
                 S, n, A = pick_from.shape
                 best = masked_argmax(pick_from.reshape(S * n, A), mask.reshape(S * n, A)).view(S, n)
                 q_next = q_next_target.gather(2, best[..., None]).squeeze(2)
@@ -226,13 +285,15 @@ class QMIX(GroupLearner):
             if self.mixer is None:  # independent learners: each agent its own reward and bootstrap
                 target = reward + cfg.gamma * (~b["terminated"]).float() * q_next
                 loss = torch.nn.functional.mse_loss(q, target)
-            else:
+            elif self.central_q is None:
                 team = reward.sum(1) if cfg.team_reward == "sum" else reward.mean(1)
                 live = (~b["terminated"].any(1)).float()
                 with torch.no_grad():
                     assert self.target_mixer is not None
                     target = team + cfg.gamma * live * self.target_mixer(q_next, b["next_central"].float())
                 loss = torch.nn.functional.mse_loss(self.mixer(q, b["central"].float()), target)
+            else:
+                loss = self._weighted_loss(b, q, q_all, best)
             self.optimizer.zero_grad()
             loss.backward()
             torch.nn.utils.clip_grad_norm_(self.params, cfg.max_grad_norm)
@@ -242,16 +303,40 @@ class QMIX(GroupLearner):
                 self.target_agent.load_state_dict(self.agent.net.state_dict())
                 if self.mixer is not None and self.target_mixer is not None:
                     self.target_mixer.load_state_dict(self.mixer.state_dict())
+                if self.central_q is not None and self.target_central is not None:
+                    self.target_central.load_state_dict(self.central_q.state_dict())
             losses.append(loss.item())
             q_means.append(q.mean().item())
         self.agent.version += 1
         return {"td_loss": float(np.mean(losses)), "q": float(np.mean(q_means)), "epsilon": self.epsilon}
+
+    def _weighted_loss(self, b: dict[str, torch.Tensor], q: torch.Tensor, q_all: torch.Tensor,
+                       best_next: torch.Tensor) -> torch.Tensor:
+        """Weighted QMIX: ``sum w (Q_tot - y)^2 + (Q*(s, u) - y)^2`` with ``y = r + gamma Q*'(s', greedy u')``."""
+        cfg = self.config
+        assert self.mixer is not None and self.central_q is not None and self.target_central is not None
+        reward = b["reward"].float()
+        team = reward.sum(1) if cfg.team_reward == "sum" else reward.mean(1)
+        live = (~b["terminated"].any(1)).float()
+        state, next_state = b["central"].float(), b["next_central"].float()
+        action = b["action"].long()
+        with torch.no_grad():
+            target = team + cfg.gamma * live * self.target_central(best_next, next_state)
+            S, n, A = q_all.shape
+            greedy = masked_argmax(q_all.detach().reshape(S * n, A), b["legal_mask"].reshape(S * n, A)).view(S, n)
+            q_star_greedy = self.central_q(greedy, state)
+        q_tot = self.mixer(q, state)
+        w = wqmix_weights(q_tot.detach(), target, kind=cfg.weighting, alpha=cfg.weight_alpha,
+                          q_star_greedy=q_star_greedy, greedy=(greedy == action).all(1))
+        return (w * (q_tot - target) ** 2).mean() + ((self.central_q(action, state) - target) ** 2).mean()
 
     # -- saving -----------------------------------------------------------------------------------
     def modules(self) -> dict[str, Any]:
         out: dict[str, Any] = {"agent": self.agent.net, "target_agent": self.target_agent, "optimizer": self.optimizer}
         if self.mixer is not None and self.target_mixer is not None:
             out.update(mixer=self.mixer, target_mixer=self.target_mixer)
+        if self.central_q is not None and self.target_central is not None:
+            out.update(central_q=self.central_q, target_central=self.target_central)
         return out
 
     def extra_state(self) -> dict[str, torch.Tensor]:

@@ -21,6 +21,7 @@ import numpy as np
 from pbmarl.games.base import Game
 from pbmarl.games.spaces import flatten_observation
 from pbmarl.policies.base import Policy, sample_actions
+from pbmarl.policies.stateful import StatefulPolicy
 from pbmarl.rollout.env_instances import EnvInstance, make_instance
 from pbmarl.rollout.mapping import AgentMapping, Transform
 from pbmarl.rollout.records import EpisodeBook, Seat
@@ -167,7 +168,11 @@ def run_parallel(
                 gstate[i] = envs[i].state()
             for gi, pi in noisy:
                 grp = groups[gi]
-                pi.reset_noise([grp.noise_offset + i * len(grp.agents) + k for k in range(len(grp.agents))])
+                ids = [grp.noise_offset + i * len(grp.agents) + k for k in range(len(grp.agents))]
+                if isinstance(pi, StatefulPolicy):
+                    pi.reset_state(ids)
+                else:
+                    pi.reset_noise(ids)
 
     start(list(range(N)))
     while active.any():
@@ -288,6 +293,10 @@ def _stateful_noise(groups: list[_Group], num_envs: int) -> list[tuple[int, Any]
     for gi, grp in enumerate(groups):
         grp.noise_offset = offset
         offset += num_envs * len(grp.agents)
+        for pi in grp.seat.policies:
+            if isinstance(pi, StatefulPolicy):  # a recurrent policy's hidden state: the same bookkeeping as noise
+                pi.reset_state(None)
+                out.append((gi, pi))
         if grp.discrete:
             continue
         from pbmarl.policies.continuous import DeterministicPolicy
@@ -303,7 +312,7 @@ def _act(grp: _Group, pi: Policy, x: np.ndarray, mask: np.ndarray, rng: np.rando
          ids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """One policy call for a group's rows: actions and their log-probabilities (`ids`: rows' noise instances)."""
     if grp.discrete:
-        probs = pi.action_probabilities(x, mask)
+        probs = pi.step_probabilities(x, mask, ids) if isinstance(pi, StatefulPolicy) else pi.action_probabilities(x, mask)
         actions = sample_actions(probs, rng)
         with np.errstate(divide="ignore"):
             return actions, np.log(probs[np.arange(len(actions)), actions])

@@ -1,0 +1,216 @@
+"""`Independent`: a single-agent control learner (SAC, DDPG, TD3, Rainbow, ...) as a group learner.
+
+MALib's independent learning and Tianshou's ``MultiAgentPolicyManager``: each agent
+learns as if the others were part of its environment. One `Independent` learner trains
+one network from the rows of every agent of its group, so
+
+- ``pb.AgentMapping.shared(game, agent_id=True)`` + one `Independent`: parameter sharing,
+  each agent's rows marked by its one-hot id (the mapping's ``agent_id`` feature);
+- ``pb.AgentMapping.independent(game)`` + one `Independent` per agent: no sharing
+  (`independent_learners` builds both).
+
+The wrapped learner keeps its own algorithm, replay and exploration: the rows
+`pb.MARL` collects go through the learner's transition hooks in order (per agent, per
+episode, so n-step returns stay within an agent's own trajectory), one update every
+``train_freq`` of them, uniformly random actions for the first ``learning_starts``.
+PPO and DQN have group forms of their own: `pb.IPPO` (MAPPO with local critics) and
+`pb.IQL` (QMIX without a mixer).
+
+Example:
+    >>> import pbmarl as pb
+    >>> game = pb.load_game("pettingzoo:simple_spread_v3", N=2, max_cycles=5)
+    >>> mapping, learners = independent_learners(game, "sac", share=True, seed=0, steps_per_round=10)
+    >>> marl = pb.MARL(game, learners, mapping, num_envs=2)
+    >>> marl.step().env_steps >= 10
+    True
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import torch
+
+from pbmarl.games.base import Game
+from pbmarl.learners.control import ControlLearner
+from pbmarl.learners.group import GroupLearner
+from pbmarl.policies.base import ActionOutput, Policy
+from pbmarl.policies.continuous import BoxPolicy
+from pbmarl.rollout.mapping import AgentMapping, GroupGame
+from pbmarl.rollout.trajectories import Trajectories
+
+#: the single-agent learners `Independent` wraps (their registry names)
+CONTROL_ALGOS = ("sac", "ddpg", "td3", "hddpg", "rainbow")
+
+
+@dataclass(frozen=True)
+class IndependentConfig:
+    """Which single-agent learner, and its options."""
+
+    algo: str = "sac"
+    """Registry name of the wrapped learner: 'sac', 'ddpg', 'td3', 'hddpg' or 'rainbow'."""
+    options: dict[str, Any] = field(default_factory=dict)
+    """Fields of that learner's config (e.g. ``lr``, ``batch_size``, ``learning_starts``)."""
+    steps_per_round: int = 1000
+    """Env steps `pb.MARL` collects per round."""
+
+    def __post_init__(self) -> None:
+        if self.algo in ("ppo", "dqn", "a2c"):
+            alt = {"ppo": "pb.IPPO", "dqn": "pb.IQL", "a2c": "pb.IPPO"}[self.algo]
+            raise ValueError(f"Independent wraps the control learners {list(CONTROL_ALGOS)}; for independent "
+                             f"{self.algo.upper()} use {alt}, its group form")
+        if self.algo not in CONTROL_ALGOS:
+            raise ValueError(f"Independent: unknown algo {self.algo!r}; accepted are {list(CONTROL_ALGOS)}")
+        if not isinstance(self.options, dict):
+            raise TypeError(f"IndependentConfig.options must be a dict of config fields, got {self.options!r}")
+        if int(self.steps_per_round) < 1:
+            raise ValueError(f"IndependentConfig.steps_per_round must be a positive int, got {self.steps_per_round!r}")
+
+
+class SeatGame(GroupGame):
+    """A group's view as a one-player game: what a single-agent learner is built for (it never steps it)."""
+
+    def __init__(self, view: GroupGame) -> None:
+        super().__init__(view.base, view.group, view.group_agents, view.action_space(0), view.observation_shape[0],
+                         view.transforms, view.agent_width)
+        self.num_players = 1
+
+
+def _learner_actions(learner: ControlLearner, obs: np.ndarray) -> list[Any]:
+    """The learner's exploring action for each row (uniformly random before ``learning_starts``)."""
+    rows = np.asarray(obs, np.float32).reshape(len(obs), -1)
+    if learner.env_steps < learner.config.learning_starts:
+        return [learner._random_action() for _ in rows]
+    return [learner.act(x, deterministic=False) for x in rows]
+
+
+class LearnerActs(Policy):
+    """Discrete actions the wrapped learner draws, row by row, as one-hot probabilities.
+
+    The learner samples with its own generator; off-policy learners never read the
+    log-probabilities. The policy lives in the process of the learner (a local pool).
+    """
+
+    kind = "learner_acts"
+
+    def __init__(self, game: Game, learner: ControlLearner) -> None:
+        super().__init__(game)
+        self.learner = learner
+
+    def _probs(self, obs: np.ndarray, legal_mask: np.ndarray, keys: Sequence[str] | None) -> np.ndarray:
+        out = np.zeros(legal_mask.shape)
+        out[np.arange(len(obs)), np.asarray(_learner_actions(self.learner, obs), dtype=np.int64)] = 1.0
+        return out
+
+
+class LearnerActsBox(BoxPolicy):
+    """Box actions the wrapped learner draws (its exploration noise included), row by row."""
+
+    kind = "learner_acts_box"
+
+    def __init__(self, game: Game, learner: ControlLearner) -> None:
+        Policy.__init__(self, game)  # no network of its own: the learner's acts
+        space = game.action_space(0)
+        self.player, self.action_space, self.action_shape = 0, space, tuple(space.shape)
+        self.act_dim = int(np.prod(space.shape))
+        self.learner = learner
+
+    def act(self, obs: np.ndarray, legal_mask: np.ndarray | None, rng: Any = None, keys: Sequence[str] | None = None,
+            *, deterministic: bool = False) -> ActionOutput:
+        actions = np.stack([np.asarray(a, np.float32).reshape(-1) for a in _learner_actions(self.learner, obs)])
+        return ActionOutput(actions, np.zeros(len(actions)))
+
+
+class Independent(GroupLearner):
+    """A single-agent control learner for a whole group; see the module doc.
+
+    ``pb.Independent("sac", seed=0, steps_per_round=1000, lr=1e-3)``: options that are fields
+    of `IndependentConfig` set it, every other keyword goes to the wrapped learner's config.
+    """
+
+    name = "independent"
+    off_policy = True
+
+    def __init__(self, algo: str | IndependentConfig = "sac", *, seed: int = 0, **options: Any) -> None:
+        if isinstance(algo, IndependentConfig):
+            config = algo
+        else:
+            steps = options.pop("steps_per_round", 1000)
+            config = IndependentConfig(algo=str(algo), options=dict(options), steps_per_round=int(steps))
+        super().__init__(config, seed)
+
+    def _build(self, view: GroupGame) -> None:
+        from pbmarl.learners.registry import learner_class
+
+        cls = learner_class(self.config.algo)
+        self.inner: ControlLearner = cls(SeatGame(view), seed=self.seed, **self.config.options)
+        self._acting: Policy = (LearnerActs(view, self.inner) if self.inner.space == "discrete"
+                                else LearnerActsBox(view, self.inner))
+
+    def behaviour(self) -> Policy:
+        return self._acting
+
+    def policy(self) -> Policy:
+        return self.inner.policy()
+
+    def train(self, rows: Trajectories, env_steps: int) -> dict[str, float]:
+        """Every row through the learner's transition hooks, in (episode, agent, time) order; updates as they come."""
+        self.env_steps = int(env_steps)
+        lr, cfg = self.inner, self.inner.config
+        terminated = rows.terminated if rows.terminated is not None else rows.done
+        losses: dict[str, list[float]] = {}
+        obs, next_obs = rows.obs.reshape(len(rows), -1), rows.next_obs.reshape(len(rows), -1)
+        for i in range(len(rows)):
+            lr._store(obs[i], rows.action[i], float(rows.reward[i]), bool(terminated[i]), next_obs[i],
+                      bool(rows.done[i]))
+            lr.env_steps += 1
+            if lr.env_steps >= cfg.learning_starts and lr.env_steps % cfg.train_freq == 0:
+                for _ in range(cfg.gradient_steps):
+                    for k, v in lr._update(lr._sample()).items():
+                        losses.setdefault(k, []).append(float(v))
+                    lr.updates += 1
+        return {k: float(np.mean(v)) for k, v in losses.items()} | {"updates": float(lr.updates)}
+
+    # -- saving -------------------------------------------------------------------------------
+    def modules(self) -> dict[str, Any]:
+        return dict(self.inner._modules())
+
+    def extra_state(self) -> dict[str, torch.Tensor]:
+        lr = self.inner
+        out = {f"replay/{k}": torch.as_tensor(np.asarray(v)) for k, v in lr.replay.state_arrays().items()}
+        out.update({f"extra/{k}": torch.as_tensor(np.asarray(v)) for k, v in lr._extra_arrays().items()})
+        out["gen"] = lr.gen.get_state()
+        out["rng"] = torch.tensor(list(json.dumps(lr.rng.bit_generator.state).encode()), dtype=torch.uint8)
+        out["counters"] = torch.tensor([lr.env_steps, lr.updates, lr.episodes])
+        return out
+
+    def load_extra_state(self, state: dict[str, torch.Tensor]) -> None:
+        lr = self.inner
+        lr.replay.load_state_arrays({k[7:]: v.numpy() for k, v in state.items() if k.startswith("replay/")})
+        lr._load_extra_arrays({k[6:]: v.numpy() for k, v in state.items() if k.startswith("extra/")})
+        lr.gen.set_state(state["gen"])
+        lr.rng.bit_generator.state = json.loads(bytes(state["rng"].tolist()).decode())
+        lr.env_steps, lr.updates, lr.episodes = (int(x) for x in state["counters"].tolist())
+
+    def spec(self) -> dict[str, Any]:
+        return {"name": self.name, "seed": self.seed, "config": {"algo": self.config.algo,
+                                                                 "options": dict(self.config.options),
+                                                                 "steps_per_round": self.config.steps_per_round}}
+
+
+def independent_learners(game: Game, algo: str, *, share: bool = True, agent_id: bool = True, seed: int = 0,
+                         **options: Any) -> tuple[AgentMapping, dict[str, Independent]]:
+    """``(mapping, {group: Independent})`` for `pb.MARL`: one shared learner (`share`), or one per agent.
+
+    With `share`, every agent is in group ``"shared"`` and (with `agent_id`) sees its one-hot
+    id; without, each agent is its own group (named after it) with its own learner and seed.
+    """
+    if share:
+        mapping = AgentMapping.shared(game, agent_id=agent_id)
+        return mapping, {g: Independent(algo, seed=seed, **options) for g in mapping.groups}
+    mapping = AgentMapping.independent(game)
+    return mapping, {g: Independent(algo, seed=seed + i, **options) for i, g in enumerate(mapping.groups)}
