@@ -165,3 +165,113 @@ def test_an_interrupted_step_leaves_the_levels_as_they_were(monkeypatch):
     assert run.history.equals(before[0]) and [lv.index for lv in run.levels] == before[1]
     assert [lv.trained for lv in run.levels] == before[2] and len(run.level_records) == before[3]
     assert run.learner.rng.bit_generator.state == before[4]
+
+
+# -- the manager: claiming and freezing are atomic ---------------------------------------
+def _hammer(ladder, workers=8, rounds=5):
+    """`workers` threads each claim a rung and freeze it once it is the lowest, `rounds` times over;
+    every freeze checks the fixed set is {0..k} at that moment."""
+    import threading
+
+    claimed, bad = [], []
+    guard = threading.Lock()
+
+    def worker():
+        for _ in range(rounds):
+            rung = ladder.claim()
+            with guard:
+                claimed.append(rung)
+            while not ladder.try_freeze(rung):
+                pass
+            fixed = ladder.fixed_rungs()
+            if fixed != list(range(len(fixed))) or rung not in fixed:
+                bad.append((rung, fixed))
+
+    threads = [threading.Thread(target=worker) for _ in range(workers)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    return claimed, bad, ladder.events()
+
+
+def _check_ladder_log(claimed, bad, events, start, n):
+    assert sorted(claimed) == list(range(start, start + n))  # no rung claimed twice, none skipped
+    assert bad == []
+    freezes = [(rung, fixed) for op, rung, fixed in events if op == "freeze"]
+    assert freezes == [(r, r + 1) for r in range(start, start + n)]  # frozen strictly bottom up, fixed = {0..rung}
+
+
+def test_manager_claims_and_freezes_atomically_across_threads():
+    from pbmarl.algorithms.p2sro_manager import LadderManager
+
+    ladder = LadderManager(fixed=2)
+    claimed, bad, events = _hammer(ladder)
+    _check_ladder_log(claimed, bad, events, 2, 40)
+    assert ladder.fixed_rungs() == list(range(42)) and ladder.active_rungs() == []
+
+
+def test_manager_refuses_all_but_the_lowest_rung_and_bad_states():
+    from pbmarl.algorithms.p2sro_manager import LadderManager
+
+    ladder = LadderManager(fixed=1)
+    assert [ladder.claim() for _ in range(3)] == [1, 2, 3]
+    before = ladder.state()
+    with pytest.raises(ValueError, match="only the lowest active level may freeze: rung 2 asked"):
+        ladder.freeze(2)
+    assert ladder.state() == before and not ladder.try_freeze(3)
+    assert ladder.freeze(1) == 1 and ladder.fixed_rungs() == [0, 1] and ladder.active_rungs() == [2, 3]
+    with pytest.raises(ValueError, match="active rungs must be 2, 3"):
+        LadderManager(fixed=2, active=[3, 4])
+
+
+def test_run_freezes_through_its_manager_and_the_ladder_matches_the_table():
+    run = P2SRO("kuhn_poker", active=3)
+    for k in range(1, 4):
+        run.step()
+        assert run.ladder == {"fixed": list(range(k + 1)), "active": [k + 1, k + 2, k + 3]}
+        assert run.fixed == [[f"p{p}/{i}" for i in range(k + 1)] for p in range(2)]
+    run.manager.claim()  # an outside claim: the next freeze still must be the lowest rung
+    with pytest.raises(ValueError, match="only the lowest active level may freeze"):
+        run.manager.freeze(6)
+
+
+@pytest.mark.ray
+def test_ray_manager_is_one_actor_and_atomic(ray_session):
+    from pbmarl.algorithms.p2sro_manager import RemoteLadder
+
+    ladder = RemoteLadder(fixed=1)
+    try:
+        claimed, bad, events = _hammer(ladder, workers=6, rounds=3)
+        _check_ladder_log(claimed, bad, events, 1, 18)
+        with pytest.raises(Exception, match="only the lowest active level may freeze"):
+            ladder.freeze(99)
+        assert ladder.fixed_rungs() == list(range(19))
+    finally:
+        ladder.close()
+
+
+def test_a_level_that_finished_once_freezes_at_once_when_lowest_and_drops_its_new_cycle():
+    game = pb.load_game("kuhn_poker")
+    run = P2SRO(game, learner=_dqn(game), active=2, refresh_every=1, seed=0)
+    run.step()  # freezes the lowest level; the level above is now the lowest
+    upper = run.levels[1]
+    upper.retarget(run.level_targets(1))
+    rounds = 0
+    while upper.cycles == 0 or upper.learner.task is None:  # one whole cycle, then into the next
+        upper.advance(1)
+        rounds += 1
+        assert rounds < 200
+    assert upper.done and not all(upper.trained)  # finished once; its new cycle is under way
+    finished = list(upper.policies)
+    low = run.levels[0]
+    low.retarget(run.level_targets(0))
+    while not low.done:
+        low.advance(1)
+    periods = len(run.level_records)
+    run.step()  # the old lowest freezes without a new period
+    run.step()  # and so does the one that had finished a cycle, with its finished policies
+    assert len(run.level_records) == periods
+    assert [run.population[p][-1] for p in range(2)] == finished
+    assert upper.learner.task is None  # the unfinished cycle was dropped
+    assert run.ladder["fixed"] == [0, 1, 2, 3]

@@ -35,9 +35,7 @@ class LevelWorker:
         self.level = Level(index, make_learner(game, learner_spec), initial)
 
     def reset(self, index: int, initial: Sequence[Policy]) -> dict[str, Any]:
-        from pbmarl.algorithms.p2sro import Level
-
-        self.level = Level(index, self.level.learner, initial)
+        self.level = self.level.reset(index, initial)
         return self.state()
 
     def advance(self, targets: list[Mixture], rounds: int) -> tuple[int, dict[str, Any]]:
@@ -98,7 +96,7 @@ class RemoteLevel:
 
     @property
     def done(self) -> bool:
-        return all(self.trained)
+        return all(self.trained) or self.cycles > 0  # as `Level.done`
 
     def retarget(self, targets: list[Mixture]) -> None:
         self.targets = targets
