@@ -90,6 +90,31 @@ def test_the_parameter_server_owns_its_copies_and_the_learner_pulls_them_each_ro
     assert server.host.obj is None
 
 
+def test_ctrl_c_mid_round_keeps_the_applied_updates_and_their_counts_together(cartpole) -> None:
+    learner = pb.A2C(cartpole, workers=2, sync="asp", seed=1, **SMALL)
+    learner.start(0, [None])
+    learner.step()
+    executor = learner._rounds.executor.inner
+    real_next, calls = executor.next, []
+
+    def next_then_interrupt():
+        calls.append(1)
+        if len(calls) == 2:
+            raise KeyboardInterrupt
+        return real_next()
+
+    executor.next = next_then_interrupt
+    with pytest.raises(KeyboardInterrupt):
+        learner.step()
+    server = learner._rounds.server
+    assert server.version == 3 and learner.task.env_steps == sum(e[4] for e in learner._rounds.log)
+    np.testing.assert_array_equal(get_vector(_params(learner)), server.host.obj.server.weights()[1])  # pulled
+    assert learner._rounds.executor.inner is None  # the workers were stopped
+    record = learner.step()  # fresh workers, same server
+    assert server.version == 5 and record.env_steps == sum(e[4] for e in learner._rounds.log)
+    learner.finish()
+
+
 def test_bad_parallel_options_are_named(cartpole) -> None:
     with pytest.raises(ValueError, match="workers must be a positive int, got 0"):
         pb.PPO(cartpole, workers=0)
