@@ -30,11 +30,12 @@ class GroupPlan:
     def members(self) -> list[Policy]:
         return [pi for _, members, _ in self.seats for pi in members]
 
-    def ref(self, token: Callable[[Policy], str]) -> GroupsRef:
+    def ref(self, token: Callable[[Policy], str], *, stepper: str = "auto", whole_episodes: bool = True) -> GroupsRef:
         """The plan by reference, as work units carry it (policies named by `token`)."""
         spec = self.mapping.spec()
         seats = tuple((g, SeatRef(tuple(token(pi) for pi in members), weights)) for g, members, weights in self.seats)
-        return GroupsRef(tuple(spec["assignment"].items()), self.mapping.agent_id, self.mapping.pad, seats, self.learning)
+        return GroupsRef(tuple(spec["assignment"].items()), self.mapping.agent_id, self.mapping.pad, seats, self.learning,
+                         stepper, bool(whole_episodes))
 
 
 def group_plan(game: Game, policies: Mapping[str, Policy | Mixture], mapping: AgentMapping | None,

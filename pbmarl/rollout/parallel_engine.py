@@ -70,7 +70,8 @@ class _Rows:
                 self.parts[k].append(v)
 
     def build(self, group: _Group, obs_width: int, returns: np.ndarray, lengths: np.ndarray, steps: int,
-              state_width: int | None, seeds: np.ndarray) -> Trajectories:
+              state_width: int | None, seeds: np.ndarray, cut: np.ndarray | None = None) -> Trajectories:
+        """`cut`: ids of episodes stopped at the step budget; their last rows become truncated."""
         cat: dict[str, np.ndarray] = {}
         empty = {"obs": (0, obs_width), "next_obs": (0, obs_width), "legal_mask": (0, group.num_actions),
                  "next_legal_mask": (0, group.num_actions),
@@ -86,6 +87,10 @@ class _Rows:
                 cat[k] = np.zeros(shape, dtype=bool if "mask" in k or k in ("terminated", "truncated") else float)
         order = np.lexsort((cat["time"], cat["agent"], cat["episode"]))
         out = {k: v[order] for k, v in cat.items()}
+        if cut is not None and len(cut) and len(out["episode"]):
+            last = np.isin(out["episode"], cut) & (out["time"] == np.asarray(lengths)[out["episode"]] - 1)
+            out["truncated"] = out["truncated"] | (last & ~out["terminated"])  # bootstrap from next_obs there
+            out["next_legal_mask"] = out["next_legal_mask"] & ~last[:, None]
         log_prob = out["log_prob"].astype(float)
         return Trajectories(
             obs=out["obs"].astype(np.float32), legal_mask=out["legal_mask"].astype(bool),
@@ -114,26 +119,21 @@ def run_parallel(
     min_steps: int | None = None,
     episodes: int | None = None,
     instances: list[EnvInstance] | None = None,
+    whole_episodes: bool = True,
 ) -> ParallelOutput:
-    """Play whole episodes with `num_envs` instances stepped together; see the module doc.
+    """Play episodes with `num_envs` instances stepped together; see the module doc.
 
     Give `min_steps` (start episodes until that many env steps were taken, then let
-    running ones finish) or `episodes`. `seats` has one `Seat` per group of `mapping`.
+    running ones finish) or `episodes`. With ``whole_episodes=False`` and `min_steps`,
+    exactly `min_steps` env steps: no episode starts that could not take a step, and
+    those running at the budget are cut there (last rows truncated, partial returns
+    kept). `seats` has one `Seat` per group of `mapping`.
     `instances` is a list of environment instances to reuse between calls (grown as
     needed); every episode starts with a reset from a seed drawn from `rng`.
     """
-    from gymnasium import spaces
-
     agents = mapping.agents
     P = len(agents)
-    groups = []
-    for g in mapping.groups:
-        gg = mapping.group_game(g)
-        space = gg.action_space(0)
-        discrete = isinstance(space, spaces.Discrete)
-        counts = tuple(int(game.action_space(p).n) if discrete else 0 for p in mapping.seats_of(g))
-        groups.append(_Group(g, mapping.agents_of(g), mapping.seats_of(g), seats[g], space, gg.transforms,
-                             discrete, gg.num_actions, counts, gg.agent_width, _Rows() if g in learning else None))
+    groups = build_groups(game, mapping, seats, learning)
     book = EpisodeBook(P, [grp.seat for grp in groups], episodes, min_steps)
     N = int(max(1, min(num_envs, episodes if episodes is not None else min_steps or 1)))
     noisy = _stateful_noise(groups, N)
@@ -152,8 +152,14 @@ def run_parallel(
     reset_seeds: list[int] = []
     gstate: list[np.ndarray | None] = [None] * N  # each instance's global state now (where the game has one)
 
+    cut_at = min_steps if (not whole_episodes and min_steps is not None) else None
+    cut: list[int] = []
+
     def start(idx: list[int]) -> None:
         k = book.may_start(len(idx))
+        if cut_at is not None:
+            others = int(active.sum()) - int(active[idx].sum())
+            k = min(k, max(0, cut_at - book.steps - others))
         for i in idx[k:]:
             active[i] = False
         if k == 0:
@@ -168,14 +174,17 @@ def run_parallel(
                 gstate[i] = envs[i].state()
             for gi, pi in noisy:
                 grp = groups[gi]
-                ids = [grp.noise_offset + i * len(grp.agents) + k for k in range(len(grp.agents))]
-                if isinstance(pi, StatefulPolicy):
-                    pi.reset_state(ids)
-                else:
-                    pi.reset_noise(ids)
+                reset_instance_state(pi, [grp.noise_offset + i * len(grp.agents) + k for k in range(len(grp.agents))])
 
     start(list(range(N)))
     while active.any():
+        if cut_at is not None and active.sum() > cut_at - book.steps:  # the budget ends within this step
+            stop = np.flatnonzero(active)[max(0, cut_at - book.steps):]
+            book.finish(episode[stop], ret[stop], t[stop])
+            cut.extend(episode[stop].tolist())
+            active[stop] = False
+            if not active.any():
+                break
         live_idx = np.flatnonzero(active).tolist()
         live = {i: envs[i].live_agents() for i in live_idx}
         joint: dict[int, dict[str, Any]] = {i: {} for i in live_idx}
@@ -231,9 +240,32 @@ def run_parallel(
     returns, lengths = book.results()
     seeds = np.asarray(reset_seeds, dtype=np.int64)  # episode ids are 0, 1, ... in start order
     trajectories = {grp.name: grp.rows.build(grp, mapping.group_game(grp.name).observation_shape[0], returns, lengths,
-                                             book.steps, state_width, seeds)
+                                             book.steps, state_width, seeds, np.asarray(cut, dtype=np.int64))
                     for grp in groups if grp.rows is not None}
     return ParallelOutput(returns, lengths, book.steps, trajectories, seeds)
+
+
+def build_groups(game: Game, mapping: AgentMapping, seats: Mapping[str, Seat], learning: Collection[str]) -> list[_Group]:
+    """One `_Group` per group of `mapping` (rows recorded for the `learning` ones)."""
+    from gymnasium import spaces
+
+    groups = []
+    for g in mapping.groups:
+        gg = mapping.group_game(g)
+        space = gg.action_space(0)
+        discrete = isinstance(space, spaces.Discrete)
+        counts = tuple(int(game.action_space(p).n) if discrete else 0 for p in mapping.seats_of(g))
+        groups.append(_Group(g, mapping.agents_of(g), mapping.seats_of(g), seats[g], space, gg.transforms,
+                             discrete, gg.num_actions, counts, gg.agent_width, _Rows() if g in learning else None))
+    return groups
+
+
+def reset_instance_state(pi: Any, ids: list[int]) -> None:
+    """Fresh per-instance state of `pi` for noise-instance ids `ids` at an episode start (noise, recurrent state)."""
+    if isinstance(pi, StatefulPolicy):
+        pi.reset_state(ids)
+    else:
+        pi.reset_noise(ids)
 
 
 def _observe(space: Any, raws: list[Any], infos: list[Any], *, num_actions: int) -> tuple[np.ndarray, np.ndarray]:

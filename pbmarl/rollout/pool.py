@@ -67,6 +67,14 @@ class RolloutPool:
             of 512 to 16384 steps. Unit sizes never depend on `num_workers`, so
             results do not either.
         worker_cpus: CPUs each Ray actor reserves.
+        stepper: what steps the copies of a Gymnasium or PettingZoo Parallel environment in
+            ``collect(policies=...)``: ``"auto"`` (default) the fastest route the environment
+            has -- pbmarl's numpy port (``Pendulum-v1``, ``simple_spread_v3``), Gymnasium's
+            native vector env (``CartPole-v1``), Gymnasium's ``SyncVectorEnv``, or one
+            environment object per copy -- as measured by ``benchmarks/env_throughput.py``;
+            or one of ``"numpy"``, ``"vector_entry_point"``, ``"sync_vector"``,
+            ``"instances"`` (the opt-out: the original environments only). See
+            `pbmarl.rollout.batch_envs` and ``available_steppers(game)``.
 
     Example:
         >>> with RolloutPool(game, num_workers=2, backend="ray", seed=0) as pool:  # doctest: +SKIP
@@ -86,6 +94,7 @@ class RolloutPool:
         unit_episodes: int | None = None,
         unit_steps: int | None = None,
         worker_cpus: float = 1.0,
+        stepper: str = "auto",
     ) -> None:
         if not isinstance(game, Game):
             raise TypeError(f"game must be a pbmarl Game (see pb.load_game), got {type(game).__name__}")
@@ -103,10 +112,15 @@ class RolloutPool:
         if isinstance(worker_cpus, (bool, np.bool_)) or not isinstance(worker_cpus, (int, float, np.integer, np.floating)) \
                 or not 0 < float(worker_cpus) <= 1024:
             raise ValueError(f"worker_cpus must be a number in (0, 1024] (CPUs each Ray actor reserves), got {worker_cpus!r}")
+        from pbmarl.rollout.batch_envs import resolve_stepper
+
+        resolve_stepper(game, stepper)  # an unknown or unavailable route fails here, naming the available ones
+        self.stepper = stepper
         self.backend_name = backend
         self._spec = {"kind": "rollout", "num_workers": self.num_workers, "envs_per_worker": self.envs_per_worker,
                       "backend": backend, "seed": None if seed is None else int(seed), "engine": engine,
-                      "unit_episodes": self.unit_episodes, "unit_steps": self.unit_steps, "worker_cpus": worker_cpus}
+                      "unit_episodes": self.unit_episodes, "unit_steps": self.unit_steps, "worker_cpus": worker_cpus,
+                      "stepper": stepper}
         self._seeds = np.random.SeedSequence(seed)
         self._calls = 0
         self._tokens: weakref.WeakKeyDictionary[Policy, str] = weakref.WeakKeyDictionary()
@@ -208,13 +222,13 @@ class RolloutPool:
     @overload
     def collect(self, *, policies: Mapping[str, Policy | Mixture], steps: int, mapping: AgentMapping | None = None,
                 learning: Collection[str] | None = None, seed: int | np.random.Generator | None = None,
-                progress: bool | None = None) -> dict[str, Trajectories]: ...
+                progress: bool | None = None, whole_episodes: bool = True) -> dict[str, Trajectories]: ...
 
     def collect(self, player: int | None = None, policy: Policy | None = None,
                 opponents: Sequence[Policy | Mixture | None] | None = None, steps: int | None = None, *,
                 policies: Mapping[str, Policy | Mixture] | None = None, mapping: AgentMapping | None = None,
                 learning: Collection[str] | None = None, seed: int | np.random.Generator | None = None,
-                progress: bool | None = None) -> Trajectories | dict[str, Trajectories]:
+                progress: bool | None = None, whole_episodes: bool = True) -> Trajectories | dict[str, Trajectories]:
         """Training data from whole episodes: one learning seat, or every learning group of a mapping.
 
         ``collect(player, policy, opponents, steps)``: at least `steps` transitions of
@@ -227,11 +241,23 @@ class RolloutPool:
         policy; returns ``{group: Trajectories}`` for the `learning` groups (default:
         all), one row per agent per step (see `Trajectories`). Bad input raises before
         anything is played.
+
+        How many steps: the call is cut into work units (`unit_steps` each, the last
+        one the rest). With ``whole_episodes=True`` (default) a unit starts episodes on
+        its copies until its steps are reached and lets the running ones finish, so
+        a call returns *at least* `steps` env steps and at most about ``(copies - 1) x``
+        the longest episode more per unit (`Trajectories.steps` says how many). With
+        ``whole_episodes=False`` it returns *exactly* `steps`: no episode starts that
+        could not take a step, and episodes still running at a unit's budget are cut
+        there -- their last rows are flagged ``truncated`` (bootstrap from `next_obs`)
+        and `episode_returns` / `episode_lengths` hold what they had played. The
+        single-seat form always plays whole episodes (at least `steps` transitions).
         """
         if policies is not None:
             if player is not None or policy is not None or opponents is not None:
                 raise TypeError("give either (player, policy, opponents, steps) or policies=..., mapping=..., not both")
-            return self._collect_groups(policies, mapping, learning, steps, seed=seed, progress=progress)
+            return self._collect_groups(policies, mapping, learning, steps, seed=seed, progress=progress,
+                                        whole_episodes=whole_episodes)
         if player is None or policy is None or opponents is None or steps is None:
             raise TypeError("collect needs (player, policy, opponents, steps), or policies=..., steps=... for groups")
         player = self.game.check_player(player)
@@ -251,15 +277,18 @@ class RolloutPool:
 
     def _collect_groups(self, policies: Mapping[str, Policy | Mixture], mapping: AgentMapping | None,
                         learning: Collection[str] | None, steps: int | None, *,
-                        seed: int | np.random.Generator | None, progress: bool | None) -> dict[str, Trajectories]:
+                        seed: int | np.random.Generator | None, progress: bool | None,
+                        whole_episodes: bool = True) -> dict[str, Trajectories]:
         from pbmarl.rollout.groups import group_plan
 
         if steps is None:
             raise TypeError("collect(policies=...) needs steps=")
         steps = _positive_int(steps, "steps")
         plan = group_plan(self.game, policies, mapping, learning)  # every check before anything runs
+        if not isinstance(whole_episodes, (bool, np.bool_)):
+            raise TypeError(f"whole_episodes must be True or False, got {whole_episodes!r}")
         tokens = {self._token(pi): pi for pi in plan.members()}
-        ref = plan.ref(self._token)
+        ref = plan.ref(self._token, stepper=self.stepper, whole_episodes=bool(whole_episodes))
         entropy, call = self._begin(seed, tokens)
         units = [WorkUnit((COLLECT_GROUPS, j), entropy, (), min_learner_steps=n, call=call, groups=ref)
                  for j, n in enumerate(chunks(steps, self.unit_steps or _clamp(steps / 8, 512, 16_384)))]

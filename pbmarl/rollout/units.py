@@ -36,6 +36,8 @@ class GroupsRef:
     pad: bool
     seats: tuple[tuple[str, SeatRef], ...]
     learning: tuple[str, ...]
+    stepper: str = "auto"  # which route steps the copies (`pbmarl.rollout.batch_envs`)
+    whole_episodes: bool = True  # False: exactly the unit's steps, running episodes cut there
 
     def mapping_spec(self) -> dict[str, Any]:
         return {"assignment": dict(self.assignment), "agent_id": self.agent_id, "pad": self.pad}

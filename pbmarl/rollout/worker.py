@@ -60,6 +60,8 @@ class RolloutWorker:
         self._crash_after: int | None = None
         self._mappings: dict[Any, Any] = {}
         self._instances: list[Any] = []  # environment instances kept between multi-agent units
+        self._batches: dict[tuple[str, int], Any] = {}  # batched environments by (route, copies), kept likewise
+        self._routes: dict[str, str] = {}  # stepper asked for -> the route that steps this game
 
     # -- policies -------------------------------------------------------------
     def load(self, shipments: Sequence[Shipment], games: Mapping[str, Game] | None = None) -> None:
@@ -111,6 +113,8 @@ class RolloutWorker:
 
     def _run_groups(self, unit: WorkUnit, shipments: Sequence[Shipment]) -> UnitResult:
         """A multi-agent unit: agents dispatched to their groups' policies by the unit's mapping."""
+        from pbmarl.rollout.batch_engine import run_batched
+        from pbmarl.rollout.batch_envs import make_batch, resolve_stepper
         from pbmarl.rollout.mapping import AgentMapping
         from pbmarl.rollout.parallel_engine import run_parallel
 
@@ -129,8 +133,21 @@ class RolloutWorker:
             if missing:
                 raise RuntimeError(f"worker has no policy for tokens {missing}; they were never shipped")
             seats[group] = Seat(tuple(self.policies[t] for t in seat.tokens), np.asarray(seat.weights, dtype=float))
-        out = run_parallel(self.game, mapping, seats, set(ref.learning), unit.rng(), num_envs=self.envs,
-                           min_steps=unit.min_learner_steps, episodes=unit.episodes, instances=self._instances)
+        route = self._routes.get(ref.stepper)
+        if route is None:
+            route = self._routes[ref.stepper] = resolve_stepper(self.game, ref.stepper)
+        if route == "instances":
+            out = run_parallel(self.game, mapping, seats, set(ref.learning), unit.rng(), num_envs=self.envs,
+                               min_steps=unit.min_learner_steps, episodes=unit.episodes, instances=self._instances,
+                               whole_episodes=ref.whole_episodes)
+        else:
+            wanted = unit.episodes if unit.episodes is not None else unit.min_learner_steps or 1
+            n = int(max(1, min(self.envs, wanted)))
+            batch = self._batches.get((route, n))
+            if batch is None:
+                batch = self._batches[(route, n)] = make_batch(self.game, route, n)
+            out = run_batched(self.game, mapping, seats, set(ref.learning), unit.rng(), batch=batch,
+                              min_steps=unit.min_learner_steps, episodes=unit.episodes, whole_episodes=ref.whole_episodes)
         return UnitResult(unit.key, out.returns, out.lengths, out.steps, None, os.getpid(), out.groups)
 
     def crash_after(self, units: int) -> None:

@@ -1,0 +1,158 @@
+"""A numpy port of mpe2's ``simple_spread_v3``: every copy a worker holds, stepped in one array operation.
+
+mpe2 steps one world at a time in Python (a loop over entity pairs for collisions,
+one small array per agent), which costs far more than the policy. `SpreadBatch`
+holds the positions and velocities of all copies as ``[N, agents, 2]`` arrays and
+does what mpe2's ``SimpleEnv`` / ``World.step`` / ``simple_spread.Scenario`` do, in
+the same order of floating-point operations, so that it reproduces mpe2 exactly:
+
+- reset with seed ``s``: mpe2's ``np_random(s)`` draws every agent's position, then
+  every landmark's, from ``uniform(-1, 1)``; velocities and communication start at 0;
+- a step: discrete actions ``0..4`` (none, left, right, down, up) or continuous ones
+  ``u = (a2 - a1, a4 - a3)``, times the sensitivity 5; the soft contact force
+  ``c * d / |d| * k log(1 + exp(-(|d| - 2 size) / k))`` between every pair of agents
+  (landmarks do not collide), added in mpe2's pair order; damping 0.25, ``dt = 0.1``;
+- rewards ``(1 - local_ratio) * global + local_ratio * local`` with ``global = -sum``
+  over landmarks of the nearest agent's distance and ``local = -(other agents within
+  2 size)``; truncation after ``max_cycles`` steps, termination (with
+  ``terminate_on_success``) when every landmark has an agent within 0.1;
+- observations ``[vel, pos, landmark - pos, other - pos, other comm]`` (float32) and
+  ``state()`` their concatenation over agents.
+
+`tests/test_env_batch.py` replays the same actions through mpe2 and compares every
+observation, reward, flag and global state. Options the port does not cover
+(partial observability, curriculum, benchmark data, rendering) fall back to mpe2
+itself; ``RolloutPool(..., stepper="instances")`` opts out everywhere.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+#: simple_spread_v3 options the port reproduces, with the values it accepts
+PORTED = {"N", "local_ratio", "max_cycles", "continuous_actions", "terminate_on_success", "dynamic_rescaling"}
+NEUTRAL = {"render_mode": None, "benchmark_data": False, "curriculum": False, "num_agent_neighbors": None,
+           "num_landmark_neighbors": None}
+
+
+class SpreadBatch:
+    """`num_envs` copies of ``simple_spread_v3``; see the module doc."""
+
+    own_resets = False
+    has_state = True
+    size = 0.15  # agent size
+    dt, damping, contact_force, contact_margin, sensitivity, capture = 0.1, 0.25, 1e2, 1e-3, 5.0, 0.1
+
+    def __init__(self, num_envs: int, *, N: int = 3, local_ratio: float = 0.5, max_cycles: int = 25,
+                 continuous_actions: bool = False, terminate_on_success: bool = False) -> None:
+        self.num_envs = B = int(num_envs)
+        self.n = int(N)
+        self.agents = tuple(f"agent_{i}" for i in range(self.n))
+        self.local_ratio = float(local_ratio)
+        self.max_cycles = int(max_cycles)
+        self.continuous = bool(continuous_actions)
+        self.terminate_on_success = bool(terminate_on_success)
+        self.pos = np.zeros((B, self.n, 2))
+        self.vel = np.zeros((B, self.n, 2))
+        self.landmarks = np.zeros((B, self.n, 2))
+        self.steps = np.zeros(B, dtype=np.int64)
+        self.pairs = [(a, b) for a in range(self.n) for b in range(a + 1, self.n)]
+
+    def reset(self, index: np.ndarray, seeds: np.ndarray) -> None:
+        n = self.n
+        for i, seed in zip(np.asarray(index).tolist(), np.asarray(seeds).tolist()):
+            rng = np.random.Generator(np.random.PCG64(np.random.SeedSequence(int(seed))))  # gymnasium's np_random
+            draws = rng.uniform(-1, +1, (2 * n, 2))  # every agent, then every landmark, in order
+            self.pos[i], self.landmarks[i] = draws[:n], draws[n:]
+            self.vel[i] = 0.0
+            self.steps[i] = 0
+
+    def observations(self) -> list[np.ndarray]:
+        B, n = self.num_envs, self.n
+        comm = np.zeros((B, 2 * (n - 1)))
+        out = []
+        for i in range(n):
+            me = self.pos[:, i]
+            rel_lm = (self.landmarks - me[:, None, :]).reshape(B, -1)
+            others = [o for o in range(n) if o != i]
+            rel_ag = (self.pos[:, others] - me[:, None, :]).reshape(B, -1)
+            out.append(np.concatenate([self.vel[:, i], me, rel_lm, rel_ag, comm], axis=1).astype(np.float32))
+        return out
+
+    def state(self) -> np.ndarray:
+        return np.concatenate(self.observations(), axis=1)
+
+    def _controls(self, actions: list[np.ndarray]) -> np.ndarray:
+        B = self.num_envs
+        u = np.zeros((B, self.n, 2))
+        for i, a in enumerate(actions):
+            if self.continuous:
+                a = np.asarray(a).reshape(B, -1)
+                u[:, i, 0] += a[:, 2] - a[:, 1]
+                u[:, i, 1] += a[:, 4] - a[:, 3]
+            else:
+                a = np.asarray(a).reshape(B)
+                u[a == 1, i, 0] = -1.0
+                u[a == 2, i, 0] = +1.0
+                u[a == 3, i, 1] = -1.0
+                u[a == 4, i, 1] = +1.0
+        return u * self.sensitivity
+
+    def step(self, actions: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        force = [f + 0.0 for f in np.moveaxis(self._controls(actions), 1, 0)]  # mpe2: u + noise (0.0)
+        dist_min = self.size + self.size
+        k = self.contact_margin
+        for a, b in self.pairs:  # World.apply_environment_force, pair by pair
+            delta = self.pos[:, a] - self.pos[:, b]
+            dist = np.sqrt(np.sum(np.square(delta), axis=1))[:, None]
+            penetration = np.logaddexp(0, -(dist - dist_min) / k) * k
+            f = self.contact_force * delta / dist * penetration
+            force[a] = f + force[a]
+            force[b] = -f + force[b]
+        self.pos = self.pos + self.vel * self.dt
+        vel = self.vel * (1 - self.damping)
+        self.vel = vel + (np.stack(force, axis=1) / 1.0) * self.dt  # mass 1
+        rewards = self._rewards()
+        self.steps += 1
+        trunc = self.steps >= self.max_cycles
+        term = ~trunc & self._covered() if self.terminate_on_success else np.zeros(self.num_envs, dtype=bool)
+        return rewards, term, trunc
+
+    def _dist(self, x: np.ndarray, y: np.ndarray) -> np.ndarray:
+        return np.sqrt(np.sum(np.square(x - y), axis=-1))
+
+    def _nearest(self) -> np.ndarray:
+        """``[N, landmarks]``: each landmark's distance to its nearest agent."""
+        d = np.stack([self._dist(self.pos, self.landmarks[:, j][:, None, :]) for j in range(self.n)], axis=1)
+        return d.min(axis=2)
+
+    def _covered(self) -> np.ndarray:
+        return np.all(self._nearest() < self.capture, axis=1)
+
+    def _rewards(self) -> np.ndarray:
+        nearest = self._nearest()
+        glob = np.zeros(self.num_envs)
+        for j in range(self.n):  # rew -= min(dists), landmark by landmark
+            glob = glob - nearest[:, j]
+        out = np.zeros((self.num_envs, self.n))
+        for i in range(self.n):
+            local = np.zeros(self.num_envs)
+            for o in range(self.n):
+                if o != i:
+                    local = local - 1.0 * (self._dist(self.pos[:, o], self.pos[:, i]) < self.size + self.size)
+            out[:, i] = glob * (1 - self.local_ratio) + local * self.local_ratio
+        return out
+
+
+def spread_port(game: Any) -> Callable[[int], SpreadBatch] | None:
+    """A `SpreadBatch` factory for a ``pettingzoo:simple_spread_v3`` Parallel game the port covers, else None."""
+    if game.env_name != "simple_spread_v3" or game.api != "parallel":
+        return None
+    kwargs = dict(game.env_kwargs)
+    if any(kwargs.get(k, v) != v for k, v in NEUTRAL.items()) or not set(kwargs) <= PORTED | set(NEUTRAL):
+        return None
+    options = {k: v for k, v in kwargs.items() if k in PORTED - {"dynamic_rescaling"}}  # rendering only
+    return lambda num_envs: SpreadBatch(num_envs, **options)
