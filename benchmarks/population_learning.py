@@ -6,8 +6,11 @@ Slices (run one at a time on a shared machine, ``--only``):
 - ``nfsp``: NFSP's exact exploitability on Kuhn at 10k, 20k, 30k, 40k episodes, beside OpenSpiel's
   PyTorch NFSP numbers on the same settings (0.407, 0.275, 0.232, 0.220; the bar is <= 0.25 at 40k)
   and OpenSpiel's CFR+ run here for the same wall time.
-- ``p2sro``: P2SRO(active=3) and sequential PSRO with the same DQN oracle on Leduc: wall time until
-  exploitability 0.3 (``--minutes`` each), with CFR+ for reference.
+- ``psro`` / ``p2sro``: sequential PSRO, or P2SRO(active=3), with the same DQN oracle on Leduc for
+  ``--minutes``: wall time to exploitability 1, 0.5, 0.3, 0.2, 0.1, beside exact-oracle PSRO (the
+  iterations each level needs with perfect best responses) and CFR+, in the same process.
+- ``oracle``: the DQN oracle's best-response gap on Leduc (exact BR value minus the exact value of
+  the learned policy) along one best response, for the settings in ``ORACLE_SETTINGS``.
 - ``league``: a League (DQN agents) on ``pettingzoo:connect_four_v3`` and, with the same env-step
   budget, a self-play run and a PSRO run; then the league's main agent plays both.
 
@@ -15,7 +18,9 @@ Every run appends rows (date, commit, command, seed, numbers) to
 ``benchmarks/results/population_learning.csv``.
 
     python benchmarks/population_learning.py --only nfsp --seeds 0
+    python benchmarks/population_learning.py --only psro --minutes 10
     python benchmarks/population_learning.py --only p2sro --minutes 10
+    python benchmarks/population_learning.py --only oracle --settings bench,u64 --target-iterations 10,30
     python benchmarks/population_learning.py --only league --steps 200000
 """
 
@@ -74,24 +79,25 @@ class Sink:
         print(f"appended {len(self.rows)} rows to {RESULTS}")
 
 
-def cfr_plus(game: Any, seconds: float, sink: Sink, slice_: str) -> float:
-    """OpenSpiel's CFR+ for `seconds` of wall time (doubling iterations); returns its last exploitability."""
+def cfr_plus(game: Any, seconds: float, sink: Sink, slice_: str) -> list[tuple[float, float]]:
+    """OpenSpiel's CFR+ for `seconds` of wall time (doubling iterations); returns its (wall, exploitability) curve."""
     import pyspiel
     from open_spiel.python.algorithms import exploitability
 
     solver = pyspiel.CFRPlusSolver(game.pyspiel_game)
-    start, done, checkpoint, expl = time.perf_counter(), 0, 1, float("nan")
+    start, done, checkpoint, curve = time.perf_counter(), 0, 1, []
     while time.perf_counter() - start < seconds and done < 100_000:
         while done < checkpoint:
             solver.evaluate_and_update_policy()
             done += 1
         expl = exploitability.exploitability(game.pyspiel_game, solver.average_policy())
+        curve.append((time.perf_counter() - start, float(expl)))
         checkpoint *= 2
-    wall = time.perf_counter() - start
+    wall, expl = curve[-1]
     sink.add(slice=slice_, game=game.name, method="cfr+", seed="", x=done, x_unit="iterations", value=expl,
              metric="exploitability", wall_s=round(wall, 2), reference="exact CFR+ (OpenSpiel C++)")
     print(f"  cfr+        {done:>7d} iterations  {wall:7.1f}s  exploitability {expl:.5f}")
-    return expl
+    return curve
 
 
 def nfsp_slice(args: argparse.Namespace, sink: Sink) -> None:
@@ -116,33 +122,163 @@ def nfsp_slice(args: argparse.Namespace, sink: Sink) -> None:
     print("bar: exploitability <= 0.25 at 40k episodes (stretch <= 0.15)")
 
 
-def p2sro_slice(args: argparse.Namespace, sink: Sink) -> None:
-    def _leduc_dqn(game: Any, seed: int) -> Any:  # the rl_psro benchmark's Leduc DQN settings
-        return pb.DQN(game, seed=seed, budget=args.budget, lr=1e-3, batch_size=256, hidden=(128, 128))
+#: the Leduc DQN oracle of the psro / p2sro slices, chosen with the ``oracle`` slice: the oracle is
+#: bound by gradient steps (collection on the compiled tree is cheap), and 64 updates per round
+#: at 20k learner steps matched the old 32 updates at 60k (BR gap about 0.2) for 2/3 of the updates
+LEDUC_DQN: dict[str, Any] = dict(lr=1e-3, batch_size=256, hidden=(128, 128), updates_per_round=64)
+#: exploitability levels whose first wall time each Leduc run reports
+LEDUC_LEVELS = (1.0, 0.5, 0.3, 0.2, 0.1)
+
+
+def exact_psro_reference(game: Any, sink: Sink, target: float) -> dict[float, int]:
+    """Exact-oracle PSRO on the same game: the iteration at which each level is first reached.
+
+    No oracle can do better per iteration, so ``iterations x (seconds per neural iteration)``
+    is a floor on the wall time any neural PSRO needs for that level."""
+    run = pb.PSRO(game, stop_exploitability=None)
+    start, first = time.perf_counter(), {}
+    levels = sorted({*LEDUC_LEVELS, target}, reverse=True)
+    while len(first) < len(levels) and run.iteration < 400:
+        rec = run.step()
+        for level in levels:
+            if level not in first and rec.exploitability <= level:
+                first[level] = rec.iteration
+    wall = time.perf_counter() - start
+    for level, it in first.items():
+        sink.add(slice="leduc", game=game.name, method="psro (exact oracle)", seed="", x=it, x_unit="iterations",
+                 value=level, metric="first iteration with exploitability <= value", wall_s=round(wall, 2),
+                 reference="exact best responses: the floor on iterations")
+    print("  exact-oracle PSRO first reaches " + ", ".join(f"{lv} at iteration {it}" for lv, it in first.items())
+          + f" ({wall:.1f}s)")
+    return first
+
+
+def leduc_slice(args: argparse.Namespace, sink: Sink) -> None:
+    """``--only psro`` / ``--only p2sro``: one neural run on Leduc for ``--minutes``, beside exact-oracle PSRO
+    (iterations to each level) and CFR+, measured in the same process; a plot in benchmarks/out/."""
+    import os
 
     game = pb.load_game("leduc_poker")
-    print(f"Leduc: P2SRO(active=3) vs sequential PSRO, DQN oracle budget {args.budget:,}, "
-          f"{args.minutes} min each, target exploitability {args.target}")
+    options = {**LEDUC_DQN, "budget": args.budget}
+    label = "psro" if args.only == "psro" else f"p2sro(active={args.active}, {args.p2sro_backend})"
+    print(f"Leduc: {label}, DQN oracle {options}, {args.minutes} min, target exploitability {args.target}; "
+          f"load average {os.getloadavg()}")
+    first = exact_psro_reference(game, sink, args.target)
+    curves: dict[str, list[tuple[float, float]]] = {}
     for seed in args.seeds:
-        p2 = f"p2sro(active=3, {args.p2sro_backend})"
-        for label, make in (("psro", lambda s: pb.PSRO(game, learner=_leduc_dqn(game, s), seed=s)),
-                            (p2, lambda s: pb.P2SRO(game, learner=_leduc_dqn(game, s), seed=s,
-                                                                   active=3, refresh_every=args.refresh_every,
-                                                                   backend=args.p2sro_backend))):
-            run = make(seed)
-            start, hit = time.perf_counter(), None
-            while time.perf_counter() - start < args.minutes * 60:
-                rec = run.step()
-                wall = time.perf_counter() - start
-                sink.add(slice="p2sro", game=game.name, method=label, seed=seed, x=round(wall, 2), x_unit="wall_s",
-                         value=rec.exploitability, metric="exploitability", wall_s=round(wall, 2), reference="")
-                print(f"  seed {seed} {label:16s} it {rec.iteration:3d} {wall:7.1f}s {rec.env_steps:>11,d} env steps "
-                      f"exploitability {rec.exploitability:.4f}", flush=True)
-                if rec.exploitability is not None and rec.exploitability <= args.target:
-                    hit = wall
-                    break
-            print(f"  -> {label}: " + (f"reached {args.target} at {hit:.1f}s" if hit else "not reached"))
-    cfr_plus(game, 60.0, sink, "p2sro")
+        learner = pb.DQN(game, seed=seed, **options)
+        if args.only == "psro":
+            run = pb.PSRO(game, learner=learner, seed=seed)
+        else:
+            run = pb.P2SRO(game, learner=learner, seed=seed, active=args.active, refresh_every=args.refresh_every,
+                           backend=args.p2sro_backend)
+        start, hit, curve = time.perf_counter(), {}, []
+        while time.perf_counter() - start < args.minutes * 60:
+            rec = run.step()
+            wall = time.perf_counter() - start
+            curve.append((wall, rec.exploitability))
+            sink.add(slice=args.only, game=game.name, method=label, seed=seed, x=round(wall, 2), x_unit="wall_s",
+                     value=rec.exploitability, metric="exploitability", wall_s=round(wall, 2),
+                     reference=f"iteration {rec.iteration}; load {os.getloadavg()[0]:.2f}")
+            print(f"  seed {seed} {label:16s} it {rec.iteration:3d} {wall:7.1f}s {rec.env_steps:>11,d} env steps "
+                  f"exploitability {rec.exploitability:.4f}", flush=True)
+            for level in sorted({*LEDUC_LEVELS, args.target}, reverse=True):
+                if level not in hit and rec.exploitability <= level:
+                    hit[level] = wall
+            if rec.exploitability <= min(args.target, 0.1):
+                break
+        if isinstance(run, pb.P2SRO):
+            run.close()
+        curves[f"{label} seed {seed}"] = curve
+        per_it = curve[-1][0] / max(run.iteration, 1)
+        print(f"  -> {label} seed {seed}: {run.iteration} iterations, {per_it:.1f}s each; best exploitability "
+              f"{min(e for _, e in curve):.4f}; " + ", ".join(f"<= {lv} at {t:.0f}s" for lv, t in hit.items()))
+        if args.target in first:
+            print(f"     exact-oracle PSRO needs {first[args.target]} iterations for {args.target}: at {per_it:.1f}s "
+                  f"per iteration that is >= {first[args.target] * per_it / 60:.1f} min")
+    curves["cfr+ (OpenSpiel)"] = cfr_plus(game, 30.0, sink, args.only)
+    print(f"load average {os.getloadavg()}")
+    _plot(curves, game.name, args.only)
+
+
+def _plot(curves: dict[str, list[tuple[float, float]]], game: str, name: str) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(7, 4))
+    for label, curve in curves.items():
+        ax.plot([max(w, 1e-2) for w, _ in curve], [max(e, 1e-5) for _, e in curve], marker=".", label=label,
+                linestyle="--" if label.startswith("cfr+") else "-")
+    ax.set(xscale="log", yscale="log", xlabel="wall seconds", ylabel="exploitability", title=f"{game}: {name}")
+    ax.axhline(0.3, color="grey", linewidth=0.5)
+    ax.legend()
+    out = Path(__file__).resolve().parent / "out" / f"population_learning_{name}.png"
+    out.parent.mkdir(exist_ok=True)
+    fig.savefig(out, dpi=100, bbox_inches="tight")
+    print(f"plot: {out}")
+
+
+#: DQN settings compared by the ``oracle`` slice on Leduc (label -> DQN options)
+ORACLE_SETTINGS: dict[str, dict[str, Any]] = {
+    "bench (lr 1e-3, batch 256)": dict(lr=1e-3, batch_size=256, hidden=(128, 128)),
+    "defaults (batch 128)": dict(hidden=(128, 128)),
+    "lr 3e-4, batch 256": dict(lr=3e-4, batch_size=256, hidden=(128, 128)),
+    "huber": dict(lr=1e-3, batch_size=256, hidden=(128, 128), loss="huber"),
+    "updates 64/round": dict(lr=1e-3, batch_size=256, hidden=(128, 128), updates_per_round=64),
+    "u16 (16 updates/round)": dict(lr=1e-3, batch_size=256, hidden=(128, 128), updates_per_round=16),
+    "u8 (8 updates/round)": dict(lr=1e-3, batch_size=256, hidden=(128, 128), updates_per_round=8),
+    "u8-lr3e-3 (8 updates/round, lr 3e-3)": dict(lr=3e-3, batch_size=256, hidden=(128, 128), updates_per_round=8),
+    "u64 (64 updates/round)": dict(lr=1e-3, batch_size=256, hidden=(128, 128), updates_per_round=64),
+    "u32-lr3e-3 (lr 3e-3)": dict(lr=3e-3, batch_size=256, hidden=(128, 128)),
+}
+
+
+def oracle_slice(args: argparse.Namespace, sink: Sink) -> None:
+    """How good is the DQN oracle on Leduc? Gap between the exact best-response value and the exact
+    value of the policy DQN has learned, against PSRO's real targets (the exact-PSRO meta-Nash after
+    a few iterations), along one best response's learner steps; cold and warm (from the previous BR)."""
+    game = pb.load_game("leduc_poker")
+    ev = pb.ExactEvaluator(game)
+    exact = pb.PSRO(game, evaluator=ev, stop_exploitability=None)
+    targets = {}
+    for it in range(1, max(args.target_iterations) + 2):
+        exact.step()
+        if it in args.target_iterations or it - 1 in args.target_iterations:
+            targets[it] = exact.population.mixture(exact.meta_strategy)
+    settings = {k: v for k, v in ORACLE_SETTINGS.items() if not args.settings or k.split()[0] in args.settings}
+    print(f"Leduc DQN oracle: gap = exact BR value - exact value of the learned policy (player 0), "
+          f"budget {args.budget:,}, check every {args.check_every:,} learner steps")
+    for label, options in settings.items():
+        for it in args.target_iterations:
+            learner = pb.DQN(game, seed=args.seeds[0], budget=args.budget, **options)
+            for phase, target_it, warm in (("cold", it, False), ("warm", it + 1, True)):
+                if phase == "warm" and not args.warm:
+                    continue
+                opponents = targets[target_it]
+                best, _ = ev.best_response(0, opponents)
+                learner.start(0, opponents, warm_start=warm)
+                start, next_check = time.perf_counter(), 0
+                while True:
+                    done = learner.done
+                    steps = learner.task.learner_steps if learner.task else 0
+                    if steps >= next_check or done:
+                        prof = list(opponents)
+                        prof[0] = learner.policy()
+                        gap = float(best - ev.evaluate(prof)[0])
+                        wall = time.perf_counter() - start
+                        sink.add(slice="oracle", game=game.name, method=f"dqn {label} {phase} @it{target_it}",
+                                 seed=args.seeds[0], x=steps, x_unit="learner steps", value=round(gap, 4),
+                                 metric="BR gap (exact BR value - learned)", wall_s=round(wall, 2),
+                                 reference=f"exact BR value {best:.4f}")
+                        print(f"  {label:28s} {phase} @it{target_it:<3d} {steps:>7,d} steps {wall:6.1f}s "
+                              f"gap {gap:.4f} (exact BR {best:.3f})", flush=True)
+                        next_check += args.check_every
+                    if done:
+                        learner.finish()
+                        break
+                    learner.step()
 
 
 def league_slice(args: argparse.Namespace, sink: Sink) -> None:
@@ -187,14 +323,15 @@ def league_slice(args: argparse.Namespace, sink: Sink) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--only", choices=["nfsp", "p2sro", "league"], required=True)
+    parser.add_argument("--only", choices=["nfsp", "psro", "p2sro", "league", "oracle"], required=True)
     parser.add_argument("--seeds", type=lambda s: [int(x) for x in s.split(",")], default=[0])
     parser.add_argument("--episodes", type=int, default=40_000, help="nfsp: episodes per seed")
     parser.add_argument("--episodes-per-step", type=int, default=10_000)
     parser.add_argument("--nfsp-settings", choices=["openspiel", "paper"], default="openspiel",
                         help="openspiel: its Kuhn example's settings; paper: NFSPConfig defaults (Leduc, 2016)")
-    parser.add_argument("--minutes", type=float, default=10.0, help="p2sro: wall minutes per run")
-    parser.add_argument("--budget", type=int, default=60_000, help="p2sro: DQN learner steps per best response")
+    parser.add_argument("--minutes", type=float, default=10.0, help="psro, p2sro: wall minutes per run")
+    parser.add_argument("--budget", type=int, default=20_000, help="psro, p2sro, oracle: DQN learner steps per BR")
+    parser.add_argument("--active", type=int, default=3, help="p2sro: active levels")
     parser.add_argument("--refresh-every", type=int, default=8)
     parser.add_argument("--target", type=float, default=0.3)
     parser.add_argument("--p2sro-backend", choices=["local", "ray"], default="local",
@@ -202,10 +339,17 @@ def main() -> None:
     parser.add_argument("--steps", type=int, default=200_000, help="league: env-step budget per method")
     parser.add_argument("--match-steps", type=int, default=5_000)
     parser.add_argument("--eval-episodes", type=int, default=500)
+    parser.add_argument("--target-iterations", type=lambda s: [int(x) for x in s.split(",")], default=[10],
+                        help="oracle: exact-PSRO iterations whose meta-Nash the DQN answers")
+    parser.add_argument("--check-every", type=int, default=10_000, help="oracle: learner steps between gaps")
+    parser.add_argument("--settings", type=lambda s: s.split(","), default=[],
+                        help="oracle: first words of ORACLE_SETTINGS labels to run (default all)")
+    parser.add_argument("--warm", action="store_true", help="oracle: also a warm-started BR to the next target")
     parser.add_argument("--no-record", action="store_true", help="print only; append nothing to the CSV")
     args = parser.parse_args()
     sink = Sink("python benchmarks/population_learning.py " + " ".join(sys.argv[1:]))
-    {"nfsp": nfsp_slice, "p2sro": p2sro_slice, "league": league_slice}[args.only](args, sink)
+    {"nfsp": nfsp_slice, "psro": leduc_slice, "p2sro": leduc_slice, "league": league_slice,
+     "oracle": oracle_slice}[args.only](args, sink)
     if not args.no_record:
         sink.write()
 
