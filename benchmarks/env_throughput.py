@@ -1,6 +1,7 @@
 """Environment throughput: pbmarl's multi-agent collection vs what users write, on Gymnasium and MPE.
 
-    python benchmarks/env_throughput.py                      # all three environments, about four minutes
+    python benchmarks/env_throughput.py                      # all three environments, about three minutes
+    python benchmarks/env_throughput.py --seconds 3 --routes # and every stepper route of (c), side by side
     python benchmarks/env_throughput.py --only simple_spread_v3 --seconds 3 --no-ray
 
 Env steps per second (one step = every live agent of one environment instance acts
@@ -12,16 +13,20 @@ tanh-squashed Gaussian for Pendulum):
 (b) what users write: Gymnasium ``SyncVectorEnv`` (8 instances) or a PettingZoo Parallel
     loop, with one torch forward pass per step; (b') for Gymnasium, the same with 64
     instances, as many as (c) steps;
-(c) pbmarl local, one worker: ``pool.collect(policies=..., mapping=..., steps=...)``,
-    64 instances stepped by pbmarl's own batch stepper (the rows are recorded, too);
-(d) pbmarl Ray, two workers (Ray start and worker start-up not timed).
+(c) pbmarl local, one worker: ``pool.collect(policies=..., mapping=..., steps=...,
+    whole_episodes=False)`` -- a fixed number of steps, as (b) takes -- on 64 copies
+    stepped by the route ``stepper="auto"`` picks (the rows are recorded, too);
+    (c whole) the same with whole episodes (the default: every episode played to its
+    end, so each work unit ends with a tail where fewer copies run);
+(d) pbmarl Ray, two workers, as (c) (Ray start and worker start-up not timed).
 
-For Gymnasium, (b') against (c) is also the measurement behind the engine's choice of
-its own batch stepper over Gymnasium's vector API (same instances, same policy size;
-(c) records the rows besides). Targets: (c) >= 5x (b) on
+With ``--routes``, (c) is measured for every stepper route the environment has
+(`pbmarl.rollout.batch_envs`: pbmarl's numpy port, Gymnasium's native vector env,
+Gymnasium's ``SyncVectorEnv``, one environment object per copy): the measurement
+behind the order in which ``stepper="auto"`` picks them. Targets: (c) >= 5x (b) on
 simple_spread_v3; (d) >= 60% of (a) summed over this machine's cores. Every process
 runs torch with one thread. Numbers are printed, never asserted; each run appends
-rows (date, commit, command) to benchmarks/results/env_throughput.csv.
+rows (date, commit, command, load average) to benchmarks/results/env_throughput.csv.
 """
 
 from __future__ import annotations
@@ -42,6 +47,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 os.environ.setdefault("RAY_AUTH_MODE", "disabled")
 
 import pbmarl as pb  # noqa: E402
+from pbmarl.rollout.batch_envs import available_steppers, resolve_stepper  # noqa: E402
 
 ENVS = {"CartPole-v1": "gym:CartPole-v1", "Pendulum-v1": "gym:Pendulum-v1",
         "simple_spread_v3": "pettingzoo:simple_spread_v3"}
@@ -170,18 +176,19 @@ def pbmarl_setup(name: str) -> tuple[Any, Any, dict[str, Any]]:
     return game, mapping, {"shared": policy}
 
 
-def pbmarl_rate(name: str, seconds: float, **pool_kwargs: Any) -> float:
+def pbmarl_rate(name: str, seconds: float, *, whole_episodes: bool = False, **pool_kwargs: Any) -> float:
     game, mapping, policies = pbmarl_setup(name)
     with pb.RolloutPool(game, seed=0, envs_per_worker=64, **pool_kwargs) as pool:
-        probe = 2_000
-        pool.collect(policies=policies, mapping=mapping, steps=probe)  # warm up: workers, policies shipped
+        probe = 4_000
+        kwargs = dict(policies=policies, mapping=mapping, whole_episodes=whole_episodes)
+        pool.collect(steps=probe, **kwargs)  # warm up: workers, policies shipped
         start = time.perf_counter()
-        pool.collect(policies=policies, mapping=mapping, steps=probe)
+        pool.collect(steps=probe, **kwargs)
         per_second = probe / (time.perf_counter() - start)
         wanted = max(probe, int(per_second * seconds))
 
         def run(_: float) -> int:
-            out = pool.collect(policies=policies, mapping=mapping, steps=wanted)
+            out = pool.collect(steps=wanted, **kwargs)
             return int(next(iter(out.values())).steps)
 
         return timed(run, seconds)
@@ -200,6 +207,7 @@ def main() -> None:
     parser.add_argument("--only", choices=sorted(ENVS), action="append", help="environment(s) to measure")
     parser.add_argument("--seconds", type=float, default=8.0, help="timing per measurement")
     parser.add_argument("--no-ray", action="store_true", help="skip (d)")
+    parser.add_argument("--routes", action="store_true", help="also (c) for every stepper route the environment has")
     args = parser.parse_args()
     names = args.only or list(ENVS)
     cores = os.cpu_count() or 1
@@ -221,7 +229,12 @@ def main() -> None:
         a = timed(raw_spread() if name == "simple_spread_v3" else raw_gym(name), args.seconds)
         b = timed(user_parallel_loop() if name == "simple_spread_v3" else user_sync_vector(name), args.seconds)
         b64 = None if name == "simple_spread_v3" else timed(user_sync_vector(name, 64), args.seconds)
+        game = pb.load_game(ENVS[name])
+        route = resolve_stepper(game, "auto")
         c = pbmarl_rate(name, args.seconds)
+        c_whole = pbmarl_rate(name, args.seconds, whole_episodes=True)
+        routes = {r: (c if r == route else pbmarl_rate(name, args.seconds, stepper=r))
+                  for r in (available_steppers(game) if args.routes else ())}
         d = None if args.no_ray or ray_error else pbmarl_rate(name, args.seconds, backend="ray", num_workers=2)
         user = "PettingZoo Parallel loop" if name == "simple_spread_v3" else "Gymnasium SyncVectorEnv(8)"
         print(name)
@@ -229,14 +242,18 @@ def main() -> None:
         print(f"  (b) {user:<26} + torch forward {b:12,.0f}")
         if b64 is not None:
             print(f"  (b') Gymnasium SyncVectorEnv(64) + torch forward {b64:11,.0f}")
-        print(f"  (c) pbmarl local, 1 worker, 64 instances       {c:12,.0f}   (c)/(b) = {c / b:.2f}x, (c)/(a) = {c / a:.0%}")
+        print(f"  (c) pbmarl local, 1 worker, 64 copies ({route}) {c:12,.0f}   (c)/(b) = {c / b:.2f}x, (c)/(a) = {c / a:.0%}")
+        print(f"  (c whole) the same, whole episodes              {c_whole:12,.0f}   (c whole)/(b) = {c_whole / b:.2f}x")
+        for r, rate in routes.items():
+            print(f"      route {r:<20}                 {rate:12,.0f}   {rate / c:.2f}x auto")
         if d is not None:
             print(f"  (d) pbmarl Ray, 2 workers                      {d:12,.0f}   (d)/((a) x {cores} cores) = {d / (a * cores):.0%}")
         if name == "simple_spread_v3":
-            print(f"      target (c) >= 5x (b): {'met' if c >= 5 * b else 'NOT met'}")
+            print(f"      target (c) >= 5x (b): {'met' if c >= 5 * b else 'NOT met'} ({c / b:.1f}x)")
         if d is not None:
-            print(f"      target (d) >= 60% of (a) x cores: {'met' if d >= 0.6 * a * cores else 'NOT met'}")
-        rows.append((name, a, b, b64, c, d))
+            print(f"      target (d) >= 60% of (a) x cores: {'met' if d >= 0.6 * a * cores else 'NOT met'} "
+                  f"({d / (a * cores):.0%})")
+        rows.append((name, a, b, b64, c, d, route, c_whole, routes))
     stamp = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
     command = "python benchmarks/env_throughput.py " + " ".join(sys.argv[1:])
     os.makedirs(os.path.dirname(RESULTS), exist_ok=True)
@@ -245,12 +262,15 @@ def main() -> None:
         writer = csv.writer(f)
         if fresh:
             writer.writerow(["date", "commit", "command", "env", "cores", "load_avg", "raw", "user", "user_vector64",
-                             "pbmarl_local", "pbmarl_ray2", "local_over_user", "ray_over_raw_x_cores"])
-        for name, a, b, b64, c, d in rows:
+                             "pbmarl_local", "pbmarl_ray2", "local_over_user", "ray_over_raw_x_cores", "route",
+                             "pbmarl_local_whole", "routes", "load_avg_end"])
+        end_load = os.getloadavg()[0]
+        for name, a, b, b64, c, d, route, c_whole, routes in rows:
             writer.writerow([stamp, commit(), command, name, cores, f"{load:.1f}", f"{a:.0f}", f"{b:.0f}",
                              "" if b64 is None else f"{b64:.0f}", f"{c:.0f}",
-                             "" if d is None else f"{d:.0f}", f"{c / b:.3f}", "" if d is None else f"{d / (a * cores):.3f}"])
-    print(f"\nappended {len(rows)} rows to {os.path.relpath(RESULTS)}")
+                             "" if d is None else f"{d:.0f}", f"{c / b:.3f}", "" if d is None else f"{d / (a * cores):.3f}",
+                             route, f"{c_whole:.0f}", " ".join(f"{r}={v:.0f}" for r, v in routes.items()), f"{end_load:.1f}"])
+    print(f"\nload average {os.getloadavg()[0]:.1f} at the end; appended {len(rows)} rows to {os.path.relpath(RESULTS)}")
 
 
 if __name__ == "__main__":

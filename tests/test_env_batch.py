@@ -103,7 +103,7 @@ def test_pendulum_port_replays_gymnasium_exactly():
     envs = [gymnasium.make("Pendulum-v1", max_episode_steps=30, g=9.81) for _ in range(4)]
     obs = [env.reset(seed=int(s))[0] for env, s in zip(envs, seeds)]
     rng = np.random.default_rng(1)
-    for t in range(30):
+    for t in range(30):  # noqa: B007 - t is read after the loop
         np.testing.assert_array_equal(port.observations()[0], np.stack(obs))
         u = rng.uniform(-2.5, 2.5, (4, 1)).astype(np.float32)  # beyond the bounds too: both clip
         rewards, term, trunc = port.step([u])

@@ -114,9 +114,10 @@ def run_batched(
         before = batch.state() if with_state and len(live) else None
         records: list[tuple[_Group, np.ndarray]] = []
         for gi, grp in enumerate(groups):
+            single = len(grp.seat.policies) == 1
             drawn = member[live, gi]
-            for m in np.unique(drawn).tolist():
-                inst = live[drawn == m]
+            for m in [0] if single else np.unique(drawn).tolist():
+                inst = live if single else live[drawn == m]
                 x, mask, index = _rows(grp, obs, inst)
                 K = len(grp.agents)
                 ids = grp.noise_offset + np.repeat(inst, K) * K + index
@@ -173,6 +174,8 @@ def run_batched(
 def _rows(grp: _Group, obs: list[np.ndarray], inst: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """The group's transformed rows for copies `inst`, instance by instance (agents in group order), masks, agent index."""
     K, n = len(grp.agents), len(inst)
+    if K == 1 and not grp.transforms and obs[grp.seats[0]].shape[1] == grp.agent_width:  # one agent: its rows as they are
+        return obs[grp.seats[0]][inst], np.ones((n, grp.num_actions), dtype=bool), np.zeros(n, dtype=np.int64)
     x = np.zeros((n, K, grp.agent_width), dtype=np.float32)
     for k, seat in enumerate(grp.seats):
         o = obs[seat][inst]
