@@ -4,7 +4,9 @@
 (every other seat played by its opponent policy or mixture, fixed) for `steps` env steps,
 and answers the trained policy with its evaluated return. Each seat keeps its own
 population in PSRO, so on a game whose seats are the members of groups this is one
-population per seat.
+population per seat. On a `pbmarl.algorithms.team_game.TeamGame` the players are the
+groups of its mapping: the learner trains one group (all its agents) against the other
+groups' mixtures, and PSRO keeps one population per group.
 
 Example:
     >>> oracle = GroupOracle(lambda seed: pb.IPPO(seed=seed, steps_per_round=256), steps=2048)  # doctest: +SKIP
@@ -47,9 +49,13 @@ class GroupOracle:
 
     def respond(self, player: int, opponents: Opponents) -> BestResponse:
         from pbmarl.algorithms.marl import MARL
+        from pbmarl.algorithms.team_game import TeamGame
 
         player = self.game.check_player(player)
-        mapping = AgentMapping.independent(self.game)
+        if isinstance(self.game, TeamGame):  # players are the groups of the team game's mapping
+            base, mapping = self.game.base, self.game.mapping
+        else:
+            base, mapping = self.game, AgentMapping.independent(self.game)
         agents = list(mapping.groups)
         fixed = {}
         for p, agent in enumerate(agents):
@@ -62,7 +68,7 @@ class GroupOracle:
             fixed[agent] = entry
         seed = self.seed + self.calls
         self.calls += 1
-        marl = MARL(self.game, {agents[player]: self.make(seed)}, mapping, fixed=fixed, seed=seed,
+        marl = MARL(base, {agents[player]: self.make(seed)}, mapping, fixed=fixed, seed=seed,
                     num_envs=self.num_envs)
         while marl.total_env_steps < self.steps:
             marl.step()
