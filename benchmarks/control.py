@@ -50,14 +50,17 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 RESULTS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "results", "control.csv")
 EVAL_SEEDS = [10_000 + i for i in range(10)]
 
+#: rl-zoo's Pendulum-v1 settings of TD3 and DDPG (the same for both); noise_sigma is in half action ranges
+#: (0.05 * 2 = the zoo's noise_std 0.1)
+PENDULUM_TD3: dict[str, Any] = {"hidden": (400, 300), "lr": 1e-3, "batch_size": 256, "learning_starts": 10_000,
+                                "buffer_size": 200_000, "train_freq": 200, "gradient_steps": 200, "gamma": 0.98,
+                                "tau": 0.005, "noise_sigma": 0.05}
 #: (env, algo) -> (budget, shared hyperparameters in pbmarl's names, SB3 class)
 CASES: dict[tuple[str, str], tuple[int, dict[str, Any], str]] = {
     ("Pendulum-v1", "sac"): (20_000, {"hidden": (256, 256), "lr": 1e-3, "batch_size": 256, "learning_starts": 100,
                                       "gamma": 0.99, "tau": 0.005}, "SAC"),
-    ("Pendulum-v1", "td3"): (20_000, {"hidden": (400, 300), "lr": 1e-3, "batch_size": 256, "learning_starts": 100,
-                                      "gamma": 0.98, "tau": 0.005, "noise_sigma": 0.05}, "TD3"),
-    ("Pendulum-v1", "ddpg"): (20_000, {"hidden": (400, 300), "lr": 1e-3, "batch_size": 256, "learning_starts": 100,
-                                       "gamma": 0.98, "tau": 0.005, "noise_sigma": 0.05}, "DDPG"),
+    ("Pendulum-v1", "td3"): (20_000, {**PENDULUM_TD3}, "TD3"),
+    ("Pendulum-v1", "ddpg"): (20_000, {**PENDULUM_TD3}, "DDPG"),
     ("CartPole-v1", "dqn"): (50_000, {"hidden": (256, 256), "lr": 2.3e-3, "batch_size": 64, "buffer_size": 100_000,
                                       "learning_starts": 1_000, "gamma": 0.99, "target_update_interval": 128,
                                       "train_freq": 256, "gradient_steps": 128, "exploration_fraction": 0.16,
@@ -70,6 +73,18 @@ CASES: dict[tuple[str, str], tuple[int, dict[str, Any], str]] = {
                                                    "buffer_size": 50_000, "learning_starts": 0, "gamma": 0.9999,
                                                    "tau": 0.01, "train_freq": 32, "gradient_steps": 32,
                                                    "alpha": 0.1, "autotune": False}, "SAC"),
+}
+#: SB3-side values that differ in name or unit only. rl-zoo's CartPole DQN syncs its target every 10 env
+#: steps; SB3 checks that between env steps, so during each burst of 128 gradient steps the target is the
+#: network as it was at the burst's start: pbmarl's interval counts updates, and 128 is the same schedule.
+SB3_OVERRIDES: dict[tuple[str, str], dict[str, Any]] = {
+    ("CartPole-v1", "dqn"): {"target_update_interval": 10},
+    # rl-zoo trains TD3 and DDPG once per episode with as many steps as the episode had: Pendulum's episodes
+    # are always 200 steps, so pbmarl's train_freq=200, gradient_steps=200 is the same schedule
+    ("Pendulum-v1", "td3"): {"train_freq": [1, "episode"], "gradient_steps": -1},
+    ("Pendulum-v1", "ddpg"): {"train_freq": [1, "episode"], "gradient_steps": -1},
+    # rl-zoo's MountainCarContinuous SAC explores with gSDE, which pbmarl lacks: SB3 keeps it (its zoo setting)
+    ("MountainCarContinuous-v0", "sac"): {"use_sde": True, "log_std_init": -3.67},
 }
 DQN_OFF = {"double": False, "dueling": False, "n_step": 1, "prioritized": False, "noisy": False,
            "distributional": False}
@@ -113,7 +128,10 @@ for ours, theirs in (("buffer_size", "buffer_size"), ("tau", "tau"), ("train_fre
                      ("gradient_steps", "gradient_steps"), ("target_update_interval", "target_update_interval"),
                      ("exploration_fraction", "exploration_fraction"), ("epsilon_end", "exploration_final_eps")):
     if ours in params:
-        kw[theirs] = params[ours]
+        kw[theirs] = tuple(params[ours]) if isinstance(params[ours], list) else params[ours]
+if params.get("use_sde"):
+    kw["use_sde"] = True
+    kw["policy_kwargs"]["log_std_init"] = params["log_std_init"]
 if algo in ("TD3", "DDPG"):
     half = (env.action_space.high - env.action_space.low) / 2
     kw["action_noise"] = NormalActionNoise(np.zeros(env.action_space.shape), params["noise_sigma"] * half)
@@ -143,7 +161,8 @@ print(json.dumps({"return": float(np.mean(returns)), "return_std": float(np.std(
 def run_sb3(python: str, env: str, algo: str, seed: int, budget: int) -> dict[str, Any]:
     _, params, sb3_algo = CASES[(env, algo)]
     if algo == "rainbow":  # SB3 has no Rainbow: the reference is its DQN with the DQN row's settings
-        params = CASES[(env, "dqn")][1]
+        params, algo = CASES[(env, "dqn")][1], "dqn"
+    params = {**params, **SB3_OVERRIDES.get((env, algo), {})}
     arg = json.dumps([env, sb3_algo, seed, budget, params, EVAL_SEEDS])
     out = subprocess.run([python, "-c", SB3_SCRIPT, arg], capture_output=True, text=True, check=False)
     if out.returncode != 0:

@@ -174,6 +174,10 @@ class Rainbow(ControlLearner):
                episode_end: bool) -> None:
         """Hold transitions until their n-step return is known, then put them in the buffer."""
         cfg = self.config
+        if cfg.n_step == 1:  # the one-step target needs no window (what nstep_targets gives for n=1)
+            slot = self.replay.append(obs, int(action), reward, terminated, next_obs)
+            self.discount[slot] = 0.0 if terminated else cfg.gamma
+            return
         self._window.append((obs, int(action), reward))
         if not episode_end and len(self._window) < cfg.n_step:
             return
