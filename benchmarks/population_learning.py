@@ -9,6 +9,8 @@ Slices (run one at a time on a shared machine, ``--only``):
 - ``psro`` / ``p2sro``: sequential PSRO, or P2SRO(active=3), with the same DQN oracle on Leduc for
   ``--minutes``: wall time to exploitability 1, 0.5, 0.3, 0.2, 0.1, beside exact-oracle PSRO (the
   iterations each level needs with perfect best responses) and CFR+, in the same process.
+- ``nfsp-peer``: OpenSpiel's PyTorch NFSP example on Kuhn, run in its own venv
+  (``OPENSPIEL_NFSP_VENV``), exploitability at 10k..40k episodes.
 - ``oracle``: the DQN oracle's best-response gap on Leduc (exact BR value minus the exact value of
   the learned policy) along one best response, for the settings in ``ORACLE_SETTINGS``.
 - ``league``: a League (DQN agents) on ``pettingzoo:connect_four_v3`` and, with the same env-step
@@ -120,6 +122,40 @@ def nfsp_slice(args: argparse.Namespace, sink: Sink) -> None:
         wall = time.perf_counter() - start
     cfr_plus(game, min(wall, 60.0), sink, "nfsp")
     print("bar: exploitability <= 0.25 at 40k episodes (stretch <= 0.15)")
+
+
+#: the peer's own venv (open_spiel==2.0.2, torch==2.13.0, dm-tree), never a pbmarl dependency
+OPENSPIEL_NFSP_VENV = Path("/work/venvs/openspiel-nfsp")
+
+
+def nfsp_peer_slice(args: argparse.Namespace, sink: Sink) -> None:
+    """OpenSpiel's PyTorch NFSP example on Kuhn in its own venv, at 10k..40k episodes, for the side-by-side row."""
+    import json
+    import os
+
+    python = OPENSPIEL_NFSP_VENV / "bin" / "python"
+    script = Path(__file__).resolve().parent / "peers" / "openspiel_nfsp_kuhn.py"
+    if not python.exists():
+        print(f"OpenSpiel NFSP peer not run: no venv at {OPENSPIEL_NFSP_VENV} "
+              f"(python -m venv {OPENSPIEL_NFSP_VENV} && {OPENSPIEL_NFSP_VENV}/bin/pip install "
+              "open_spiel==2.0.2 torch==2.13.0 dm-tree)")
+        return
+    print(f"OpenSpiel PyTorch NFSP on Kuhn ({args.episodes:,} episodes per seed); load average {os.getloadavg()}")
+    for seed in args.seeds:
+        proc = subprocess.Popen([str(python), str(script), "--episodes", str(args.episodes), "--seed", str(seed),
+                                 "--eval-every", str(args.episodes_per_step)], stdout=subprocess.PIPE, text=True)
+        assert proc.stdout is not None
+        for line in proc.stdout:
+            row = json.loads(line)
+            pbmarl_ref = OPENSPIEL_NFSP_KUHN.get(row["episodes"])
+            sink.add(slice="nfsp", game="kuhn_poker", method="OpenSpiel PyTorch NFSP (measured)", seed=seed,
+                     x=row["episodes"], x_unit="episodes", value=row["exploitability"], metric="exploitability",
+                     wall_s=row["wall_s"], reference=f"probe {pbmarl_ref}; load {os.getloadavg()[0]:.2f}")
+            print(f"  seed {seed} {row['episodes']:>7,d} episodes {row['wall_s']:7.1f}s exploitability "
+                  f"{row['exploitability']:.4f}   (probe: {pbmarl_ref})", flush=True)
+        if proc.wait() != 0:
+            print(f"  the peer exited with status {proc.returncode}")
+    print(f"load average {os.getloadavg()}")
 
 
 #: the Leduc DQN oracle of the psro / p2sro slices, chosen with the ``oracle`` slice: the oracle is
@@ -323,7 +359,7 @@ def league_slice(args: argparse.Namespace, sink: Sink) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--only", choices=["nfsp", "psro", "p2sro", "league", "oracle"], required=True)
+    parser.add_argument("--only", choices=["nfsp", "nfsp-peer", "psro", "p2sro", "league", "oracle"], required=True)
     parser.add_argument("--seeds", type=lambda s: [int(x) for x in s.split(",")], default=[0])
     parser.add_argument("--episodes", type=int, default=40_000, help="nfsp: episodes per seed")
     parser.add_argument("--episodes-per-step", type=int, default=10_000)
@@ -348,7 +384,7 @@ def main() -> None:
     parser.add_argument("--no-record", action="store_true", help="print only; append nothing to the CSV")
     args = parser.parse_args()
     sink = Sink("python benchmarks/population_learning.py " + " ".join(sys.argv[1:]))
-    {"nfsp": nfsp_slice, "psro": leduc_slice, "p2sro": leduc_slice, "league": league_slice,
+    {"nfsp": nfsp_slice, "nfsp-peer": nfsp_peer_slice, "psro": leduc_slice, "p2sro": leduc_slice, "league": league_slice,
      "oracle": oracle_slice}[args.only](args, sink)
     if not args.no_record:
         sink.write()
