@@ -47,6 +47,9 @@ import numpy as np
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 
+HEADER = ["date", "commit", "command", "env", "algo", "seed", "budget", "pbmarl_return", "sb3_return",
+          "pbmarl_seconds_per_1000", "sb3_seconds_per_1000", "time_ratio", "pbmarl_cpu_per_1000", "sb3_cpu_per_1000",
+          "cpu_ratio", "load_before", "load_after"]
 RESULTS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "results", "control.csv")
 EVAL_SEEDS = [10_000 + i for i in range(10)]
 
@@ -185,10 +188,14 @@ def main(argv: list[str] | None = None) -> int:
                         help="ENV/ALGO, e.g. Pendulum-v1/sac (repeatable); default: every case")
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
     parser.add_argument("--sb3-python", default="/work/venvs/sb3/bin/python")
-    parser.add_argument("--skip-sb3", action="store_true", help="pbmarl only (no reference: ratios are blank)")
+    parser.add_argument("--side", choices=("both", "pbmarl", "sb3"), default="both",
+                        help="run one side only (for rows longer than one ~12-minute slice of the shared machine: "
+                             "the two sides then run in consecutive slices and the ratios are left blank)")
+    parser.add_argument("--skip-sb3", action="store_true", help="same as --side pbmarl")
     parser.add_argument("--steps", type=int, default=None,
                         help="override every case's budget (a shorter, partial measurement; recorded in the CSV)")
     args = parser.parse_args(argv)
+    side = "pbmarl" if args.skip_sb3 else args.side
     cases = list(CASES)
     if args.only:
         wanted = {tuple(o.split("/", 1)) for o in args.only}
@@ -200,36 +207,43 @@ def main(argv: list[str] | None = None) -> int:
     command = "python benchmarks/control.py " + " ".join(sys.argv[1:] if argv is None else argv)
     print(f"{'env/algo':32} {'seed':>4} {'steps':>6} {'pbmarl return':>14} {'SB3 return':>11} {'diff':>8} "
           f"{'pbmarl s/1k':>11} {'SB3 s/1k':>9} {'time ratio':>10} {'pbmarl cpu/1k':>13} {'SB3 cpu/1k':>10} "
-          f"{'cpu ratio':>9}")
+          f"{'cpu ratio':>9} {'load (1 min) before/after':>26}")
     os.makedirs(os.path.dirname(RESULTS), exist_ok=True)
     new_file = not os.path.exists(RESULTS) or os.path.getsize(RESULTS) == 0
+    nan = float("nan")
     with open(RESULTS, "a", newline="") as fh:
         writer = csv.writer(fh)
         if new_file:
-            writer.writerow(["date", "commit", "command", "env", "algo", "seed", "budget", "pbmarl_return",
-                             "sb3_return", "pbmarl_seconds_per_1000", "sb3_seconds_per_1000", "time_ratio",
-                             "pbmarl_cpu_per_1000", "sb3_cpu_per_1000", "cpu_ratio"])
+            writer.writerow(HEADER)
         for env, algo in cases:
             for seed in args.seeds:
                 budget = args.steps or CASES[(env, algo)][0]
-                ours = run_pbmarl(env, algo, seed, budget)
-                ref = None if args.skip_sb3 else run_sb3(args.sb3_python, env, algo, seed, budget)
-                nan = float("nan")
-                diff = ours["return"] - ref["return"] if ref else nan
-                ratio = ours["seconds_per_1000"] / ref["seconds_per_1000"] if ref else nan
-                cpu_ratio = ours["cpu_per_1000"] / ref["cpu_per_1000"] if ref else nan
-                print(f"{env + '/' + algo:32} {seed:>4} {budget:>6} {ours['return']:>14.1f} "
-                      f"{(ref['return'] if ref else nan):>11.1f} {diff:>8.1f} "
-                      f"{ours['seconds_per_1000']:>11.2f} {(ref['seconds_per_1000'] if ref else nan):>9.2f} "
-                      f"{ratio:>10.2f} {ours['cpu_per_1000']:>13.2f} {(ref['cpu_per_1000'] if ref else nan):>10.2f} "
-                      f"{cpu_ratio:>9.2f}", flush=True)
+                load_before = os.getloadavg()[0]
+                ours = run_pbmarl(env, algo, seed, budget) if side != "sb3" else None
+                ref = run_sb3(args.sb3_python, env, algo, seed, budget) if side != "pbmarl" else None
+                load_after = os.getloadavg()[0]
+
+                def get(out: dict[str, Any] | None, key: str) -> float:
+                    return float(out[key]) if out else nan
+
+                diff = get(ours, "return") - get(ref, "return")
+                ratio = get(ours, "seconds_per_1000") / get(ref, "seconds_per_1000")
+                cpu_ratio = get(ours, "cpu_per_1000") / get(ref, "cpu_per_1000")
+                print(f"{env + '/' + algo:32} {seed:>4} {budget:>6} {get(ours, 'return'):>14.1f} "
+                      f"{get(ref, 'return'):>11.1f} {diff:>8.1f} "
+                      f"{get(ours, 'seconds_per_1000'):>11.2f} {get(ref, 'seconds_per_1000'):>9.2f} "
+                      f"{ratio:>10.2f} {get(ours, 'cpu_per_1000'):>13.2f} {get(ref, 'cpu_per_1000'):>10.2f} "
+                      f"{cpu_ratio:>9.2f} {load_before:>13.2f}/{load_after:<12.2f}", flush=True)
+
+                def cell(value: float, digits: int = 3) -> Any:
+                    return "" if value != value else round(value, digits)
+
                 writer.writerow([datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
                                  _commit(), command, env, algo, seed, budget,
-                                 round(ours["return"], 2), round(ref["return"], 2) if ref else "",
-                                 round(ours["seconds_per_1000"], 3),
-                                 round(ref["seconds_per_1000"], 3) if ref else "", round(ratio, 3) if ref else "",
-                                 round(ours["cpu_per_1000"], 3), round(ref["cpu_per_1000"], 3) if ref else "",
-                                 round(cpu_ratio, 3) if ref else ""])
+                                 cell(get(ours, "return"), 2), cell(get(ref, "return"), 2),
+                                 cell(get(ours, "seconds_per_1000")), cell(get(ref, "seconds_per_1000")), cell(ratio),
+                                 cell(get(ours, "cpu_per_1000")), cell(get(ref, "cpu_per_1000")), cell(cpu_ratio),
+                                 round(load_before, 2), round(load_after, 2)])
                 fh.flush()
     return 0
 
