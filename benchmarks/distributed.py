@@ -1,21 +1,26 @@
-"""Distributed learners: env steps/s with 1 and 2 actors, time to a CartPole return of 475, scaling.
+"""Distributed learners beside RLlib 2.60: env steps/s with 1 and 2 actors, time to 475 on CartPole, scaling.
 
-    python benchmarks/distributed.py --backend ray --seconds 60        # the issue's run
-    python benchmarks/distributed.py --backend local --seconds 20      # no Ray (actors take turns)
+    python benchmarks/distributed.py --backend ray --seconds 25 --envs CartPole-v1       # one slice
+    python benchmarks/distributed.py --backend ray --seconds 25 --envs simple_spread_v3  # the other
+    python benchmarks/distributed.py --backend local --seconds 20 --no-rllib             # no Ray at all
 
-For each actor count, IMPALA (V-trace learner, actors with batched inference) trains on
-CartPole-v1 for `--seconds` of wall time; printed: env steps per second (actors' data
-consumed by the learner), the learner's share of the time, and the wall time at which the
-mean return of a round first reached 475 (or "not reached"). Then the scaling efficiency
-``rate(2) / (2 * rate(1))`` and a PROJECTION to N nodes from the measured per-actor rate
-and the learner's seconds per batch: ``min(N * a * r_actor, B / t_learner)`` (a projection,
-not a measurement). On the local backend the actors run one after another in this process,
-so 2 actors cannot be faster than 1 there: only the Ray backend measures scaling.
+For each environment and actor count, pbmarl's IMPALA (V-trace learner, actors with
+batched inference) and Ape-X DQN (central replay actor) train for `--seconds` of wall
+time; then RLlib 2.60's IMPALA and DQN (new API stack, local learner) train for the same
+time with as many env runners, each in a fresh process of RLlib's own venv
+(`--rllib-python`, default /work/venvs/rllib/bin/python; see benchmarks/distributed_rllib.py).
+pbmarl's Ray is shut down before RLlib's runs, so the two never share the machine.
 
-On simple_spread_v3 seat 0 learns against two random agents (no return target there).
-The RLlib 2.60 IMPALA/APPO and DQN runs (its own venv, /work/venvs/rllib) are printed as
-"not run" when they were not run. Rows are appended to
-benchmarks/results/distributed.csv with the date, the git commit and the command.
+Printed, side by side: env steps per second (data consumed by pbmarl's learner; RLlib's
+env steps sampled), the wall time at which a round's (RLlib: an iteration's) mean return
+first reached 475 on CartPole, the ratios against the issue's targets (throughput >= 2x
+RLlib's, time to 475 <= RLlib's), the scaling efficiency ``rate(2) / (2 rate(1))``, and a
+PROJECTION to N nodes from pbmarl IMPALA's measured one-actor collection rate and its
+learner (server) seconds per step: ``min(N * 2 * r_actor, r_learner)`` — a projection, not a
+measurement. pbmarl's wall time includes its actors' start-up; RLlib's starts after
+``build_algo()``. If RLlib cannot run something here, the reason is printed.
+Rows (date, git commit, command, load average) are appended to
+benchmarks/results/distributed.csv.
 """
 
 from __future__ import annotations
@@ -23,58 +28,100 @@ from __future__ import annotations
 import argparse
 import csv
 import datetime
+import json
 import math
 import os
 import subprocess
 import sys
 import time
+from typing import Any
 
-RESULTS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "results", "distributed.csv")
+HERE = os.path.dirname(os.path.abspath(__file__))
+RESULTS = os.path.join(HERE, "results", "distributed.csv")
+HEADER = ["date", "commit", "command", "env", "algo", "backend", "actors", "seconds", "env_steps", "env_steps_per_s",
+          "time_to_475_s", "last_return", "scaling_efficiency_1_to_2", "peer", "load_average"]
+PAIRS = {"impala": ("IMPALA", "impala"), "apex": ("ApeX", "dqn")}  # pbmarl learner, RLlib algorithm
 
 
-def run_impala(env: str, actors: int, backend: str, seconds: float, seed: int) -> dict[str, float]:
+def make_game(env: str) -> tuple[Any, list[Any]]:
     import pbmarl as pb
 
     if env == "simple_spread_v3":  # seat 0 learns; the other two agents act at random
         game = pb.load_game("pettingzoo:simple_spread_v3", N=3, max_cycles=25)
-        opponents = [None] + [pb.RandomPolicy(game) for _ in range(game.num_players - 1)]
+        return game, [None] + [pb.RandomPolicy(game) for _ in range(game.num_players - 1)]
+    return pb.load_game(f"gym:{env}"), [None]
+
+
+def run_pbmarl(kind: str, env: str, actors: int, backend: str, seconds: float, seed: int) -> dict[str, float]:
+    import pbmarl as pb
+
+    game, opponents = make_game(env)
+    common = {"backend": backend, "steps_per_round": 256, "num_envs": 8, "hidden": (64, 64), "gamma": 0.99,
+              "budget": 10**9, "seed": seed}
+    if kind == "impala":
+        learner: Any = pb.IMPALA(game, actors=actors, lr=3e-3, **common)
     else:
-        game = pb.load_game(f"gym:{env}")
-        opponents = [None]
-    learner = pb.IMPALA(game, actors=actors, backend=backend, steps_per_round=256, num_envs=8, hidden=(64, 64),
-                        lr=3e-3, gamma=0.99, budget=10**9, seed=seed)
+        learner = pb.ApeX(game, actors=actors, lr=5e-4, batch_size=64, learning_starts=1000, updates_per_round=16,
+                          publish_interval=4, buffer_size=50_000, target_update_interval=250, **common)
     learner.start(0, opponents)
     t0 = time.perf_counter()
-    t475 = math.nan
+    t475, last = math.nan, math.nan
     try:
         while time.perf_counter() - t0 < seconds:
             record = learner.step()
-            if math.isnan(t475) and record.mean_return >= 475:
-                t475 = time.perf_counter() - t0
+            if not math.isnan(record.mean_return):
+                last = record.mean_return
+                if math.isnan(t475) and last >= 475:
+                    t475 = time.perf_counter() - t0
     finally:
         wall = time.perf_counter() - t0
-        steps, batches, learn_s = learner.task.env_steps, len(learner.log), learner.learn_seconds
+        steps = learner.task.env_steps
+        learn_s = float(getattr(learner, "learn_seconds", math.nan))
         learner.finish()
-    return {"wall_s": wall, "env_steps": steps, "rate": steps / wall, "batches": batches,
-            "t475_s": t475, "last_return": record.mean_return, "learn_s": learn_s}
+    return {"wall_s": wall, "env_steps": steps, "rate": steps / wall, "t475_s": t475, "last_return": last,
+            "learn_s": learn_s}
 
 
-def commit() -> str:
+def run_rllib(python: str, algo: str, env: str, runners: int, seconds: float, seed: int) -> dict[str, Any]:
+    """One RLlib measurement in a fresh process of RLlib's venv; ``{"error": why}`` when it could not run."""
+    if not os.path.exists(python):
+        return {"error": f"no RLlib venv at {python} (python3 -m venv /work/venvs/rllib && "
+                         "/work/venvs/rllib/bin/pip install 'ray[rllib]==2.60.0' torch==2.13.0 gymnasium pettingzoo mpe2)"}
+    env_vars = dict(os.environ, RAY_AUTH_MODE="disabled")
+    env_vars.pop("RAY_ADDRESS", None)
+    env_vars.pop("PYTHONPATH", None)
+    cmd = [python, os.path.join(HERE, "distributed_rllib.py"), "--algo", algo, "--env", env, "--runners", str(runners),
+           "--seconds", str(seconds), "--seed", str(seed)]
     try:
-        return subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True,
-                              cwd=os.path.dirname(RESULTS)).stdout.strip() or "unknown"
-    except OSError:
-        return "unknown"
+        proc = subprocess.run(cmd, capture_output=True, text=True, env=env_vars, timeout=seconds + 240)
+    except subprocess.TimeoutExpired:
+        return {"error": f"no result within {seconds + 240:.0f} s"}
+    lines = [x for x in proc.stdout.splitlines() if x.startswith("RLLIB_RESULT ")]
+    if not lines:
+        return {"error": f"exit {proc.returncode}: {(proc.stderr.strip().splitlines() or ['no output'])[-1][:300]}"}
+    out: dict[str, Any] = json.loads(lines[-1][len("RLLIB_RESULT "):])
+    return out
+
+
+def fmt_time(t: float) -> str:
+    return "not reached" if math.isnan(t) else f"{t:.1f} s"
+
+
+def efficiency(rates: dict[int, float]) -> float:
+    return rates[2] / (2 * rates[1]) if 1 in rates and 2 in rates and rates[1] > 0 else math.nan
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--backend", choices=["local", "ray"], default="ray")
-    parser.add_argument("--seconds", type=float, default=60.0, help="wall time per actor count")
-    parser.add_argument("--actors", default="1,2", help="comma-separated actor counts")
+    parser.add_argument("--seconds", type=float, default=25.0, help="wall time of every measurement")
+    parser.add_argument("--actors", default="1,2", help="comma-separated actor (RLlib: env runner) counts")
     parser.add_argument("--envs", default="CartPole-v1,simple_spread_v3", help="comma-separated environments")
+    parser.add_argument("--algos", default="impala,apex", help="pbmarl learners: impala (vs RLlib IMPALA), apex (vs DQN)")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--nodes", default="1,2,4,8", help="node counts of the projection")
+    parser.add_argument("--rllib-python", default="/work/venvs/rllib/bin/python")
+    parser.add_argument("--no-rllib", action="store_true", help="measure pbmarl only")
     args = parser.parse_args()
     os.environ.setdefault("RAY_AUTH_MODE", "disabled")
     import torch
@@ -89,47 +136,119 @@ def main() -> None:
         except Exception as exc:  # noqa: BLE001 - reported, then measured without Ray
             print(f"Ray could not start ({type(exc).__name__}: {exc}); measuring with the local backend")
             backend = "local"
-    for env in args.envs.split(","):
-        measure(env, args, backend)
+    envs, algos = args.envs.split(","), args.algos.split(",")
+    counts = [int(a) for a in args.actors.split(",")]
+    ours: dict[tuple[str, str, int], dict[str, float]] = {}
+    for env in envs:
+        for kind in algos:
+            for n in counts:
+                r = ours[env, kind, n] = run_pbmarl(kind, env, n, backend, args.seconds, args.seed)
+                print(f"pbmarl {PAIRS[kind][0]} {env} {backend} actors={n}: {r['rate']:.0f} env steps/s, "
+                      f"475 at {fmt_time(r['t475_s'])}, last return {r['last_return']:.1f}", flush=True)
+    if backend == "ray":
+        import ray
+
+        ray.shutdown()  # RLlib's runs get the machine to themselves
+    theirs: dict[tuple[str, str, int], dict[str, Any]] = {}
+    for env in envs:
+        for kind in algos:
+            for n in counts:
+                if args.no_rllib:
+                    theirs[env, kind, n] = {"error": "not run (--no-rllib)"}
+                    continue
+                t = run_rllib(args.rllib_python, PAIRS[kind][1], env, n, args.seconds, args.seed)
+                if kind == "impala" and "error" not in t and not t.get("env_steps"):
+                    why = f"RLlib IMPALA reported 0 env steps sampled in {t['wall_s']:.0f} s; APPO instead"
+                    print(why, flush=True)
+                    t = run_rllib(args.rllib_python, "appo", env, n, args.seconds, args.seed)
+                    t["note"] = why
+                theirs[env, kind, n] = t
+                state = t["error"] if "error" in t else f"{t['rate']:.0f} env steps/s"
+                print(f"RLlib {t.get('algo', PAIRS[kind][1]).upper()} {env} runners={n}: {state}", flush=True)
+    load = " ".join(f"{x:.2f}" for x in os.getloadavg())
+    report(envs, algos, counts, ours, theirs, backend, load, args)
+    append_rows(envs, algos, counts, ours, theirs, backend, load, args.seconds)
 
 
-def measure(env: str, args: argparse.Namespace, backend: str) -> None:
-    results = {}
-    for n in [int(a) for a in args.actors.split(",")]:
-        r = run_impala(env, n, backend, args.seconds, args.seed)
-        results[n] = r
-        t475 = "not reached" if math.isnan(r["t475_s"]) else f"{r['t475_s']:.1f} s"
-        target = f", return 475 at: {t475}" if env == "CartPole-v1" else ""
-        print(f"{env} IMPALA {backend} actors={n}: {r['rate']:.0f} env steps/s over {r['wall_s']:.1f} s "
-              f"({r['env_steps']} steps, {r['batches']} batches){target}, last return {r['last_return']:.1f}")
-    print("RLlib 2.60 IMPALA/APPO and DQN: not run (no /work/venvs/rllib on this machine in this session)")
-    eff = math.nan
-    if 1 in results and 2 in results:
-        eff = results[2]["rate"] / (2 * results[1]["rate"])
-        print(f"{env}: scaling efficiency 1 -> 2 actors ({backend}): {eff:.2f}")
-    if 1 in results:
-        r1 = results[1]
-        actor_rate = r1["env_steps"] / max(r1["wall_s"] - r1["learn_s"], 1e-9)  # one actor's collection rate
-        learner_rate = r1["env_steps"] / max(r1["learn_s"], 1e-9)  # steps/s the learner can consume
-        print(f"measured: one actor collects {actor_rate:.0f} env steps/s; the learner consumes up to "
-              f"{learner_rate:.0f} env steps/s ({r1['learn_s']:.1f} s of {r1['wall_s']:.1f} s learning)")
-        for nodes in [int(x) for x in args.nodes.split(",")]:
-            proj = min(nodes * 2 * actor_rate, learner_rate)
-            print(f"PROJECTION (not measured): {nodes} nodes x 2 actors -> about {proj:.0f} env steps/s "
-                  f"= min({nodes} x 2 x {actor_rate:.0f}, learner {learner_rate:.0f})")
+def report(envs: list[str], algos: list[str], counts: list[int], ours: dict, theirs: dict, backend: str,
+           load: str, args: argparse.Namespace) -> None:
+    print(f"\n=== pbmarl ({backend}) vs RLlib 2.60, {args.seconds:.0f} s each, same machine; "
+          f"load average at the end {load} ===")
+    print(f"{'env':<17} {'pbmarl / RLlib':<15} {'n':>2} {'pbmarl st/s':>11} {'RLlib st/s':>10} {'ratio':>6} "
+          f"{'(>=2)':>5} {'pbmarl 475':>11} {'RLlib 475':>11} {'(<=)':>4}")
+    for env in envs:
+        for kind in algos:
+            for n in counts:
+                r, t = ours[env, kind, n], theirs[env, kind, n]
+                name = f"{PAIRS[kind][0]} / {str(t.get('algo', PAIRS[kind][1])).upper()}"
+                if "error" in t:
+                    print(f"{env:<17} {name:<15} {n:>2} {r['rate']:>11.0f} {'-':>10} {'-':>6} {'':>5} "
+                          f"{fmt_time(r['t475_s']):>11} {'-':>11}   RLlib: {t['error']}")
+                    continue
+                ratio = r["rate"] / t["rate"] if t["rate"] > 0 else math.inf
+                ok_rate = "yes" if ratio >= 2 else "no"
+                ok_time = "-"
+                if env == "CartPole-v1":
+                    a, b = r["t475_s"], float(t.get("t475_s", math.nan))
+                    ok_time = "no" if math.isnan(a) else "yes" if math.isnan(b) or a <= b else "no"
+                print(f"{env:<17} {name:<15} {n:>2} {r['rate']:>11.0f} {t['rate']:>10.0f} {ratio:>6.2f} {ok_rate:>5} "
+                      f"{fmt_time(r['t475_s']):>11} {fmt_time(float(t.get('t475_s', math.nan))):>11} {ok_time:>4}")
+        for kind in algos:
+            e_ours = efficiency({n: ours[env, kind, n]["rate"] for n in counts})
+            e_theirs = efficiency({n: theirs[env, kind, n]["rate"] for n in counts if "error" not in theirs[env, kind, n]})
+            print(f"{env}: scaling efficiency 1 -> 2 actors: pbmarl {PAIRS[kind][0]} {e_ours:.2f}, "
+                  f"RLlib {str(theirs[env, kind, counts[0]].get('algo', PAIRS[kind][1])).upper()} {e_theirs:.2f}")
+        if "impala" in algos and 1 in counts:
+            r1 = ours[env, "impala", 1]
+            actor_rate = r1["env_steps"] / max(r1["wall_s"] - r1["learn_s"], 1e-9)  # one actor's collection rate
+            learner_rate = r1["env_steps"] / max(r1["learn_s"], 1e-9)  # steps/s the learner (server) can consume
+            print(f"{env}: measured, pbmarl IMPALA 1 actor: it collects {actor_rate:.0f} env steps/s; the learner "
+                  f"consumes up to {learner_rate:.0f} ({r1['learn_s']:.1f} s of {r1['wall_s']:.1f} s learning)")
+            for nodes in [int(x) for x in args.nodes.split(",")]:
+                proj = min(nodes * 2 * actor_rate, learner_rate)
+                print(f"  PROJECTION (not measured): {nodes} nodes x 2 actors -> about {proj:.0f} env steps/s "
+                      f"= min({nodes} x 2 x {actor_rate:.0f}, learner {learner_rate:.0f})")
+
+
+def commit() -> str:
+    try:
+        return subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True,
+                              cwd=HERE).stdout.strip() or "unknown"
+    except OSError:
+        return "unknown"
+
+
+def append_rows(envs: list[str], algos: list[str], counts: list[int], ours: dict, theirs: dict, backend: str,
+                load: str, seconds: float) -> None:
     os.makedirs(os.path.dirname(RESULTS), exist_ok=True)
     new = not os.path.exists(RESULTS)
     command = "python " + " ".join(sys.argv)
+    now = datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
+    rev = commit()
+
+    def cell(x: float | None, f: str = "{:.1f}") -> str:
+        return "" if x is None or (isinstance(x, float) and math.isnan(x)) else f.format(x)
+
     with open(RESULTS, "a", newline="") as fh:
         w = csv.writer(fh)
         if new:
-            w.writerow(["date", "commit", "command", "env", "algo", "backend", "actors", "seconds", "env_steps",
-                        "env_steps_per_s", "time_to_475_s", "last_return", "scaling_efficiency_1_to_2", "peer"])
-        now = datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
-        for n, r in results.items():
-            w.writerow([now, commit(), command, env, "pbmarl IMPALA", backend, n, f"{r['wall_s']:.1f}",
-                        r["env_steps"], f"{r['rate']:.1f}", "" if math.isnan(r["t475_s"]) else f"{r['t475_s']:.1f}",
-                        f"{r['last_return']:.1f}", "" if math.isnan(eff) else f"{eff:.3f}", "RLlib not run"])
+            w.writerow(HEADER)
+        for env in envs:
+            for kind in algos:
+                mine = efficiency({n: ours[env, kind, n]["rate"] for n in counts})
+                peer_ok = {n: theirs[env, kind, n] for n in counts if "error" not in theirs[env, kind, n]}
+                peer_eff = efficiency({n: t["rate"] for n, t in peer_ok.items()})
+                for n in counts:
+                    r, t = ours[env, kind, n], theirs[env, kind, n]
+                    peer = t["error"] if "error" in t else f"RLlib {str(t['algo']).upper()} {t['rate']:.1f} steps/s"
+                    w.writerow([now, rev, command, env, f"pbmarl {PAIRS[kind][0]}", backend, n, f"{r['wall_s']:.1f}",
+                                r["env_steps"], f"{r['rate']:.1f}", cell(r["t475_s"]), cell(r["last_return"]),
+                                cell(mine, "{:.3f}"), peer, load])
+                    if "error" not in t:
+                        w.writerow([now, rev, command, env, f"RLlib {t.get('ray', '')} {str(t['algo']).upper()}",
+                                    "ray", n, f"{t['wall_s']:.1f}", int(t["env_steps"]), f"{t['rate']:.1f}",
+                                    cell(t.get("t475_s")), cell(t.get("last_return")), cell(peer_eff, "{:.3f}"),
+                                    "peer", load])
     print(f"rows appended to {RESULTS}")
 
 

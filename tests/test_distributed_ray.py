@@ -44,10 +44,55 @@ def test_bap_on_ray_workers_keeps_its_bound(ray_session) -> None:
     try:
         record = learner.step()
         record = learner.step()
-        assert max(learner._rounds.staleness) <= 1 and len(learner._rounds.log) == 4
+        assert max(learner.staleness) <= 1 and len(learner._rounds.log) == 4
+        assert learner.history["max_staleness"].max() == max(learner.staleness)
         assert record.learner_steps == sum(e[3] for e in learner._rounds.log)
     finally:
         learner.finish()
+
+
+def test_the_parameter_server_is_a_ray_actor_and_bsp_matches_the_local_run(ray_session) -> None:
+    import numpy as np
+
+    from pbmarl.distributed.server import get_vector
+
+    game = pb.load_game("gym:CartPole-v1")
+    weights = {}
+    for backend in ("local", "ray"):
+        learner = pb.A2C(game, workers=2, sync="bsp", backend=backend, norm_adv=False, steps_per_round=32,
+                         num_envs=4, hidden=(16,), seed=5)
+        learner.start(0, [None])
+        try:
+            host = learner._rounds.server.host
+            assert (host.actor is not None) == (backend == "ray")  # a server actor on Ray, an object locally
+            records = [learner.step() for _ in range(2)]
+            weights[backend] = get_vector(list(learner.actor.net.parameters()) + list(learner.critic.parameters()))
+            assert learner.staleness == [0, 0, 0, 0] and records[-1].learner_steps == sum(
+                e[3] for e in learner._rounds.log)
+        finally:
+            learner.finish()
+    np.testing.assert_allclose(weights["ray"], weights["local"], atol=1e-5)  # same seeds, same updates
+
+
+def test_apex_replay_is_a_ray_actor_and_draws_what_the_local_replay_draws(ray_session) -> None:
+    import numpy as np
+
+    game = pb.load_game("gym:CartPole-v1")
+    out = {}
+    for backend in ("local", "ray"):
+        learner = pb.ApeX(game, actors=1, backend=backend, steps_per_round=32, num_envs=4, hidden=(16,),
+                          learning_starts=0, updates_per_round=4, publish_interval=2, batch_size=16, seed=0)
+        learner.start(0, [None])
+        try:
+            assert (learner.replay.host.actor is not None) == (backend == "ray")
+            record = [learner.step() for _ in range(2)][-1]
+            assert record.buffer == record.learner_steps == sum(e[3] for e in learner.log)
+            assert len(learner.replay.state_arrays()["obs"]) == record.buffer  # the actor holds the data
+            out[backend] = (record.loss, np.concatenate([p.detach().numpy().ravel() for p in learner.q_net.parameters()]))
+        finally:
+            learner.finish()
+    assert out["ray"][0] == pytest.approx(out["local"][0], rel=1e-5)
+    np.testing.assert_allclose(out["ray"][1], out["local"][1], atol=1e-5)
 
 
 CLUSTER = """
