@@ -60,9 +60,10 @@ def _free_port() -> int:
 
 
 class Lab:
-    """A JupyterLab server on 127.0.0.1 with a token, serving a temporary folder."""
+    """A JupyterLab server on 127.0.0.1 with a token, serving a temporary folder. Its kernels run at the
+    smoke budget (``PBMARL_SMOKE=1``) unless ``smoke=False``, which gives them the reader's full budget."""
 
-    def __init__(self, folder: Path) -> None:
+    def __init__(self, folder: Path, *, smoke: bool = True) -> None:
         self.folder = folder
         self.token = secrets.token_hex(16)
         self.port = _free_port()
@@ -76,6 +77,8 @@ class Lab:
                    PYTHONPATH=os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])),
                    RAY_AUTH_MODE=os.environ.get("RAY_AUTH_MODE", "disabled"))
         env.pop("MPLBACKEND", None)  # Agg in the kernel would draw no pictures
+        if not smoke:
+            env.pop("PBMARL_SMOKE")
         command = [sys.executable, "-m", "jupyter", "lab", "--no-browser", "--ip=127.0.0.1", f"--port={self.port}",
                    f"--IdentityProvider.token={self.token}", f"--ServerApp.root_dir={folder}",
                    "--ServerApp.port_retries=0", "--LabApp.news_url=", "--ServerApp.open_browser=False"]
@@ -222,16 +225,20 @@ class NotebookPage:
         assert not [t for t in outputs if "Error" in t], f"the cell {source!r} failed: {outputs}"
 
 
-def lab_server(tmp_path_factory: pytest.TempPathFactory, notebooks: list[Path]) -> Iterator[Lab]:
-    """A JupyterLab serving copies of `notebooks` in a temporary folder, each at its path relative to
-    the repository (so ``tutorials/…`` links and relative paths still work); the fixture's body."""
-    folder = tmp_path_factory.mktemp("lab") / "root"
-    folder.mkdir()
+def serve(folder: Path, notebooks: list[Path], *, smoke: bool = True) -> Lab:
+    """A JupyterLab serving copies of `notebooks` in `folder` (a new, empty one), each at its path
+    relative to the repository (so ``tutorials/…`` links and relative paths still work)."""
+    folder.mkdir(parents=True)
     for path in notebooks:
         target = folder / path.relative_to(ROOT)
         target.parent.mkdir(parents=True, exist_ok=True)
         shutil.copy(path, target)
-    lab = Lab(folder)
+    return Lab(folder, smoke=smoke)
+
+
+def lab_server(tmp_path_factory: pytest.TempPathFactory, notebooks: list[Path]) -> Iterator[Lab]:
+    """`serve` in a temporary folder at the smoke budget; the fixture's body."""
+    lab = serve(tmp_path_factory.mktemp("lab") / "root", notebooks)
     try:
         yield lab
     finally:
