@@ -49,7 +49,8 @@ class Trajectories:
             and after the step, where ``game.has_global_state`` (else None).
         group: the group the rows belong to.
         episode_seeds: ``[E] int64``, the seed each episode's environment was reset with
-            (replaying its actions from that reset reproduces it).
+            (replaying its actions from that reset reproduces it); -1 where the environment
+            restarted the copy from its own generator (Gymnasium's native vector envs).
     """
 
     obs: np.ndarray
