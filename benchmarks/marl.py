@@ -1,11 +1,24 @@
 """Cooperative MARL on MPE ``simple_spread_v3`` (N=3, local_ratio 0.5, max_cycles 25): pbmarl's MAPPO,
 IPPO, QMIX and MADDPG at one env-step budget, a uniform-random reference in the same run, and the peer.
 
-Two conventions are printed side by side for every method:
+Three conventions are printed side by side for every method, all from the same evaluation episodes:
 
-* **MAPPO paper**: mean per-agent step reward x 25 (Yu et al. 2022 plot "average episode rewards" this
-  way; their curve reaches about -120; the bar here is >= -135);
-* **summed return**: the team's episode return summed over the 3 agents (what PettingZoo returns).
+* **per agent x 25**: the mean per-agent step reward x 25 (= the mean per-agent episode return; what
+  BenchMARL logs as its mean return);
+* **summed return**: the team's episode return summed over the 3 agents (what PettingZoo returns);
+* **MAPPO paper**: what Yu et al. 2022 plot as "average episode rewards" (their curve reaches about -120;
+  the bar here is >= -135). Their MPE (marlbenchmark/on-policy, envs/mpe) gives every agent the *sum* of
+  all agents' rewards (``shared_reward``), each agent's reward being ``-C - sum_b collide(a, b)`` with
+  ``C`` the summed landmark distances and the agent's collision with *itself* counted (-1 every step),
+  and logs ``mean(rewards) * episode_length``. PettingZoo's agent reward is ``(1 - l) (-C) + l (-col_a)``
+  without the self-collision, so with ``l = local_ratio = 0.5``: ``sum_a r_a = -(N C + sum_a col_a) / 2``
+  and the paper's number is ``sum_t (-N C - N - sum_a col_a) = 2 * summed_return - N * T`` (N = 3
+  agents, T = 25 steps: ``2 * summed - 75``). One difference stays: their landmarks start in
+  ``0.8 * [-1, 1]^2``, PettingZoo's in ``[-1, 1]^2``.
+
+Env steps per second are whole training runs (collect and train) for pbmarl and the peer alike; the
+peer's return is its own training return (BenchMARL's mean return of the last batch's episodes), set
+beside pbmarl's last-round training return per agent at the same env steps.
 
 Slices (``--only``): ``random`` (``random_continuous``: the reference for MADDPG), ``mappo``, ``ippo``, ``qmix``, ``maddpg`` (continuous actions), ``peer``
 (BenchMARL 1.5's MAPPO from its own venv /work/venvs/benchmarl; the reason is printed where it cannot run).
@@ -31,12 +44,23 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import pbmarl as pb  # noqa: E402
 
 RESULTS = Path(__file__).resolve().parent / "results" / "marl.csv"
-FIELDS = ["date", "commit", "command", "slice", "game", "method", "seed", "env_steps", "mappo_convention",
-          "summed_return", "env_steps_per_s", "wall_s", "reference"]
+FIELDS = ["date", "commit", "command", "load_avg", "slice", "game", "method", "seed", "env_steps", "per_agent_x25",
+          "summed_return", "mappo_paper", "env_steps_per_s", "wall_s", "reference"]
 SLICES = ("random", "random_continuous", "mappo", "ippo", "qmix", "maddpg", "peer")
 BAR = -135.0
 PEER_VENV = Path("/work/venvs/benchmarl")
-ENV = dict(N=3, local_ratio=0.5, max_cycles=25)
+ENV: dict[str, Any] = dict(N=3, local_ratio=0.5, max_cycles=25)
+
+
+def mappo_paper(summed_return: float, *, n_agents: int = ENV["N"], steps: int = ENV["max_cycles"],
+                local_ratio: float = ENV["local_ratio"]) -> float:
+    """The MAPPO paper's "average episode rewards" from PettingZoo's summed return: ``2 * summed - N * T``.
+
+    Exact for ``local_ratio = 0.5`` (see the module doc for the derivation from both reward functions).
+    """
+    if local_ratio != 0.5:
+        raise ValueError(f"the conversion is derived for local_ratio 0.5, got {local_ratio}")
+    return 2.0 * summed_return - n_agents * steps
 
 
 def _commit() -> str:
@@ -88,11 +112,15 @@ def run_slice(slice_: str, seed: int, steps: int, eval_episodes: int) -> dict[st
         result = marl.evaluate(eval_episodes)
         env_steps = marl.total_env_steps
     wall = time.perf_counter() - t0
-    collect = sum(r.seconds["collect"] for r in marl.records) if marl.records else 0.0
+    busy = sum(r.seconds["collect"] + r.seconds["train"] for r in marl.records) if marl.records else 0.0
+    train_return = marl.records[-1].returns["shared"] / ENV["N"] if marl.records else None
+    summed = float(result["return/shared"])
+    said = f"; last-round training return per agent {train_return:.2f}" if train_return is not None else ""
     return {"slice": slice_, "game": game.name, "method": "uniform random" if slice_.startswith("random") else f"pbmarl {slice_}",
-            "seed": seed, "env_steps": env_steps, "mappo_convention": 25 * result["mean_step_reward"],
-            "summed_return": result["return/shared"], "env_steps_per_s": env_steps / collect if collect else None,
-            "wall_s": round(wall, 1), "reference": f"MAPPO paper curve about -120; bar {BAR}"}
+            "seed": seed, "env_steps": env_steps, "per_agent_x25": 25 * result["mean_step_reward"],
+            "summed_return": summed, "mappo_paper": mappo_paper(summed),
+            "env_steps_per_s": env_steps / busy if busy else None, "train_return": train_return,
+            "wall_s": round(wall, 1), "reference": f"MAPPO paper curve about -120; bar {BAR} (paper convention){said}"}
 
 
 def peer(seed: int, steps: int) -> dict[str, Any] | None:
@@ -114,11 +142,26 @@ def peer(seed: int, steps: int) -> dict[str, Any] | None:
         print(f"peer: BenchMARL failed to run here (exit {done.returncode}): " + " | ".join(tail))
         return None
     out = json.loads(lines[-1])
+    per_agent = float(out["mean_return"])  # BenchMARL: episode return averaged over agents, last batch's episodes
     return {"slice": "peer", "game": "pettingzoo simple_spread_v3 (N=3, local_ratio=0.5, max_cycles=25)",
             "method": "BenchMARL 1.5 MAPPO", "seed": seed, "env_steps": out["frames"],
-            "mappo_convention": None, "summed_return": None, "env_steps_per_s": out["frames_per_s"],
-            "wall_s": round(time.perf_counter() - t0, 1),
-            "reference": f"BenchMARL mean training return (its convention) {out['mean_return']:.2f}"}
+            "per_agent_x25": None, "summed_return": None, "mappo_paper": None, "train_return": per_agent,
+            "env_steps_per_s": out["frames_per_s"], "wall_s": round(time.perf_counter() - t0, 1),
+            "reference": f"BenchMARL training return per agent (last batch) {per_agent:.2f}, i.e. summed "
+                         f"{ENV['N'] * per_agent:.1f}, paper convention {mappo_paper(ENV['N'] * per_agent):.1f}"}
+
+
+def _compare(rows: list[dict[str, Any]]) -> None:
+    """pbmarl MAPPO beside the peer, seed by seed, where both ran in this call: training return and speed."""
+    ours = {r["seed"]: r for r in rows if r["slice"] == "mappo"}
+    for r in rows:
+        mine = ours.get(r["seed"])
+        if r["slice"] != "peer" or mine is None or not mine["env_steps_per_s"]:
+            continue
+        print(f"seed {r['seed']}: training return per agent pbmarl {mine['train_return']:.2f} at {mine['env_steps']} "
+              f"env steps vs BenchMARL {r['train_return']:.2f} at {r['env_steps']}; env steps/s "
+              f"{mine['env_steps_per_s']:.0f} vs {r['env_steps_per_s']:.0f}: "
+              f"{mine['env_steps_per_s'] / r['env_steps_per_s']:.2f}x", flush=True)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -130,6 +173,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--no-record", action="store_true")
     args = parser.parse_args(argv)
     command = "python benchmarks/marl.py " + " ".join(shlex.quote(a) for a in (argv or sys.argv[1:]))
+    import os
+
     base = {"date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M"), "commit": _commit(),
             "command": command}
     rows = []
@@ -138,15 +183,18 @@ def main(argv: list[str] | None = None) -> int:
             row = peer(seed, args.steps) if slice_ == "peer" else run_slice(slice_, seed, args.steps, args.eval_episodes)
             if row is None:
                 continue
-            rows.append({**base, **row})
-            if row["mappo_convention"] is None:
-                print(f"{row['method']:>16} seed {seed}: {row['env_steps']} env steps | {row['reference']} | "
-                      f"{row['env_steps_per_s']:.0f} env steps/s (collect and train)", flush=True)
+            load = " ".join(f"{x:.2f}" for x in os.getloadavg())
+            rows.append({**base, "load_avg": load, **row})
+            rate = f"{row['env_steps_per_s']:.0f} env steps/s (collect and train)" if row["env_steps_per_s"] else ""
+            if row["mappo_paper"] is None:
+                print(f"{row['method']:>20} seed {seed}: {row['env_steps']} env steps | {row['reference']} | {rate} | "
+                      f"load {load}", flush=True)
                 continue
-            ok = "meets" if row["mappo_convention"] >= BAR else "below"
-            print(f"{row['method']:>16} seed {seed}: {row['env_steps']} env steps | MAPPO convention "
-                  f"{row['mappo_convention']:.1f} ({ok} the bar {BAR}) | summed return {row['summed_return']:.1f} | "
-                  f"{row['env_steps_per_s'] or 0:.0f} env steps/s collecting", flush=True)
+            ok = "meets" if row["mappo_paper"] >= BAR else "below"
+            print(f"{row['method']:>20} seed {seed}: {row['env_steps']} env steps | MAPPO paper convention "
+                  f"{row['mappo_paper']:.1f} ({ok} the bar {BAR}) | summed return {row['summed_return']:.1f} | "
+                  f"per agent x 25 {row['per_agent_x25']:.2f} | {rate} | load {load}", flush=True)
+    _compare(rows)
     if rows and not args.no_record:
         _write(rows)
     return 0
