@@ -276,6 +276,8 @@ def test_apex_ddpg_actors_explore_with_their_own_noise_scale() -> None:
     workers = learner.executor.inner.workers
     assert [w.learner.actor.noise.sigma for w in workers] == pytest.approx(sigmas)
     assert record.env_steps == sum(e[3] for e in learner.log) == len(learner.replay)
+    central = learner.replay.host.obj.buffer  # the central replay's own buffer holds every transition
+    assert len(learner.replay.state_arrays()["reward"]) == len(central) == record.env_steps
 
 
 @pytest.mark.parametrize("cls", ["A3C", "IMPALA", "ApeX"])

@@ -4,7 +4,8 @@ Actor ``i`` of ``N`` plays the last published actor network with Gaussian explor
 own scale ``sigma_i = eps_i`` from Ape-X's schedule (`apex_epsilons`: ``0.4 ** (1 + 7 i / (N-1))``,
 in `pb.noise`'s normalised units; the spread of scales is pbmarl's choice for continuous
 actions, mirroring the discrete schedule). Each actor job is whole episodes of at least
-``steps_per_round / actors`` env steps; the learner appends them to its prioritised replay,
+``steps_per_round / actors`` env steps; the learner appends them to the central prioritised
+replay (a Ray actor with ``backend="ray"``, in-process locally: `pbmarl.distributed.replay`),
 takes ``gradient_steps`` DDPG updates per ``train_freq`` consumed env steps and publishes the
 actor's weights every `publish_interval` updates.
 
@@ -26,6 +27,7 @@ import torch
 from pbmarl.distributed.apex import apex_epsilons
 from pbmarl.distributed.executors import make_executor
 from pbmarl.distributed.options import BACKENDS
+from pbmarl.distributed.replay import RemoteReplay
 from pbmarl.distributed.server import get_vector, set_vector
 from pbmarl.learners.base import POSITIVE, POSITIVE_INT, UNIT, Rule
 from pbmarl.learners.control import ControlRecord
@@ -131,6 +133,10 @@ class ApeXDDPG(DDPG):
         self.published = (0, get_vector(list(self.actor.net.parameters())))
         #: every consumed job: (actor, weights version, seeds, env steps, sigma)
         self.log: list[tuple[int, int, tuple[int, ...], int, float]] = []
+
+    def _make_buffer(self, **options: Any) -> Any:
+        """DDPG's prioritised replay, hosted as the central replay (a Ray actor with ``backend="ray"``)."""
+        return RemoteReplay(super()._make_buffer(**options), backend=self.config.backend)
 
     def _send(self, i: int) -> None:
         self.executor.submit(i, self.published[1], self.published[0], [int(self.rng.integers(2**63 - 1))])

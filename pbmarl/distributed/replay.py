@@ -6,10 +6,14 @@ learner holds in place of its buffer: it has the buffer's interface (`add`, `sam
 runs unchanged against it. `add` and `update_priorities` are sent without waiting;
 `sample` waits, and since one caller's calls run in order, it always sees every earlier
 add and priority update: the local and the Ray backend draw the same minibatches. Each
-`sample` draws its seed from the learner's generator, so runs stay reproducible.
+`sample` draws its seed from the learner's generator, so runs stay reproducible. Single
+transitions (`append`, the control learners' path: Ape-X DDPG) are held here and sent
+together before the next call that reads the replay.
 """
 
 from __future__ import annotations
+
+from typing import Any
 
 import numpy as np
 
@@ -28,6 +32,11 @@ class ReplayProcess:
 
     def add(self, traj: Trajectories) -> int:
         self.buffer.add(traj)
+        return len(self.buffer)
+
+    def append_rows(self, rows: list[tuple[Any, ...]]) -> int:
+        for row in rows:
+            self.buffer.append(*row)
         return len(self.buffer)
 
     def sample(self, batch_size: int, seed: int) -> Batch:
@@ -61,32 +70,46 @@ class RemoteReplay(ReplayBuffer):
         self.capacity = buffer.capacity
         self.size = len(buffer)
         self.host = Hosted(ReplayProcess, (buffer,), backend=backend, name="replay")
+        self._rows: list[tuple[Any, ...]] = []  # appended transitions not sent yet
+
+    def _flush(self) -> None:
+        if self._rows:
+            rows, self._rows = self._rows, []
+            self.host.send("append_rows", rows)
 
     def __len__(self) -> int:
         return self.size
 
     def add(self, traj: Trajectories) -> np.ndarray:
         """Send `traj` to the replay (not waited for); returns no slots (they are the replay's business)."""
+        self._flush()
         self.host.send("add", traj)
         self.size = min(self.size + min(len(traj), self.capacity), self.capacity)
         return np.zeros(0, np.int64)
 
     def append(self, obs: np.ndarray, action: np.ndarray | int, reward: float, done: bool, next_obs: np.ndarray,
                legal_mask: np.ndarray | bool = True, next_legal_mask: np.ndarray | bool = True) -> int:
-        raise NotImplementedError("the central replay takes whole batches (add), not single transitions")
+        """Hold one transition; it reaches the replay before the next sample (returns -1: no slot known here)."""
+        self._rows.append((obs, action, reward, done, next_obs, legal_mask, next_legal_mask))
+        self.size = min(self.size + 1, self.capacity)
+        return -1
 
     def sample(self, batch_size: int, rng: np.random.Generator) -> Batch:
         if self.size == 0:
             raise ValueError("cannot sample from an empty replay buffer")
+        self._flush()
         return self.host.call("sample", int(batch_size), int(rng.integers(2**63 - 1)))
 
     def update_priorities(self, index: np.ndarray, td_error: np.ndarray) -> None:
+        self._flush()
         self.host.send("update_priorities", index, td_error)
 
     def state_arrays(self) -> dict[str, np.ndarray]:
+        self._flush()
         return self.host.call("state_arrays")
 
     def load_state_arrays(self, arrays: dict[str, np.ndarray]) -> None:
+        self._rows = []
         self.size = int(self.host.call("load_state_arrays", arrays))
 
     def close(self) -> None:
