@@ -9,7 +9,7 @@ import pytest
 
 import pbmarl as pb
 from pbmarl.rollout.batch_envs import available_steppers
-from pbmarl.rollout.mpe_batch import SpreadBatch
+from pbmarl.rollout.mpe_batch import AdversaryBatch, SpreadBatch
 from pbmarl.rollout.numpy_envs import pendulum_port
 
 
@@ -22,15 +22,20 @@ def _same(a, b) -> None:
             assert x == y, f.name
 
 
-@pytest.mark.parametrize("kwargs", [dict(), dict(continuous_actions=True), dict(N=4, local_ratio=0.3, max_cycles=9),
-                                    dict(terminate_on_success=True, max_cycles=40)])
-def test_spread_port_replays_mpe2_exactly(kwargs):
+@pytest.mark.parametrize("name, kwargs", [
+    ("simple_spread_v3", dict()), ("simple_spread_v3", dict(continuous_actions=True)),
+    ("simple_spread_v3", dict(N=4, local_ratio=0.3, max_cycles=9)),
+    ("simple_spread_v3", dict(terminate_on_success=True, max_cycles=40)),
+    ("simple_adversary_v3", dict()), ("simple_adversary_v3", dict(N=3, continuous_actions=True, max_cycles=12)),
+])
+def test_mpe_ports_replay_mpe2_exactly(name, kwargs):
     """Same seeds, same actions: every observation, reward, flag and global state equal mpe2's, bit for bit."""
-    from mpe2 import simple_spread_v3
+    import importlib
 
+    module = importlib.import_module(f"mpe2.{name}")
     B, seeds = 3, np.array([0, 11, 2024])
-    port = SpreadBatch(B, **kwargs)
-    envs = [simple_spread_v3.parallel_env(**kwargs) for _ in range(B)]
+    port = (SpreadBatch if name == "simple_spread_v3" else AdversaryBatch)(B, **kwargs)
+    envs = [module.parallel_env(**kwargs) for _ in range(B)]
     agents = envs[0].possible_agents
     port.reset(np.arange(B), seeds)
     obs = [env.reset(seed=int(s))[0] for env, s in zip(envs, seeds)]
@@ -86,10 +91,11 @@ def test_spread_port_terminates_on_success_as_mpe2_does():
     np.testing.assert_array_equal(term, [True, False])
 
 
-def test_spread_port_covers_only_what_it_reproduces():
+def test_mpe_ports_cover_only_what_they_reproduce():
     assert "numpy" in available_steppers(pb.load_game("pettingzoo:simple_spread_v3", N=2, continuous_actions=True))
+    assert "numpy" in available_steppers(pb.load_game("pettingzoo:simple_adversary_v3", N=3))
     for other in ("pettingzoo:simple_spread_v3(num_agent_neighbors=1)", "pettingzoo:simple_spread_v3(curriculum=True)",
-                  "pettingzoo:simple_adversary_v3"):
+                  "pettingzoo:simple_adversary_v3(num_landmark_neighbors=1)", "pettingzoo:simple_tag_v3"):
         assert available_steppers(pb.load_game(other)) == ("instances",), other
 
 
@@ -135,6 +141,15 @@ def test_numpy_route_gives_the_instances_routes_data_on_mpe(continuous):
         out = _collect(game, pis, "numpy", mapping, steps=23, whole_episodes=whole)
         for g in ref:
             _same(ref[g], out[g])
+
+
+def test_numpy_route_gives_the_instances_routes_data_on_simple_adversary():
+    game = pb.load_game("pettingzoo:simple_adversary_v3", max_cycles=6)
+    mapping = pb.AgentMapping(game, {"adversary_0": "red", "agent_0": "blue", "agent_1": "blue"}, agent_id=True)
+    pis = {g: pb.MLPPolicy(mapping.group_game(g), hidden=(8,), seed=i) for i, g in enumerate(mapping.groups)}
+    ref, out = _collect(game, pis, "instances", mapping, steps=20), _collect(game, pis, "numpy", mapping, steps=20)
+    for g in ("red", "blue"):
+        _same(ref[g], out[g])
 
 
 def test_gymnasium_routes_give_the_instances_routes_data():

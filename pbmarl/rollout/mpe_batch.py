@@ -1,4 +1,4 @@
-"""A numpy port of mpe2's ``simple_spread_v3``: every copy a worker holds, stepped in one array operation.
+"""Numpy ports of mpe2's ``simple_spread_v3`` and ``simple_adversary_v3``: every copy a worker holds, stepped in one array operation.
 
 mpe2 steps one world at a time in Python (a loop over entity pairs for collisions,
 one small array per agent), which costs far more than the policy. `SpreadBatch`
@@ -19,6 +19,11 @@ the same order of floating-point operations, so that it reproduces mpe2 exactly:
 - observations ``[vel, pos, landmark - pos, other - pos, other comm]`` (float32) and
   ``state()`` their concatenation over agents.
 
+`AdversaryBatch` does the same for ``simple_adversary_v3`` (no collisions there; the
+goal landmark is drawn first at reset, as mpe2 draws it; rewards are mpe2's shaped
+ones: the adversary ``-|adversary - goal|``, good agents ``sum |adversary - goal| -
+min |good agent - goal|``; observations ``[goal - pos,] landmark - pos, other - pos``).
+
 `tests/test_env_batch.py` replays the same actions through mpe2 and compares every
 observation, reward, flag and global state. Options the port does not cover
 (partial observability, curriculum, benchmark data, rendering) fall back to mpe2
@@ -34,17 +39,72 @@ import numpy as np
 
 #: simple_spread_v3 options the port reproduces, with the values it accepts
 PORTED = {"N", "local_ratio", "max_cycles", "continuous_actions", "terminate_on_success", "dynamic_rescaling"}
+ADVERSARY = {"N", "max_cycles", "continuous_actions", "dynamic_rescaling"}
 NEUTRAL = {"render_mode": None, "benchmark_data": False, "curriculum": False, "num_agent_neighbors": None,
            "num_landmark_neighbors": None}
 
 
-class SpreadBatch:
-    """`num_envs` copies of ``simple_spread_v3``; see the module doc."""
+class _MPEBatch:
+    """What every ported MPE world shares: positions, velocities, controls, integration (mpe2's ``World``)."""
 
     own_resets = False
     has_state = True
     size = 0.15  # agent size
-    dt, damping, contact_force, contact_margin, sensitivity, capture = 0.1, 0.25, 1e2, 1e-3, 5.0, 0.1
+    dt, damping, contact_force, contact_margin, sensitivity = 0.1, 0.25, 1e2, 1e-3, 5.0
+    num_envs: int
+    n: int  # agents
+    continuous: bool
+    pos: np.ndarray
+    vel: np.ndarray
+    pairs: list[tuple[int, int]]  # colliding agent pairs, in mpe2's order
+
+    def observations(self) -> list[np.ndarray]:
+        raise NotImplementedError
+
+    def state(self) -> np.ndarray:
+        return np.concatenate(self.observations(), axis=1)
+
+    def _controls(self, actions: list[np.ndarray]) -> np.ndarray:
+        B = self.num_envs
+        u = np.zeros((B, self.n, 2))
+        for i, a in enumerate(actions):
+            if self.continuous:
+                a = np.asarray(a).reshape(B, -1)
+                u[:, i, 0] += a[:, 2] - a[:, 1]
+                u[:, i, 1] += a[:, 4] - a[:, 3]
+            else:
+                a = np.asarray(a).reshape(B)
+                u[a == 1, i, 0] = -1.0
+                u[a == 2, i, 0] = +1.0
+                u[a == 3, i, 1] = -1.0
+                u[a == 4, i, 1] = +1.0
+        return u * self.sensitivity
+
+    def _move(self, actions: list[np.ndarray]) -> None:
+        """mpe2's ``World.step``: action forces, pairwise contact forces, then integration (mass 1)."""
+        force = [f + 0.0 for f in np.moveaxis(self._controls(actions), 1, 0)]  # mpe2: u + noise (0.0)
+        dist_min = self.size + self.size
+        k = self.contact_margin
+        for a, b in self.pairs:  # World.apply_environment_force, pair by pair
+            delta = self.pos[:, a] - self.pos[:, b]
+            dist = np.sqrt(np.sum(np.square(delta), axis=1))[:, None]
+            penetration = np.logaddexp(0, -(dist - dist_min) / k) * k
+            f = self.contact_force * delta / dist * penetration
+            force[a] = f + force[a]
+            force[b] = -f + force[b]
+        self.pos = self.pos + self.vel * self.dt
+        vel = self.vel * (1 - self.damping)
+        self.vel = vel + (np.stack(force, axis=1) / 1.0) * self.dt
+
+    @staticmethod
+    def _dist(x: np.ndarray, y: np.ndarray) -> np.ndarray:
+        return np.sqrt(np.sum(np.square(x - y), axis=-1))
+
+
+class SpreadBatch(_MPEBatch):
+    """`num_envs` copies of ``simple_spread_v3``; see the module doc."""
+
+    capture = 0.1
 
     def __init__(self, num_envs: int, *, N: int = 3, local_ratio: float = 0.5, max_cycles: int = 25,
                  continuous_actions: bool = False, terminate_on_success: bool = False) -> None:
@@ -82,47 +142,13 @@ class SpreadBatch:
             out.append(np.concatenate([self.vel[:, i], me, rel_lm, rel_ag, comm], axis=1).astype(np.float32))
         return out
 
-    def state(self) -> np.ndarray:
-        return np.concatenate(self.observations(), axis=1)
-
-    def _controls(self, actions: list[np.ndarray]) -> np.ndarray:
-        B = self.num_envs
-        u = np.zeros((B, self.n, 2))
-        for i, a in enumerate(actions):
-            if self.continuous:
-                a = np.asarray(a).reshape(B, -1)
-                u[:, i, 0] += a[:, 2] - a[:, 1]
-                u[:, i, 1] += a[:, 4] - a[:, 3]
-            else:
-                a = np.asarray(a).reshape(B)
-                u[a == 1, i, 0] = -1.0
-                u[a == 2, i, 0] = +1.0
-                u[a == 3, i, 1] = -1.0
-                u[a == 4, i, 1] = +1.0
-        return u * self.sensitivity
-
     def step(self, actions: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        force = [f + 0.0 for f in np.moveaxis(self._controls(actions), 1, 0)]  # mpe2: u + noise (0.0)
-        dist_min = self.size + self.size
-        k = self.contact_margin
-        for a, b in self.pairs:  # World.apply_environment_force, pair by pair
-            delta = self.pos[:, a] - self.pos[:, b]
-            dist = np.sqrt(np.sum(np.square(delta), axis=1))[:, None]
-            penetration = np.logaddexp(0, -(dist - dist_min) / k) * k
-            f = self.contact_force * delta / dist * penetration
-            force[a] = f + force[a]
-            force[b] = -f + force[b]
-        self.pos = self.pos + self.vel * self.dt
-        vel = self.vel * (1 - self.damping)
-        self.vel = vel + (np.stack(force, axis=1) / 1.0) * self.dt  # mass 1
+        self._move(actions)
         rewards = self._rewards()
         self.steps += 1
         trunc = self.steps >= self.max_cycles
         term = ~trunc & self._covered() if self.terminate_on_success else np.zeros(self.num_envs, dtype=bool)
         return rewards, term, trunc
-
-    def _dist(self, x: np.ndarray, y: np.ndarray) -> np.ndarray:
-        return np.sqrt(np.sum(np.square(x - y), axis=-1))
 
     def _nearest(self) -> np.ndarray:
         """``[N, landmarks]``: each landmark's distance to its nearest agent."""
@@ -145,6 +171,72 @@ class SpreadBatch:
                     local = local - 1.0 * (self._dist(self.pos[:, o], self.pos[:, i]) < self.size + self.size)
             out[:, i] = glob * (1 - self.local_ratio) + local * self.local_ratio
         return out
+
+
+class AdversaryBatch(_MPEBatch):
+    """`num_envs` copies of ``simple_adversary_v3`` (one adversary, `N` good agents, `N` landmarks); see the module doc."""
+
+    def __init__(self, num_envs: int, *, N: int = 2, max_cycles: int = 25, continuous_actions: bool = False) -> None:
+        self.num_envs = B = int(num_envs)
+        self.n = int(N) + 1
+        self.agents = ("adversary_0",) + tuple(f"agent_{i}" for i in range(int(N)))
+        self.max_cycles = int(max_cycles)
+        self.continuous = bool(continuous_actions)
+        self.pos = np.zeros((B, self.n, 2))
+        self.vel = np.zeros((B, self.n, 2))
+        self.landmarks = np.zeros((B, int(N), 2))
+        self.goal = np.zeros(B, dtype=np.int64)
+        self.steps = np.zeros(B, dtype=np.int64)
+        self.pairs = []  # nothing collides in simple_adversary
+
+    def reset(self, index: np.ndarray, seeds: np.ndarray) -> None:
+        n, m = self.n, self.landmarks.shape[1]
+        for i, seed in zip(np.asarray(index).tolist(), np.asarray(seeds).tolist()):
+            rng = np.random.Generator(np.random.PCG64(np.random.SeedSequence(int(seed))))  # gymnasium's np_random
+            self.goal[i] = int(rng.integers(m))  # the goal first, then every agent, then every landmark
+            draws = rng.uniform(-1, +1, (n + m, 2))
+            self.pos[i], self.landmarks[i] = draws[:n], draws[n:]
+            self.vel[i] = 0.0
+            self.steps[i] = 0
+
+    def _goal(self) -> np.ndarray:
+        return self.landmarks[np.arange(self.num_envs), self.goal]
+
+    def observations(self) -> list[np.ndarray]:
+        B, n = self.num_envs, self.n
+        goal = self._goal()
+        out = []
+        for i in range(n):
+            me = self.pos[:, i]
+            rel_lm = (self.landmarks - me[:, None, :]).reshape(B, -1)
+            rel_ag = (self.pos[:, [o for o in range(n) if o != i]] - me[:, None, :]).reshape(B, -1)
+            parts = [rel_lm, rel_ag] if i == 0 else [goal - me, rel_lm, rel_ag]
+            out.append(np.concatenate(parts, axis=1).astype(np.float32))
+        return out
+
+    def step(self, actions: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        self._move(actions)
+        goal = self._goal()
+        d = self._dist(self.pos, goal[:, None, :])  # [N, agents]: each agent's distance to the goal
+        adv = 0 + d[:, 0]  # sum over the (one) adversary, as Python's sum starts from 0
+        good = -d[:, 1:].min(axis=1)
+        rewards = np.empty((self.num_envs, self.n))
+        rewards[:, 0] = -d[:, 0]
+        rewards[:, 1:] = (good + adv)[:, None]
+        self.steps += 1
+        return rewards, np.zeros(self.num_envs, dtype=bool), self.steps >= self.max_cycles
+
+
+def adversary_port(game: Any) -> Callable[[int], AdversaryBatch] | None:
+    """An `AdversaryBatch` factory for a ``pettingzoo:simple_adversary_v3`` Parallel game the port covers, else None."""
+    if game.env_name != "simple_adversary_v3" or game.api != "parallel":
+        return None
+    kwargs = dict(game.env_kwargs)
+    neutral = {k: v for k, v in NEUTRAL.items() if k != "curriculum"}
+    if any(kwargs.get(k, v) != v for k, v in neutral.items()) or not set(kwargs) <= ADVERSARY | set(neutral):
+        return None
+    options = {k: v for k, v in kwargs.items() if k in ADVERSARY - {"dynamic_rescaling"}}
+    return lambda num_envs: AdversaryBatch(num_envs, **options)
 
 
 def spread_port(game: Any) -> Callable[[int], SpreadBatch] | None:
