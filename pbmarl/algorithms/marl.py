@@ -122,7 +122,8 @@ class MARL:
         for g, learner in learners.items():
             if not isinstance(learner, GroupLearner):
                 raise TypeError(f"group {g!r}'s learner must be a multi-agent learner (pb.MAPPO, pb.IPPO, pb.QMIX, "
-                                f"pb.IQL, pb.MADDPG), got {type(learner).__name__}: {learner!r}")
+                                f"pb.IQL, pb.MADDPG, or pb.Independent('sac') for a single-agent one), got "
+                                f"{type(learner).__name__}: {learner!r}")
         self.game = game
         self.stepped = steppable(game)
         if mapping is None:
