@@ -64,8 +64,9 @@ TAU: Rule = (lambda v: isinstance(v, (int, float)) and math.isfinite(v) and 0 < 
 class ControlConfig(LearnerConfig):
     """Options of every control learner (plus the shared ones of `LearnerConfig`).
 
-    `budget` and `steps_per_round` count environment steps here; the pool options
-    (`num_envs`) and the plateau stop are not used by the step-by-step loop.
+    `budget` and `steps_per_round` count environment steps here; the plateau stop is not
+    used by the step-by-step loop, and `num_envs` only by a best response on a game of
+    several seats (`pbmarl.learners.seat_oracle`).
     """
 
     hidden: tuple[int, ...] = (256, 256)
@@ -92,6 +93,8 @@ class ControlConfig(LearnerConfig):
     """Polyak rate of the target networks (1: hard copy)."""
     eval_episodes: int = 10
     """Episodes of `evaluate()` when not given, and of a best response's value estimate."""
+    num_envs: int = 16
+    """Game instances stepped together by a best response on a game of several seats."""
 
     checks: ClassVar[dict[str, Rule]] = {
         "buffer_size": POSITIVE_INT, "batch_size": POSITIVE_INT, "learning_starts": NON_NEGATIVE_INT,
@@ -203,31 +206,43 @@ class ControlLearner(abc.ABC):
         self.config: ControlConfig = make_config(  # type: ignore[assignment]
             self.config_class, config, options, owner=type(self).__name__)
         self.seed = int(seed)
-        self.env = single_agent_env(game, who=type(self).__name__)
-        self.space = self._space_kind(self.env.action_space)
-        self.obs_dim = int(np.prod(self.env.observation_shape))
         self.rng = np.random.default_rng(self.seed)
         self.gen = torch.Generator().manual_seed(int(self.rng.integers(2**63 - 1)))
         self.records: list[ControlRecord] = []
         self.env_steps = 0
         self.updates = 0
         self.episodes = 0
+        #: a game of several seats: this learner is an oracle only (`best_response` trains a fresh one per seat)
+        self.multi_seat = game.num_players > 1
+        self.responses = 0
+        if self.multi_seat:
+            from pbmarl.learners.seat_oracle import seat_game
+
+            seat_game(game, who=type(self).__name__)  # a game the multi-agent rollout path can step, or a clear error now
+            for p in range(game.num_players):
+                self._space_kind(game.action_space(p), who=f"player {p} of ")
+            return
+        self.env = single_agent_env(game, who=type(self).__name__)
+        self.space = self._space_kind(self.env.action_space)
+        self.obs_dim = int(np.prod(self.env.observation_shape))
         self._build()
         self.replay = self._make_buffer()
 
-    def _space_kind(self, space: Any) -> str:
+    def _space_kind(self, space: Any, *, who: str = "") -> str:
         from gymnasium import spaces
 
         kind = "box" if isinstance(space, spaces.Box) else "discrete" if isinstance(space, spaces.Discrete) else None
         if kind is None or kind not in self.spaces:
             accepted = " or ".join(f"{s.capitalize() if s == 'box' else 'Discrete'}" for s in self.spaces)
             alt = {"box": "SAC, DDPG, TD3 or HDDPG", "discrete": "Rainbow, SAC or DQN"}.get(kind or "", "")
-            raise ValueError(f"{type(self).__name__} needs {accepted} actions; {self.game.name!r} has {space}"
+            raise ValueError(f"{type(self).__name__} needs {accepted} actions; {who}{self.game.name!r} has {space}"
                              + (f" (try {alt})" if alt else ""))
         if kind == "box":
             low, high = np.asarray(space.low), np.asarray(space.high)
             if not (np.all(np.isfinite(low)) and np.all(np.isfinite(high))):
                 raise ValueError(f"{type(self).__name__} needs a bounded Box action space, got {space}")
+            if self.multi_seat:
+                return kind
             self.act_low, self.act_high = low.astype(np.float32), high.astype(np.float32)
             self.act_dim = int(np.prod(space.shape))
         else:
@@ -285,6 +300,7 @@ class ControlLearner(abc.ABC):
     def step(self) -> ControlRecord:
         """One round: whole episodes until ``steps_per_round`` env steps (or the rest of the budget), updating
         as they come. A round asked for after the budget is spent runs ``steps_per_round`` steps."""
+        self._one_seat("step()")
         cfg = self.config
         t0 = time.perf_counter()
         returns: list[float] = []
@@ -363,6 +379,7 @@ class ControlLearner(abc.ABC):
     # -- using the result ----------------------------------------------------------------
     def act(self, obs: np.ndarray, *, deterministic: bool = True) -> np.ndarray | int:
         """The learner's action for one observation (greedy / mean action when `deterministic`)."""
+        self._one_seat("act()")
         with torch.no_grad(), torch_threads(self.config.num_threads):
             return self._act(torch.as_tensor(np.asarray(obs, np.float32)).view(1, -1), deterministic=deterministic)
 
@@ -374,6 +391,7 @@ class ControlLearner(abc.ABC):
         its env steps), never from the training generator, so evaluating does not
         change the rest of the run.
         """
+        self._one_seat("evaluate() of its own (respond() evaluates each answer)")
         episodes = self.config.eval_episodes if episodes is None else episodes
         if isinstance(episodes, bool) or not isinstance(episodes, (int, np.integer)) or episodes < 1:
             raise ValueError(f"episodes must be a positive int, got {episodes!r}")
@@ -393,27 +411,49 @@ class ControlLearner(abc.ABC):
         return {"mean": float(r.mean()), "stderr": float(r.std(ddof=1) / np.sqrt(len(r))) if len(r) > 1 else 0.0,
                 "episodes": float(len(r))}
 
-    @abc.abstractmethod
     def policy(self) -> Any:
         """The trained policy, as a copy (training goes on unaffected)."""
+        self._one_seat("policy() of its own (best_response returns each seat's)")
+        return self._policy()
+
+    @abc.abstractmethod
+    def _policy(self) -> Any:
+        """The algorithm's copy of its trained policy (`policy` checks first that there is one)."""
 
     def best_response(self, player: int, opponents: Sequence[Any] = (None,), *, budget: int | None = None) -> Any:
-        """PSRO oracle on a one-player game: train until the budget and return `policy()`.
+        """PSRO oracle: train for seat `player` against `opponents` and return the trained policy.
 
-        Several-seat games need the multi-agent rollout path, not available to this learner yet.
+        On a one-player game this learner trains on (until its budget, or `budget` more env
+        steps). On a game of several seats (PettingZoo Parallel, matrix games) each call trains
+        a fresh learner of the same algorithm and config for that seat, every other seat playing
+        its fixed entry of `opponents` (`pbmarl.learners.seat_oracle`).
         """
+        if budget is not None:
+            if isinstance(budget, bool) or not isinstance(budget, (int, np.integer)) or budget < 1:
+                raise ValueError(f"budget must be a positive int (env steps), got {budget!r}")
+        if self.multi_seat:
+            return self._respond_in_seat(player, opponents, budget).policy
         self.game.check_player(player)
         if any(o is not None for i, o in enumerate(opponents) if i != player):
             raise ValueError(f"{type(self).__name__} trains on one-player games; got opponents {opponents!r}")
         if budget is not None:
-            if isinstance(budget, bool) or not isinstance(budget, (int, np.integer)) or budget < 1:
-                raise ValueError(f"budget must be a positive int (env steps), got {budget!r}")
             self.config = dataclasses.replace(self.config, budget=self.env_steps + int(budget))
         self.train()
         return self.policy()
 
+    def _respond_in_seat(self, player: int, opponents: Sequence[Any], budget: int | None) -> BestResponse:
+        from pbmarl.learners.seat_oracle import respond_in_seat
+
+        answer = respond_in_seat(self, player, opponents, budget=int(budget or self.config.budget),
+                                 seed=self.seed + self.responses)
+        self.responses += 1
+        self.env_steps += answer.env_steps
+        return answer
+
     def respond(self, player: int, opponents: Sequence[Any] = (None,)) -> BestResponse:
         """The `Oracle` seam: `best_response` with the config's budget; ``BestResponse(policy, value, env_steps)``."""
+        if self.multi_seat:
+            return self._respond_in_seat(player, opponents, None)
         before = self.env_steps
         policy = self.best_response(player, opponents)
         value = self.evaluate(self.config.eval_episodes)["mean"]
@@ -435,6 +475,12 @@ class ControlLearner(abc.ABC):
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.game.name!r}, seed={self.seed}, env_steps={self.env_steps})"
 
+    def _one_seat(self, what: str) -> None:
+        if self.__dict__.get("multi_seat"):
+            raise ValueError(f"{type(self).__name__} on {self.game.name!r} ({self.game.num_players} seats) is an "
+                             f"oracle only, so it has no {what}: call best_response(player, opponents) or respond(), "
+                             "or train independent agents with pb.Independent and pb.MARL")
+
     # -- files -------------------------------------------------------------------------
     def _extra_arrays(self) -> dict[str, np.ndarray]:
         """Arrays beside the replay buffer that `save` keeps (Rainbow's n-step discounts)."""
@@ -447,6 +493,7 @@ class ControlLearner(abc.ABC):
         """Write the whole state into `folder` (each file atomically, ``learner.json`` last)."""
         from pbmarl.io import write_atomic, write_json, write_npz
 
+        self._one_seat("save()")
         folder = Path(folder)
         folder.mkdir(parents=True, exist_ok=True)
         state = {name: m.state_dict() for name, m in self._modules().items()}

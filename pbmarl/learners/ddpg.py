@@ -185,7 +185,7 @@ class DDPG(ControlLearner):
         if self.actor.noise is not None:
             self.actor.noise.load_arrays({k[len("noise_"):]: v for k, v in arrays.items() if k.startswith("noise_")})
 
-    def policy(self) -> DeterministicPolicy:
+    def _policy(self) -> DeterministicPolicy:
         """A copy of the actor: a `DeterministicPolicy` (with its exploration noise; ``deterministic=True`` is mu)."""
         policy = copy.deepcopy(self.actor)
         policy.version = self.updates

@@ -249,7 +249,7 @@ class Rainbow(ControlLearner):
     def _load_extra_arrays(self, arrays: dict[str, np.ndarray]) -> None:
         self.discount[: len(arrays["discount"])] = arrays["discount"]
 
-    def policy(self) -> GreedyQPolicy:
+    def _policy(self) -> GreedyQPolicy:
         """The greedy policy of a copy of the network (noise off): a `GreedyQPolicy`."""
         cfg = self.config
         policy = GreedyQPolicy(self.game, hidden=cfg.hidden, atoms=cfg.atoms if cfg.distributional else 1,

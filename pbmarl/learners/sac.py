@@ -172,7 +172,7 @@ class SAC(ControlLearner):
                 "log_alpha": _ParamBox(self.log_alpha), "actor_opt": self.actor_opt,
                 "critic_opt": self.critic_opt, "alpha_opt": self.alpha_opt}
 
-    def policy(self) -> GaussianPolicy | MLPPolicy:
+    def _policy(self) -> GaussianPolicy | MLPPolicy:
         """A copy of the actor: a `GaussianPolicy` (Box) or an `MLPPolicy` over the logits (Discrete)."""
         if self.space == "box":
             policy: GaussianPolicy | MLPPolicy = copy.deepcopy(self.gaussian)
