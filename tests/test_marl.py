@@ -251,12 +251,13 @@ def test_climbing_game_only_weighted_qmix_finds_the_optimum(climbing: pb.MatrixG
 
     Plain QMIX cannot represent the climbing payoffs (with q1(1) < q1(0), monotonicity forces
     Q_tot(1, 1) <= Q_tot(0, 1), but 7 > -30), and Weighted QMIX (Rashid et al. 2020) was made for
-    this: TD errors of joint actions whose Q_tot overestimates the target count alpha = 0.1, so Q_tot
+    this: TD errors of joint actions whose Q_tot overestimates the target count alpha = 0.01, so Q_tot
     may misjudge the miscoordinated actions and rank (0, 0) first. MAPPO's centralised V(s) of a
     one-step game is one number, so each agent's advantage r - V(s) is the independent learner's
     and its expected gradient from the uniform policy climbs to action 1 or 2 (relative
     overgeneralisation); a larger entropy bonus only moves it from (2, 2) to (1, 1).
-    Measured at this budget, seeds 0-3: OW-QMIX 11, 11, 7, 11; QMIX 5, 0, 5, 5; IQL 5, 5, 5, 5;
+    Measured at this budget: OW-QMIX 11 on seeds 0-7 (with alpha 0.1: 4 of 8); seeds 0-3: QMIX 5, 0, 5, 5;
+    IQL 5, 5, 5, 5;
     MAPPO (ent_coef 0.0 / 0.1 / 0.5, 20k steps, seeds 0-2): 5, 6, 6 / 5, 7, 7 / 7, 7, 7.
     """
     if algo == "mappo":
@@ -266,7 +267,7 @@ def test_climbing_game_only_weighted_qmix_finds_the_optimum(climbing: pb.MatrixG
         options = dict(seed=0, steps_per_round=128, eps_anneal_steps=2000, target_update=20, gamma=0.0,
                        batch_episodes=128, hidden=(32,))
         if algo == "wqmix":
-            learner = pb.QMIX(weighting="ow", weight_alpha=0.1, central_hidden=(64,), **options)
+            learner = pb.QMIX(weighting="ow", weight_alpha=0.01, central_hidden=(64,), **options)
         else:
             learner = (pb.QMIX if algo == "qmix" else pb.IQL)(**options)
     mapping = pb.AgentMapping.shared(climbing, agent_id=True)
