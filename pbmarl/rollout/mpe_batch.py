@@ -58,7 +58,15 @@ class _MPEBatch:
     vel: np.ndarray
     pairs: list[tuple[int, int]]  # colliding agent pairs, in mpe2's order
 
+    _version = 0  # bumped by every reset and step: observations are computed once per version
+    _cached: tuple[int, list[np.ndarray]] | None = None
+
     def observations(self) -> list[np.ndarray]:
+        if self._cached is None or self._cached[0] != self._version:
+            self._cached = (self._version, self._observe())
+        return self._cached[1]
+
+    def _observe(self) -> list[np.ndarray]:
         raise NotImplementedError
 
     def state(self) -> np.ndarray:
@@ -82,6 +90,7 @@ class _MPEBatch:
 
     def _move(self, actions: list[np.ndarray]) -> None:
         """mpe2's ``World.step``: action forces, pairwise contact forces, then integration (mass 1)."""
+        self._version += 1
         force = [f + 0.0 for f in np.moveaxis(self._controls(actions), 1, 0)]  # mpe2: u + noise (0.0)
         dist_min = self.size + self.size
         k = self.contact_margin
@@ -129,8 +138,9 @@ class SpreadBatch(_MPEBatch):
             self.pos[i], self.landmarks[i] = draws[:n], draws[n:]
             self.vel[i] = 0.0
             self.steps[i] = 0
+        self._version += 1
 
-    def observations(self) -> list[np.ndarray]:
+    def _observe(self) -> list[np.ndarray]:
         B, n = self.num_envs, self.n
         comm = np.zeros((B, 2 * (n - 1)))
         out = []
@@ -198,11 +208,12 @@ class AdversaryBatch(_MPEBatch):
             self.pos[i], self.landmarks[i] = draws[:n], draws[n:]
             self.vel[i] = 0.0
             self.steps[i] = 0
+        self._version += 1
 
     def _goal(self) -> np.ndarray:
         return self.landmarks[np.arange(self.num_envs), self.goal]
 
-    def observations(self) -> list[np.ndarray]:
+    def _observe(self) -> list[np.ndarray]:
         B, n = self.num_envs, self.n
         goal = self._goal()
         out = []
