@@ -9,7 +9,7 @@ import pytest
 
 import pbmarl as pb
 from pbmarl.rollout.batch_envs import available_steppers
-from pbmarl.rollout.mpe_batch import AdversaryBatch, SpreadBatch
+from pbmarl.rollout.mpe_batch import AdversaryBatch, ReferenceBatch, SpreadBatch
 from pbmarl.rollout.numpy_envs import pendulum_port
 
 
@@ -27,6 +27,7 @@ def _same(a, b) -> None:
     ("simple_spread_v3", dict(N=4, local_ratio=0.3, max_cycles=9)),
     ("simple_spread_v3", dict(terminate_on_success=True, max_cycles=40)),
     ("simple_adversary_v3", dict()), ("simple_adversary_v3", dict(N=3, continuous_actions=True, max_cycles=12)),
+    ("simple_reference_v3", dict()), ("simple_reference_v3", dict(continuous_actions=True, local_ratio=0.2)),
 ])
 def test_mpe_ports_replay_mpe2_exactly(name, kwargs):
     """Same seeds, same actions: every observation, reward, flag and global state equal mpe2's, bit for bit."""
@@ -34,7 +35,8 @@ def test_mpe_ports_replay_mpe2_exactly(name, kwargs):
 
     module = importlib.import_module(f"mpe2.{name}")
     B, seeds = 3, np.array([0, 11, 2024])
-    port = (SpreadBatch if name == "simple_spread_v3" else AdversaryBatch)(B, **kwargs)
+    port = {"simple_spread_v3": SpreadBatch, "simple_adversary_v3": AdversaryBatch,
+            "simple_reference_v3": ReferenceBatch}[name](B, **kwargs)
     envs = [module.parallel_env(**kwargs) for _ in range(B)]
     agents = envs[0].possible_agents
     port.reset(np.arange(B), seeds)
@@ -94,6 +96,7 @@ def test_spread_port_terminates_on_success_as_mpe2_does():
 def test_mpe_ports_cover_only_what_they_reproduce():
     assert "numpy" in available_steppers(pb.load_game("pettingzoo:simple_spread_v3", N=2, continuous_actions=True))
     assert "numpy" in available_steppers(pb.load_game("pettingzoo:simple_adversary_v3", N=3))
+    assert "numpy" in available_steppers(pb.load_game("pettingzoo:simple_reference_v3", continuous_actions=True))
     for other in ("pettingzoo:simple_spread_v3(num_agent_neighbors=1)", "pettingzoo:simple_spread_v3(curriculum=True)",
                   "pettingzoo:simple_adversary_v3(num_landmark_neighbors=1)", "pettingzoo:simple_tag_v3"):
         assert available_steppers(pb.load_game(other)) == ("instances",), other

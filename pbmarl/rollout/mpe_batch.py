@@ -1,4 +1,5 @@
-"""Numpy ports of mpe2's ``simple_spread_v3`` and ``simple_adversary_v3``: every copy a worker holds, stepped in one array operation.
+"""Numpy ports of mpe2's ``simple_spread_v3``, ``simple_adversary_v3`` and ``simple_reference_v3``: every
+copy a worker holds, stepped in one array operation.
 
 mpe2 steps one world at a time in Python (a loop over entity pairs for collisions,
 one small array per agent), which costs far more than the policy. `SpreadBatch`
@@ -24,6 +25,11 @@ goal landmark is drawn first at reset, as mpe2 draws it; rewards are mpe2's shap
 ones: the adversary ``-|adversary - goal|``, good agents ``sum |adversary - goal| -
 min |good agent - goal|``; observations ``[goal - pos,] landmark - pos, other - pos``).
 
+`ReferenceBatch` ports ``simple_reference_v3``: two agents that move and speak (discrete
+actions ``move + 5 * word``, or 5 movement and 10 word values), each told by colour
+which landmark its partner must reach (two goals drawn first at reset); rewards mix
+``-|partner - goal|`` and its mean over both agents by ``local_ratio``.
+
 `tests/test_env_batch.py` replays the same actions through mpe2 and compares every
 observation, reward, flag and global state. Options the port does not cover
 (partial observability, curriculum, benchmark data, rendering) fall back to mpe2
@@ -39,6 +45,7 @@ import numpy as np
 
 #: simple_spread_v3 options the port reproduces, with the values it accepts
 PORTED = {"N", "local_ratio", "max_cycles", "continuous_actions", "terminate_on_success", "dynamic_rescaling"}
+REFERENCE = {"local_ratio", "max_cycles", "continuous_actions", "dynamic_rescaling"}
 ADVERSARY = {"N", "max_cycles", "continuous_actions", "dynamic_rescaling"}
 NEUTRAL = {"render_mode": None, "benchmark_data": False, "curriculum": False, "num_agent_neighbors": None,
            "num_landmark_neighbors": None}
@@ -236,6 +243,80 @@ class AdversaryBatch(_MPEBatch):
         rewards[:, 1:] = (good + adv)[:, None]
         self.steps += 1
         return rewards, np.zeros(self.num_envs, dtype=bool), self.steps >= self.max_cycles
+
+
+class ReferenceBatch(_MPEBatch):
+    """`num_envs` copies of ``simple_reference_v3``: two speaking agents, three landmarks; see the module doc."""
+
+    colors = np.array([[0.75, 0.25, 0.25], [0.25, 0.75, 0.25], [0.25, 0.25, 0.75]])  # the landmarks' colours
+    dim_c = 10
+
+    def __init__(self, num_envs: int, *, local_ratio: float = 0.5, max_cycles: int = 25,
+                 continuous_actions: bool = False) -> None:
+        self.num_envs = B = int(num_envs)
+        self.n = 2
+        self.agents = ("agent_0", "agent_1")
+        self.local_ratio = float(local_ratio)
+        self.max_cycles = int(max_cycles)
+        self.continuous = bool(continuous_actions)
+        self.pos = np.zeros((B, 2, 2))
+        self.vel = np.zeros((B, 2, 2))
+        self.comm = np.zeros((B, 2, self.dim_c))
+        self.landmarks = np.zeros((B, 3, 2))
+        self.goal = np.zeros((B, 2), dtype=np.int64)  # each agent's goal_b: the landmark its partner must reach
+        self.steps = np.zeros(B, dtype=np.int64)
+        self.pairs = []  # nothing collides in simple_reference
+
+    def reset(self, index: np.ndarray, seeds: np.ndarray) -> None:
+        for i, seed in zip(np.asarray(index).tolist(), np.asarray(seeds).tolist()):
+            rng = np.random.Generator(np.random.PCG64(np.random.SeedSequence(int(seed))))  # gymnasium's np_random
+            self.goal[i] = [int(rng.integers(3)), int(rng.integers(3))]  # both goals, then agents, then landmarks
+            draws = rng.uniform(-1, +1, (5, 2))
+            self.pos[i], self.landmarks[i] = draws[:2], draws[2:]
+            self.vel[i] = 0.0
+            self.comm[i] = 0.0
+            self.steps[i] = 0
+        self._version += 1
+
+    def _observe(self) -> list[np.ndarray]:
+        B = self.num_envs
+        out = []
+        for i in range(2):
+            rel_lm = (self.landmarks - self.pos[:, i][:, None, :]).reshape(B, -1)
+            color = self.colors[self.goal[:, i]]
+            out.append(np.concatenate([self.vel[:, i], rel_lm, color, self.comm[:, 1 - i]], axis=1).astype(np.float32))
+        return out
+
+    def step(self, actions: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        B = self.num_envs
+        if self.continuous:
+            acts = [np.asarray(a).reshape(B, -1) for a in actions]
+            self._move(acts)
+            self.comm = np.stack([a[:, 5:] + 0.0 for a in acts], axis=1).astype(float)
+        else:
+            words = [np.asarray(a).reshape(B) for a in actions]
+            self._move([a % 5 for a in words])
+            self.comm = np.zeros((B, 2, self.dim_c))
+            for i, a in enumerate(words):
+                self.comm[np.arange(B), i, a // 5] = 1.0
+        targets = self.landmarks[np.arange(B)[:, None], self.goal]  # [N, 2, 2]: each agent's goal_b
+        own = -self._dist(self.pos[:, ::-1], targets)  # agent i: -|partner - its goal_b|
+        glob = (0 + own[:, 0] + own[:, 1]) / 2
+        rewards = glob[:, None] * (1 - self.local_ratio) + own * self.local_ratio
+        self.steps += 1
+        return rewards, np.zeros(B, dtype=bool), self.steps >= self.max_cycles
+
+
+def reference_port(game: Any) -> Callable[[int], ReferenceBatch] | None:
+    """A `ReferenceBatch` factory for a ``pettingzoo:simple_reference_v3`` Parallel game the port covers, else None."""
+    if game.env_name != "simple_reference_v3" or game.api != "parallel":
+        return None
+    kwargs = dict(game.env_kwargs)
+    if kwargs.get("render_mode") is not None or kwargs.get("benchmark_data", False) \
+            or not set(kwargs) <= REFERENCE | {"render_mode", "benchmark_data"}:
+        return None
+    options = {k: v for k, v in kwargs.items() if k in REFERENCE - {"dynamic_rescaling"}}
+    return lambda num_envs: ReferenceBatch(num_envs, **options)
 
 
 def adversary_port(game: Any) -> Callable[[int], AdversaryBatch] | None:
