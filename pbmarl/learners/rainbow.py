@@ -133,7 +133,8 @@ class Rainbow(ControlLearner):
                                                              dueling=cfg.dueling, noisy=cfg.noisy,
                                                              sigma0=cfg.noisy_sigma))
         self.target = copy.deepcopy(self.net)
-        self.optimizer = adam(self.net.parameters(), lr=cfg.lr)
+        self.params = list(self.net.parameters())  # walked once, not on every update's clip
+        self.optimizer = adam(self.params, lr=cfg.lr)
         self.support = torch.linspace(cfg.v_min, cfg.v_max, cfg.atoms)
         self.discount = np.zeros(cfg.buffer_size)
         self._window: list[tuple[np.ndarray, int, float]] = []
@@ -210,7 +211,6 @@ class Rainbow(ControlLearner):
         action = torch.as_tensor(batch.action)
         reward = to_tensor(batch.reward)
         discount = to_tensor(self.discount[batch.index])
-        weight = to_tensor(batch.weight)
         rows = torch.arange(len(action))
         out = self.net(obs)[rows, action]  # [B, atoms]
         with torch.no_grad():
@@ -229,12 +229,14 @@ class Rainbow(ControlLearner):
             q = out[:, 0]
             per_sample = F.smooth_l1_loss(q, target, reduction="none")
             priority = (target - q).detach()
-        loss = (weight * per_sample).mean()
+        # uniform replay's importance weights are all 1: the plain mean is the same loss
+        loss = (to_tensor(batch.weight) * per_sample).mean() if cfg.prioritized else per_sample.mean()
         self.optimizer.zero_grad()
         loss.backward()
-        torch.nn.utils.clip_grad_norm_(self.net.parameters(), cfg.max_grad_norm)
+        torch.nn.utils.clip_grad_norm_(self.params, cfg.max_grad_norm)
         self.optimizer.step()
-        self.replay.update_priorities(batch.index, priority.numpy())
+        if cfg.prioritized:
+            self.replay.update_priorities(batch.index, priority.numpy())
         if (self.updates + 1) % cfg.target_update_interval == 0:
             soft_update(self.target, self.net, cfg.tau)
         return {"loss": float(loss.detach()), "q_mean": float(q.detach().mean()), "epsilon": self.epsilon()}
