@@ -1,9 +1,10 @@
-"""n-player meta-games: pure check, Newton-polished dynamics and pygambit, each result naming its method."""
+"""n-player meta-games: pure check, the logit path, sub-tables, Newton polishing and pygambit, each result naming its method."""
 
 from __future__ import annotations
 
 import subprocess
 import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -13,11 +14,13 @@ from hypothesis import strategies as st
 from pbmarl.solvers import MetaSolver
 from pbmarl.solvers.gambit import gambit_available
 from pbmarl.solvers.inputs import payoff_scale
+from pbmarl.solvers.logit_path import logit_path_nash
 from pbmarl.solvers.nash import nplayer_nash
 from pbmarl.solvers.nashconv import meta_nash_conv
 from pbmarl.solvers.nplayer import batch_nash_conv, iterative_nash, newton_polish, pure_equilibria
+from pbmarl.solvers.subgame import subgame_nash
 
-METHODS = ("pure", "warm-start", "rm-", "prd-", "fp", "gambit-", "uniform")
+METHODS = ("pure", "warm-start", "logit-path", "subgame-logit-path", "rm-", "prd-", "fp", "gambit-", "uniform")
 needs_gambit = pytest.mark.skipif(not gambit_available(), reason="pygambit (pbmarl[gambit]) is not installed")
 
 
@@ -42,6 +45,52 @@ def test_random_tables_are_solved_below_the_tolerance_and_name_the_method(U: np.
     reached = meta_nash_conv(U, res.distributions)
     assert reached <= tol * payoff_scale(U)
     assert res.info["converged"] and res.info["nash_conv"] == pytest.approx(reached, abs=1e-12)
+
+
+@settings(max_examples=12, deadline=None)
+@given(tables())
+def test_own_solver_reaches_the_tolerance_on_random_tables_and_names_the_method(U: np.ndarray) -> None:
+    tol = 1e-6
+    res = nplayer_nash(U, tol=tol, gambit=False)
+    assert res.method.startswith(METHODS) and not res.method.startswith(("gambit-", "uniform"))
+    reached = meta_nash_conv(U, res.distributions)
+    assert reached <= tol * payoff_scale(U), res.method
+    assert res.info["converged"] and res.info["nash_conv"] == pytest.approx(reached, abs=1e-12)
+
+
+@pytest.mark.parametrize("shape", [(5, 5, 5), (8, 8, 8), (4, 4, 4, 4), (3, 3, 3, 3, 3)])
+@pytest.mark.parametrize("seed", range(3))
+def test_own_solver_is_reliable_on_larger_tables_without_pure_equilibria(shape: tuple[int, ...], seed: int) -> None:
+    # the first seeds from `seed` on whose table has no pure equilibrium: only a mixed search can solve it
+    rng_seed = next(s for s in range(1000 * seed, 1000 * seed + 1000)
+                    if not pure_equilibria(np.random.default_rng(s).normal(size=shape + (len(shape),))).size)
+    U = np.random.default_rng(rng_seed).normal(size=shape + (len(shape),))
+    res = nplayer_nash(U, gambit=False)
+    assert res.method.startswith("logit-path")
+    assert meta_nash_conv(U, res.distributions) <= 1e-6 * payoff_scale(U)
+
+
+def test_logit_path_starts_uniform_and_ends_at_an_equilibrium() -> None:
+    U = np.random.default_rng(7).normal(size=(3, 4, 2, 3))
+    sigma, score, info = logit_path_nash(U, target=1e-9 * payoff_scale(U))
+    assert score == pytest.approx(meta_nash_conv(U, sigma), abs=1e-12) and score <= 1e-9 * payoff_scale(U)
+    assert info["steps"] > 0 and info["lambda"] > 0
+    # a table where every member pays the same: uniform play is already an equilibrium, at lam = 0
+    flat, flat_score, _ = logit_path_nash(np.ones((2, 3, 2, 3)), target=1e-9)
+    assert flat_score == 0.0 and all(np.allclose(s, 1.0 / len(s)) for s in flat)
+
+
+def test_subgame_search_grows_the_warm_start_support_and_checks_the_full_table() -> None:
+    rng = np.random.default_rng(3)
+    U = rng.normal(size=(12, 12, 12, 3))
+    small = nplayer_nash(U[:10, :10, :10], gambit=False)
+    init = [np.concatenate([s, np.zeros(2)]) for s in small.distributions]
+    target = 1e-6 * payoff_scale(U)
+    sigma, score, info = subgame_nash(U, target=target, init=init)
+    assert score <= target and meta_nash_conv(U, sigma) == pytest.approx(score, abs=1e-12)
+    assert info["rounds"] >= 1 and all(n <= 12 for n in info["support_sizes"])  # type: ignore[attr-defined]
+    res = nplayer_nash(U, init=init, gambit=False)
+    assert res.info["converged"] and res.method.startswith(METHODS)
 
 
 @settings(max_examples=6, deadline=None)
@@ -106,3 +155,16 @@ def test_gambit_is_never_imported_unless_asked() -> None:
 def test_bad_gambit_option_is_named() -> None:
     with pytest.raises(ValueError, match="gambit must be True, False or 'auto'"):
         nplayer_nash(np.zeros((2, 2, 2, 3)), gambit="yes")
+
+
+def test_a_saved_three_player_run_resumes_with_the_same_warm_started_meta_strategy(tmp_path: Path) -> None:
+    import pbmarl as pb
+
+    psro = pb.PSRO("kuhn_poker(players=3)", solver=MetaSolver("nash", gambit=False), save_dir=tmp_path / "run")
+    list(psro.run(5))
+    assert psro.meta_strategy.method.startswith(METHODS)
+    resumed = pb.PSRO.load(tmp_path / "run", solver=MetaSolver("nash", gambit=False))
+    for p in range(3):
+        np.testing.assert_allclose(resumed.meta_strategy[p], psro.meta_strategy[p], atol=1e-9)
+    record = resumed.step()
+    assert record.iteration == 6 and record.meta_nash_conv is not None and record.meta_nash_conv < 1e-5

@@ -150,8 +150,11 @@ def load_run(cls: type[PSRO], folder: Path, **overrides: Any) -> PSRO:
                          f"state ({exc})") from None
     run._wall = float(data["wall_time"])
     run._env_steps = int(data["env_steps"])
-    run.meta_strategy = run.solver(run.table)
     saved = run.records[-1].meta_strategy
+    prime = getattr(run.solver, "prime", None)
+    if callable(prime):  # warm-started solvers (n-player Nash) re-solve from the answer the run had
+        prime(run.table, saved)
+    run.meta_strategy = run.solver(run.table)
     for p, dist in enumerate(saved):
         if not np.allclose(run.meta_strategy[p], dist, atol=1e-9):
             raise ValueError(f"re-solving the saved table in {str(folder)!r} gave a different meta-strategy for "

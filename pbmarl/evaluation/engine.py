@@ -67,6 +67,13 @@ def expected_payoffs(tree: GameTree, reaches: Sequence[np.ndarray]) -> np.ndarra
     sizes = tuple(len(r) for r in R)
     if P == 1:
         return R[0] @ W
+    big = int(np.argmax(sizes))
+    if P > 2 and sizes[big] > sizes[-1]:
+        # the lead players' rows are multiplied out ([prod of their sizes, Z]), so the player with the
+        # most rows goes last: a new member of the last player then costs O(n^(P-2) Z), not O(n^(P-1) Z)
+        order = [p for p in range(P) if p != big] + [big]
+        U = expected_payoffs(tree, [R[p] for p in order])
+        return np.transpose(U, [order.index(p) for p in range(P)] + [P])
     last = R[-1]
     lead_sizes = sizes[:-1]
     n_lead = int(np.prod(lead_sizes))

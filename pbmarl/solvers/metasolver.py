@@ -193,6 +193,16 @@ class MetaSolver:
             joint=joint,
         )
 
+    def prime(self, table: Any, sigma: DistributionsLike) -> None:
+        """Take `sigma` as the previous answer on `table`, as if this solver had produced it.
+
+        A resumed run calls this with its saved meta-strategy, so that re-solving the saved
+        table warm-starts from the answer the run had (for "nash" on 3+ players, whose
+        answer depends on the warm start when the meta-game has several equilibria).
+        """
+        U, ids = read_table(table)
+        self._previous = (ids, tuple(np.asarray(s, dtype=float) for s in check_distributions(sigma, U.shape[:-1])))
+
     def _warm_start(self, U: np.ndarray, ids: Any) -> dict[str, Any]:
         """For "nash" on 3+ players: the previous answer, zero-padded, when this table extends the last one
         (PSRO adds members at the end); it only seeds the search, whose answer is checked."""

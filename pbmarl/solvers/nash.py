@@ -5,23 +5,29 @@
   ``max_labels``), each answer checked; if every label fails, a long dynamics search is
   accepted only if it passes the same check (and says so in its method), otherwise
   `SolverError`;
-- three or more players: `nplayer_nash`: a pure-equilibrium check, the warm start and a
-  short regret-matching+ run polished by Newton's method (`iterative_nash`); then, where
-  pygambit is installed, its ``ipa`` solver (also polished); then the full
-  dynamics. The result's method names what produced the profile.
+- three or more players: `nplayer_nash`: a pure-equilibrium check, the warm start polished
+  by Newton's method, the logit path (on a sub-table grown from the warm start's support
+  when there is one); then, where pygambit is installed, its ``ipa`` and ``logit`` solvers
+  (also polished); then the dynamics (`iterative_nash`). The result's method names what
+  produced the profile.
 """
 
 from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 from numpy.typing import ArrayLike
 
 from pbmarl.solvers.bimatrix import LemkeHowsonFailure, PivotLimitReached, lemke_howson
 from pbmarl.solvers.gambit import gambit_available, gambit_game, gambit_nash
-from pbmarl.solvers.inputs import DistributionsLike, as_payoff_array, payoff_scale
+from pbmarl.solvers.inputs import DistributionsLike, as_payoff_array, check_distributions, payoff_scale
+from pbmarl.solvers.logit_path import logit_path_nash
 from pbmarl.solvers.nashconv import deviation_function, regrets_from_values
-from pbmarl.solvers.nplayer import iterative_nash, newton_polish
+from pbmarl.solvers.nplayer import iterative_nash, newton_polish, pure_equilibria
 from pbmarl.solvers.result import SolverError, SolverResult
+from pbmarl.solvers.subgame import subgame_nash
 from pbmarl.solvers.zerosum import is_constant_sum, solve_zero_sum, zero_sum_matrix
 
 
@@ -76,7 +82,7 @@ def nash_equilibrium(
 
     Returns:
         `SolverResult` with method ``"lp"``, ``"lemke_howson"``, ``"<dynamic>-fallback"`` or,
-        for k >= 3, the winning dynamic of `iterative_nash`.
+        for k >= 3, the stage of `nplayer_nash` that produced the profile.
 
     Raises:
         SolverError: a two-player general-sum game where no label and no fallback passed the
@@ -166,14 +172,15 @@ def bimatrix_nash(
     )
 
 
-#: steps of regret matching+ (with Newton polishing) tried before pygambit is asked: on PSRO tables
-#: they usually finish first, and building a pygambit game alone costs about 60 us a cell
-QUICK_STEPS = 1000
-#: pygambit methods tried, in order (``logit`` and ``gnm`` took 10-40 s on 10^4-cell 4-player tables
-#: where ``ipa`` took about 1 s: benchmarks/exact_scale.py)
-GAMBIT_ORDER = ("ipa",)
+#: pygambit methods tried, in order, where the own logit path falls short (``ipa`` took about 0.4 s on
+#: 10^4-cell 4-player tables, ``logit`` and ``gnm`` 10-40 s: benchmarks/exact_scale.py)
+GAMBIT_ORDER = ("ipa", "logit")
 #: pygambit is not asked for larger tables: building its game alone costs about 60 us a cell
 GAMBIT_MAX_CELLS = 200_000
+#: most logit-path steps before the own search gives way to pygambit or the dynamics
+PATH_STEPS = 3_000
+#: table cells x steps the last-resort dynamics may spend (10^4 steps up to 2 x 10^4 cells, then fewer)
+DYNAMICS_BUDGET = 2 * 10**8
 
 
 def nplayer_nash(
@@ -186,47 +193,99 @@ def nplayer_nash(
 ) -> SolverResult:
     """A Nash equilibrium of a game with any number of players, by the best solver available.
 
+    In order, stopping at the first profile whose NashConv is at most ``tol`` x payoff range:
+
+    1. a pure equilibrium (the one of highest total payoff), found for the whole table at once;
+    2. the warm start `init`, polished by Newton's method on its support (PSRO's new members
+       often leave the previous equilibrium one);
+    3. the logit path (`logit_path_nash`): on the whole table, or with a warm start on a
+       sub-table grown from its support (`subgame_nash`);
+    4. pygambit's ``ipa`` then ``logit`` (each polished), where installed;
+    5. projected replicator dynamics, RM+ and fictitious play (`iterative_nash`), at most
+       ``DYNAMICS_BUDGET / cells`` steps each on large tables.
+
     Args:
         U: payoff array ``(n_1, ..., n_k, k)``.
         tol: accept a profile whose NashConv is at most ``tol`` x payoff range.
-        iterations: steps per dynamic in the last, own, stage.
+        iterations: steps per dynamic in the last stage.
         init: warm start (PSRO's previous meta-strategy, zero-padded to the new sizes).
         gambit: ``"auto"`` uses pygambit where installed; True requires it; False never imports it.
 
     Returns:
         `SolverResult`; its method names what produced the profile (``"pure"``,
-        ``"warm-start+newton"``, ``"rm-iterate+newton"``, ``"gambit-ipa+newton"``,
-        ``"gambit-logit"``, ...) and its info holds ``nash_conv`` and ``converged``.
+        ``"warm-start+newton"``, ``"logit-path+newton"``, ``"subgame-logit-path"`` (the path's own
+        point, without polishing), ``"subgame-logit-path+newton"``,
+        ``"gambit-ipa+newton"``, ``"rm-iterate+newton"``, ...) and its info holds ``nash_conv``,
+        ``converged`` and ``tol``.
     """
     U = as_payoff_array(U)
     if gambit not in (True, False, "auto"):
         raise ValueError(f"gambit must be True, False or 'auto', got {gambit!r}")
-    use_gambit = gambit is True or (gambit == "auto" and gambit_available() and U[..., 0].size <= GAMBIT_MAX_CELLS)
     if gambit is True and not gambit_available():
         raise ImportError('gambit=True needs pygambit: pip install "pbmarl[gambit]" (GPL-2.0-or-later)')
-    quick = iterative_nash(U, iterations=min(iterations, QUICK_STEPS), tol=tol, init=init, dynamics=("rm",))
-    if quick.info["converged"]:
-        return quick
+    use_gambit = gambit is True or (gambit == "auto" and gambit_available() and U[..., 0].size <= GAMBIT_MAX_CELLS)
     target = tol * payoff_scale(U)
-    best = quick
-    if use_gambit:
-        deviations = deviation_function(U)
+    start = None if init is None else tuple(np.asarray(s, dtype=float) for s in check_distributions(init, U.shape[:-1]))
+    best = _Best(U, tol)
+    pure = pure_equilibria(U)
+    if len(pure):
+        cell = pure[int(np.argmax(U[tuple(pure.T)].sum(axis=-1)))]
+        best.offer(tuple(np.eye(n)[i] for n, i in zip(U.shape[:-1], cell)), "pure")
+    if start is not None and not best.done:
+        best.offer(start, "warm-start")
+        polished = newton_polish(U, start)
+        if polished is not None:
+            best.offer(polished, "warm-start+newton")
+    if not best.done:
+        if start is None:
+            sigma, _, path = logit_path_nash(U, target=target, max_steps=PATH_STEPS)
+            best.offer(sigma, "logit-path+newton" if path["polished"] else "logit-path", path_steps=path["steps"])
+        else:
+            sigma, _, sub = subgame_nash(U, target=target, init=start)
+            name = ("subgame-" if sub["restricted"] else "") + "logit-path" + ("+newton" if sub["polished"] else "")
+            best.offer(sigma, name, **sub)
+    if use_gambit and not best.done:
         game = gambit_game(U)
         for method in GAMBIT_ORDER:
             try:
                 res = gambit_nash(U, method=method, game=game)
             except SolverError:
                 continue
-            candidates = [(res.distributions, res.method)]
+            best.offer(res.distributions, res.method, **res.info)
             polished = newton_polish(U, res.distributions)
             if polished is not None:
-                candidates.append((polished, res.method + "+newton"))
-            for sigma, name in candidates:
-                score = float(regrets_from_values(deviations(sigma), sigma).sum())
-                if score < best.info["nash_conv"]:
-                    best = SolverResult(sigma, name, {**res.info, "nash_conv": score, "converged": score <= target,
-                                                      "tol": tol})
-            if best.info["converged"]:
-                return best
-    full = iterative_nash(U, iterations=iterations, tol=tol, init=init)
-    return full if full.info["nash_conv"] <= best.info["nash_conv"] else best
+                best.offer(polished, res.method + "+newton", **res.info)
+            if best.done:
+                break
+    if not best.done:  # the dynamics cost a contraction of the whole table a step: bounded on large tables
+        steps = min(iterations, max(100, DYNAMICS_BUDGET // max(1, U[..., 0].size)))
+        full = iterative_nash(U, iterations=steps, tol=tol, init=start)
+        best.offer(full.distributions, full.method, steps=full.info["steps"])
+    return best.result()
+
+
+class _Best:
+    """The profile of lowest NashConv offered so far, with what produced it."""
+
+    def __init__(self, U: np.ndarray, tol: float) -> None:
+        self.U, self.tol = U, tol
+        self.target = tol * payoff_scale(U)
+        self.deviations = deviation_function(U)
+        self.score = np.inf
+        self.sigma: tuple[np.ndarray, ...] = tuple(np.full(n, 1.0 / n) for n in U.shape[:-1])
+        self.method = "uniform"
+        self.info: dict[str, Any] = {}
+
+    @property
+    def done(self) -> bool:
+        return self.score <= self.target
+
+    def offer(self, sigma: Sequence[np.ndarray], method: str, **info: Any) -> None:
+        sigma = tuple(np.asarray(s, dtype=float) for s in sigma)
+        score = float(regrets_from_values(self.deviations(sigma), sigma).sum())
+        if score < self.score:
+            self.score, self.sigma, self.method, self.info = score, sigma, method, dict(info)
+
+    def result(self) -> SolverResult:
+        info = {**self.info, "nash_conv": self.score, "converged": self.done, "tol": self.tol}
+        return SolverResult(self.sigma, self.method, info)

@@ -79,10 +79,13 @@ def _contract(T: np.ndarray, x: Sequence[np.ndarray], keep: tuple[int, ...]) -> 
     return np.einsum(spec, T, *[x[j] for j in others])
 
 
-def newton_polish(U: np.ndarray, sigma: Profile, *, support_tol: float = 1e-3, steps: int = 20) -> Profile | None:
+def newton_polish(U: np.ndarray, sigma: Profile, *, support_tol: float = 1e-3, steps: int = 20,
+                  clip: bool = False) -> Profile | None:
     """Solve the indifference equations on the support of `sigma` by Newton's method (module doc, step 3).
 
-    Returns the full profile (zeros off the support), or None when Newton fails or leaves the simplex.
+    Returns the full profile (zeros off the support), or None when Newton fails or leaves the simplex
+    (with ``clip=True`` negative probabilities are cut to zero instead: in degenerate games the
+    equations have a family of solutions and the least-squares step may land just outside).
     The caller checks the NashConv: members outside the support may still do better.
     """
     k = U.shape[-1]
@@ -124,7 +127,7 @@ def newton_polish(U: np.ndarray, sigma: Profile, *, support_tol: float = 1e-3, s
         if not np.all(np.isfinite(z)) or np.abs(z).max() > 1e6 * (1.0 + scale):
             return None
         x = [z[offsets[p] + p:offsets[p + 1] + p] for p in range(k)]
-    if any(xp.min() < -1e-9 for xp in x):
+    if any(xp.min() < -1e-9 * max(1.0, float(np.abs(xp).max())) for xp in x) and not clip:
         return None
     out = []
     for p in range(k):
