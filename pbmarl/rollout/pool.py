@@ -114,7 +114,8 @@ class RolloutPool:
             raise ValueError(f"worker_cpus must be a number in (0, 1024] (CPUs each Ray actor reserves), got {worker_cpus!r}")
         from pbmarl.rollout.batch_envs import resolve_stepper
 
-        resolve_stepper(game, stepper)  # an unknown or unavailable route fails here, naming the available ones
+        if stepper != "auto":  # an unknown or unavailable route fails here, naming the available ones
+            resolve_stepper(game, stepper)
         self.stepper = stepper
         self.backend_name = backend
         self._spec = {"kind": "rollout", "num_workers": self.num_workers, "envs_per_worker": self.envs_per_worker,
