@@ -8,16 +8,17 @@
 games: per game, the tree walk (disk cache off) beside a bare Python walk over pyspiel states that
     collects nothing, the tree loaded from the disk cache, PSRO-Nash for 10 iterations, and OpenSpiel's
     `exploitability.nash_conv` of the uniform policy alone (the common alternative).
-meta: per random table, time and meta-game NashConv of pbmarl's default with and without pygambit,
-    the dynamics alone (no Newton polishing), each pygambit method and OpenSpiel's projected replicator
-    dynamics (10^4 steps).
+meta: per random table, time and meta-game NashConv of pbmarl's default with and without pygambit
+    (and the method that produced the answer), the previous default (`iterative_nash`), the dynamics
+    alone (no Newton polishing), each pygambit method and OpenSpiel's projected replicator dynamics
+    (10^4 steps).
 lh: two-player general-sum m x m tables, pbmarl's `bimatrix_nash` (Lemke-Howson) vs pygambit's
     `lcp_solve`, time and NashConv.
 mixture: NashConv of a mixture of 100 random tabular policies per player on Leduc, plans cached
     (PSRO's case) and from scratch.
 
 Every printed row is appended to ``benchmarks/results/exact_scale.csv`` with the date, the git
-commit and the command. All times are from one run on one machine, so ratios compare like with like.
+commit, the command and the load average (1, 5, 15 minutes) when it was printed. All times are from one run on one machine, so ratios compare like with like.
 """
 
 # every lambda below is called at once by `timed`, inside its loop iteration
@@ -63,14 +64,15 @@ class Report:
         self.command = "python benchmarks/exact_scale.py " + " ".join(sys.argv[1:])
 
     def row(self, measure: str, value: str, bar: str = "-", reference: str = "-", met: str = "") -> None:
-        print(f"{measure:<62} {value:>16}  bar {bar:<12} ref {reference}  {met}")
+        load = " ".join(f"{x:.2f}" for x in os.getloadavg())  # the machine is shared: say how busy it was
+        print(f"{measure:<62} {value:>16}  bar {bar:<12} ref {reference}  {met}  (load {load})")
         new = not RESULTS.exists()
         RESULTS.parent.mkdir(parents=True, exist_ok=True)
         with open(RESULTS, "a", newline="") as fh:
             writer = csv.writer(fh)
             if new:
-                writer.writerow(["date", "commit", "command", "measure", "value", "bar", "reference", "met"])
-            writer.writerow([self.stamp, self.commit, self.command, measure, value, bar, reference, met])
+                writer.writerow(["date", "commit", "command", "measure", "value", "bar", "reference", "met", "load_avg"])
+            writer.writerow([self.stamp, self.commit, self.command, measure, value, bar, reference, met, load])
 
 
 def timed(fn: Callable[[], object]) -> tuple[float, object]:
@@ -129,8 +131,12 @@ def games_section(report: Report, names: list[str], skip_openspiel: bool = False
         t_psro, records = timed(lambda: list(psro.run(10)))
         solve = sum(r.seconds["solve"] for r in records)  # type: ignore[attr-defined]
         last = records[-1]  # type: ignore[index]
-        report.row(f"{name}: PSRO-Nash 10 iterations", f"{t_psro:.2f} s", "<= 5 s (kuhn 4p)" if "players=4" in name
-                   else "-", f"meta-solve {solve:.2f} s, NashConv {last.nash_conv:.4g}")
+        phases = {k: sum(r.seconds[k] for r in records) for k in ("oracle", "evaluate", "measure")}  # type: ignore[attr-defined]
+        kuhn4 = "players=4" in name
+        report.row(f"{name}: PSRO-Nash 10 iterations", f"{t_psro:.2f} s", "<= 5 s" if kuhn4 else "-",
+                   f"meta-solve {solve:.2f} s, payoff fill {phases['evaluate']:.2f} s, best responses "
+                   f"{phases['oracle']:.2f} s, NashConv {phases['measure']:.2f} s; NashConv {last.nash_conv:.4g}",
+                   ("met" if t_psro <= 5 else "not met") if kuhn4 else "")
         t_pb, ours = timed(lambda: pb.exploitability(game, [pb.RandomPolicy(game)] * game.num_players).nash_conv)
         if skip_openspiel:
             report.row(f"{name}: NashConv of the uniform policy", f"{t_pb:.3f} s", "-", "OpenSpiel not run (--skip-openspiel)")
@@ -156,29 +162,49 @@ def meta_section(report: Report, seeds: int, shapes: list[tuple[int, ...]], firs
         for seed in range(first_seed, first_seed + seeds):
             U = _table(shape, seed)
             label = f"{len(shape)}p {'x'.join(map(str, shape))} ({cells:,} cells) seed {seed}"
+            methods: dict[str, str] = {}
+
+            def default(gambit: bool | str) -> tuple[np.ndarray, ...]:
+                res = nplayer_nash(U, gambit=gambit)
+                methods[str(gambit)] = res.method
+                return res.distributions
+
             runs: list[tuple[str, Callable[[], object]]] = [
-                ("pbmarl default, pygambit", lambda: nplayer_nash(U, gambit="auto").distributions),
-                ("pbmarl default, no pygambit", lambda: nplayer_nash(U, gambit=False).distributions),
+                ("pbmarl default, pygambit", lambda: default("auto")),
+                ("pbmarl default, no pygambit", lambda: default(False)),
+                # the solver n-player "nash" ran before this version: RM+, PRD, FP with Newton polishing
+                ("pbmarl iterative_nash (previous default)", lambda: iterative_nash(U).distributions),
                 ("pbmarl dynamics alone", lambda: iterative_nash(U, polish=False).distributions),
             ]
             if gambit_available():
                 runs.append(("pygambit ipa", lambda: gambit_nash(U, method="ipa").distributions))
                 if cells <= 2000:
-                    # gnm ran for minutes on the 5-player table without returning: left out
-                    runs += [("pygambit logit", lambda: gambit_nash(U, method="logit").distributions)]
+                    # logit took 10-40 s and gnm minutes without returning on the larger tables: left out there
+                    runs += [("pygambit logit", lambda: gambit_nash(U, method="logit").distributions),
+                             ("pygambit gnm", lambda: gambit_nash(U, method="gnm").distributions)]
             runs.append(("OpenSpiel PRD 1e4 steps", lambda: prd.projected_replicator_dynamics(
                 [U[..., p] for p in range(len(shape))], prd_iterations=10_000)))
+            times: dict[str, float] = {}
             for name, fn in runs:
                 try:
                     t, sigma = timed(fn)
                     nc = meta_nash_conv(U, sigma)  # type: ignore[arg-type]
+                    times[name] = t
                     value, ref = f"{t:.3f} s", f"NashConv {nc:.2g}"
                 except Exception as exc:  # a failing method is a row too
                     value, ref = "failed", type(exc).__name__
-                met = ""
+                met, bar = "", "-"
+                if name.startswith("pbmarl default"):
+                    ref += f", method {methods.get('auto' if 'no' not in name else 'False', '?')}"
                 if name == "pbmarl default, pygambit" and cells == 10_000 and len(shape) == 4 and value != "failed":
-                    met = "met" if t <= 0.5 and nc <= 1e-6 else "not met"
-                report.row(f"meta {label}: {name}", value, "<= 0.5 s, 1e-6" if met else "-", ref, met)
+                    bar, met = "<= 0.5 s, 1e-6", "met" if t <= 0.5 and nc <= 1e-6 else "not met"
+                if name == "pbmarl iterative_nash (previous default)" and "pbmarl default, no pygambit" in times:
+                    ratio = t / max(times["pbmarl default, no pygambit"], 1e-9) if value != "failed" else float("nan")
+                    bar, met = ">= 5x", "met" if ratio >= 5 else "not met"
+                    ref += f"; default without pygambit is {ratio:.1f}x faster"
+                if name.startswith(("pygambit", "OpenSpiel")) and value != "failed":
+                    ref += f"; pbmarl default {times['pbmarl default, pygambit'] / max(t, 1e-9):.2f}x its time"
+                report.row(f"meta {label}: {name}", value, bar, ref, met)
 
 
 def lh_section(report: Report, seeds: int) -> None:

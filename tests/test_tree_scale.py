@@ -25,6 +25,15 @@ def test_memory_check_refuses_with_the_estimate_and_what_is_available() -> None:
         pb.ExactEvaluator(pb.load_game("connect_four"))
 
 
+def test_a_long_walk_is_announced_with_its_time_and_memory(monkeypatch) -> None:
+    import pbmarl.games.tree as tree_module
+
+    monkeypatch.setattr(tree_module, "WALK_RATE", 0.1)  # as if the machine walked 0.1 histories a second
+    with pytest.warns(UserWarning, match=r"'leduc_poker': walking about 9.\d+e\+03 histories takes about \d+ minutes"):
+        tree = tree_module.build_tree(pb.load_game("leduc_poker"))
+    assert tree.num_nodes == 9_457
+
+
 def test_cached_tree_loads_identically_and_damaged_entries_are_ignored(tmp_path, monkeypatch) -> None:
     monkeypatch.setenv("PBMARL_TREE_CACHE", str(tmp_path))
     game = pb.load_game("leduc_poker")

@@ -30,7 +30,7 @@ import numpy as np
 
 from pbmarl.games.base import CHANCE, SIMULTANEOUS, TERMINAL
 from pbmarl.games.recall import extend_key, first_key
-from pbmarl.games.tree_size import available_memory, estimate_memory, estimate_size
+from pbmarl.games.tree_size import TreeSize, available_memory, estimate_memory, estimate_size
 
 if TYPE_CHECKING:  # pragma: no cover
     from pbmarl.games.base import Game
@@ -39,6 +39,11 @@ if TYPE_CHECKING:  # pragma: no cover
 MEMORY_SHARE = 0.8
 #: trees that take longer than this to walk are written to the disk cache
 CACHE_AFTER_SECONDS = 1.0
+#: histories a second the walk manages (66k on goofspiel(num_cards=5), 210k on 3-player Leduc,
+#: one core of the benchmark machine): used to say how long a large walk will take
+WALK_RATE = 100_000.0
+#: walks estimated to take longer than this many seconds are announced with a warning first
+SLOW_WALK_SECONDS = 60.0
 
 
 class NotExact(ValueError):
@@ -213,9 +218,10 @@ def check_exact(game: Game) -> None:
         raise NotExact(f"game {game.name!r} cannot be enumerated; use a sampling evaluator (pb.RolloutPool)")
 
 
-def check_fits(game: Game, *, max_nodes: int | None = None, memory: float | None = None) -> None:
+def check_fits(game: Game, *, max_nodes: int | None = None, memory: float | None = None) -> TreeSize:
     """Refuse a tree estimated to need more than `memory` bytes (default: a share of what is
-    available now) or, when given, far more than `max_nodes` histories; cheap (random playouts)."""
+    available now) or, when given, far more than `max_nodes` histories; cheap (random playouts).
+    Returns the estimate."""
     size = estimate_size(game)
     if max_nodes is not None and size.histories > 20 * max_nodes:
         raise NotExact(
@@ -231,6 +237,7 @@ def check_fits(game: Game, *, max_nodes: int | None = None, memory: float | None
             f"{have / 2**30:.1f} GB of memory is available; use a sampling "
             "evaluator (pb.RolloutPool) and an RL oracle (pb.DQN, pb.PPO)"
         )
+    return size
 
 
 def build_tree(game: Game, *, max_nodes: int | None = None, memory: float | None = None) -> GameTree:
@@ -247,7 +254,15 @@ def build_tree(game: Game, *, max_nodes: int | None = None, memory: float | None
             estimate in GB and the memory available).
     """
     check_exact(game)
-    check_fits(game, max_nodes=max_nodes, memory=memory)
+    size = check_fits(game, max_nodes=max_nodes, memory=memory)
+    seconds = size.histories / WALK_RATE
+    if seconds > SLOW_WALK_SECONDS:
+        warnings.warn(
+            f"{game.name!r}: walking about {size.histories:.2g} histories takes about {seconds / 60:.0f} minutes "
+            f"(at {WALK_RATE:,.0f} histories/s) and {estimate_memory(game, size) / 2**30:.2g} GB; the tree is "
+            "cached on disk afterwards (PBMARL_TREE_CACHE)",
+            stacklevel=2,
+        )
     try:
         return _walk(game, game.recall_keys, max_nodes)
     except _RecallConflict as exc:

@@ -30,10 +30,10 @@ from pbmarl.solvers.nplayer import batch_nash_conv, newton_polish
 
 #: step control (Allgower & Georg 1990, sec. 6.1): the corrector's first step and its contraction
 #: rate are kept near their nominal values; beyond the maxima the step is retried at half length
-_NOMINAL_DISTANCE, _MAX_DISTANCE = 0.1, 0.4
+_NOMINAL_DISTANCE, _MAX_DISTANCE = 0.3, 1.0
 _NOMINAL_CONTRACTION, _MAX_CONTRACTION = 0.2, 0.6
 #: the angle (radians) between successive tangents: nominal and largest accepted
-_NOMINAL_ANGLE, _MAX_ANGLE = 0.1, 0.5
+_NOMINAL_ANGLE, _MAX_ANGLE = 0.2, 0.7
 #: the path's point is polished each time lam grows by this factor, on the supports
 #: {i: x_p(i) >= tol * max x_p} for each of these tolerances
 _FIRST_CHECK, _CHECK_GROWTH = 4.0, 2.0
