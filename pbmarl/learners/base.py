@@ -21,134 +21,35 @@ import abc
 import dataclasses
 import math
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar, cast
 
 import numpy as np
-import pandas as pd
 
 from pbmarl.games.base import Game
+from pbmarl.learners.config import FLAG as FLAG
+from pbmarl.learners.config import NON_NEGATIVE as NON_NEGATIVE
+from pbmarl.learners.config import NON_NEGATIVE_INT as NON_NEGATIVE_INT
+from pbmarl.learners.config import POSITIVE as POSITIVE
+from pbmarl.learners.config import POSITIVE_INT as POSITIVE_INT
+from pbmarl.learners.config import UNIT as UNIT
+from pbmarl.learners.config import LearnerConfig as LearnerConfig
+from pbmarl.learners.config import Rule as Rule
+from pbmarl.learners.config import StepRecord as StepRecord
+from pbmarl.learners.config import _check as _check
+from pbmarl.learners.config import _is_int as _is_int
+from pbmarl.learners.config import _is_real as _is_real
+from pbmarl.learners.recorded import Recorded
 from pbmarl.learners.returns import learner_returns
 from pbmarl.policies.base import Policy
 from pbmarl.policies.mixture import Mixture
 from pbmarl.protocols import BestResponse
 from pbmarl.rollout.trajectories import Trajectories
 
+# LearnerConfig, StepRecord and the rules live in `pbmarl.learners.config`; many modules import them from here
 __all__ = ["Learner", "LearnerConfig", "StepRecord", "Task"]
-
-
-# -- configs -----------------------------------------------------------------
-def _check(ok: bool, name: str, value: Any, accepted: str) -> None:
-    if not ok:
-        raise ValueError(f"{name} must be {accepted}, got {value!r}")
-
-
-def _is_int(value: Any) -> bool:
-    return isinstance(value, (int, np.integer)) and not isinstance(value, (bool, np.bool_))
-
-
-def _is_real(value: Any) -> bool:
-    return isinstance(value, (int, float, np.integer, np.floating)) and not isinstance(value, (bool, np.bool_)) \
-        and math.isfinite(float(value))
-
-
-#: (test, what is accepted): the checks config fields declare in their class's `checks`
-Rule = tuple[Callable[[Any], bool], str]
-POSITIVE_INT: Rule = (lambda v: _is_int(v) and v >= 1, "a positive int")
-NON_NEGATIVE_INT: Rule = (lambda v: _is_int(v) and v >= 0, "a non-negative int")
-POSITIVE: Rule = (lambda v: _is_real(v) and v > 0, "a positive number")
-NON_NEGATIVE: Rule = (lambda v: _is_real(v) and v >= 0, "a non-negative number")
-UNIT: Rule = (lambda v: _is_real(v) and 0 <= v <= 1, "a number in [0, 1]")
-FLAG: Rule = (lambda v: isinstance(v, (bool, np.bool_)), "True or False")
-
-
-@dataclass(frozen=True)
-class LearnerConfig:
-    """Options every RL learner shares (algorithms extend it with their own fields).
-
-    Each config class lists the rules its fields must satisfy in `checks`; a bad
-    value raises ValueError naming the field, the value and what is accepted.
-    """
-
-    hidden: tuple[int, ...] = (128, 128)
-    """Widths of the hidden layers of every network (the policy is an `MLPPolicy` of this shape)."""
-    lr: float = 1e-3
-    """Adam learning rate."""
-    gamma: float = 1.0
-    """Discount factor; 1 suits the short episodic games PSRO plays."""
-    budget: int = 20_000
-    """Learner steps (decisions of the learning seat) per best response, unless a call overrides it."""
-    steps_per_round: int = 512
-    """Learner steps collected per `step()` (whole episodes, so a few more)."""
-    num_envs: int = 256
-    """Game instances the default local pool steps together (a round has at least one episode each)."""
-    plateau_patience: int = 0
-    """Stop once the smoothed mean return has not improved by `plateau_tol` for this many rounds (0: off)."""
-    plateau_tol: float = 0.01
-    """Improvement of the smoothed mean return that resets the plateau counter."""
-    plateau_smoothing: float = 0.8
-    """Exponential smoothing of the per-round mean return used for plateau detection."""
-    plateau_start: float = 0.5
-    """Fraction of the budget that must be spent before a plateau may stop training."""
-    warm_start: bool = False
-    """Start each best response from the previous one of the same player."""
-    eval_episodes: int = 0
-    """Episodes of a final evaluation with the pool for the value estimate (0: mean return of the last rounds)."""
-    value_rounds: int = 4
-    """Rounds whose mean returns estimate the value when `eval_episodes` is 0."""
-    num_threads: int | None = 1
-    """torch threads while training (set and restored around each round; None: leave torch's setting).
-    One is fastest for these small networks: two were several times slower on a busy 2-core machine."""
-
-    checks: ClassVar[dict[str, Rule]] = {
-        "lr": POSITIVE, "gamma": UNIT, "budget": POSITIVE_INT, "steps_per_round": POSITIVE_INT,
-        "num_envs": POSITIVE_INT, "plateau_patience": NON_NEGATIVE_INT, "plateau_tol": NON_NEGATIVE,
-        "plateau_smoothing": (lambda v: _is_real(v) and 0 <= v < 1, "a number in [0, 1)"), "plateau_start": UNIT,
-        "warm_start": FLAG, "eval_episodes": NON_NEGATIVE_INT, "value_rounds": POSITIVE_INT,
-        "num_threads": (lambda v: v is None or (_is_int(v) and v >= 1), "None or a positive int"),
-    }
-
-    def __post_init__(self) -> None:
-        hidden = self.hidden
-        if isinstance(hidden, (int, np.integer, str)) or not all(_is_int(h) and h > 0 for h in hidden):
-            raise ValueError(f"hidden must be a sequence of positive ints (layer widths), got {hidden!r}")
-        object.__setattr__(self, "hidden", tuple(int(h) for h in hidden))
-        for cls in reversed(type(self).__mro__):
-            for name, (ok, accepted) in vars(cls).get("checks", {}).items():
-                _check(ok(getattr(self, name)), name, getattr(self, name), accepted)
-
-
-@dataclass(frozen=True)
-class StepRecord:
-    """Statistics of one training round; algorithms add their own fields."""
-
-    task: int
-    """Which best response (0, 1, ...) of this learner the round belongs to."""
-    player: int
-    """The learning seat."""
-    round: int
-    """Round number within the task, from 1."""
-    learner_steps: int
-    """Learner decisions (transitions) collected in the task so far."""
-    env_steps: int
-    """Environment decision steps (all seats) taken in the task so far."""
-    episodes: int
-    """Episodes collected this round."""
-    mean_return: float
-    """The learner's mean return over this round's episodes (behaviour policy)."""
-    loss: float
-    """The algorithm's total loss, averaged over this round's updates (NaN if none)."""
-    seconds: float
-    """Wall time of the round."""
-
-    def __str__(self) -> str:
-        parts = []
-        for f in dataclasses.fields(self):
-            v = getattr(self, f.name)
-            parts.append(f"{f.name}={v:.4g}" if isinstance(v, float) else f"{f.name}={v}")
-        return f"{type(self).__name__}({', '.join(parts)})"
 
 
 @dataclass
@@ -175,7 +76,7 @@ class Task:
         return data
 
 
-class Learner(abc.ABC):
+class Learner(Recorded, abc.ABC):
     """Base of the RL best-response learners; see the module doc.
 
     Args:
@@ -423,19 +324,7 @@ class Learner(abc.ABC):
         return self.best_response_with_value(player, opponents, budget=budget, warm_start=warm_start)[0]
 
     # -- views -------------------------------------------------------------
-    @property
-    def history(self) -> pd.DataFrame:
-        """Every round's record, one row each (all tasks; filter on ``task``)."""
-        if not self.records:
-            return pd.DataFrame(columns=[f.name for f in dataclasses.fields(self.record_class)])
-        return pd.DataFrame([dataclasses.asdict(r) for r in self.records])
-
-    def spec(self) -> dict[str, Any]:
-        """JSON-able ``{"name", "seed", "config"}``; `make_learner(game, spec)` rebuilds the learner."""
-        from pbmarl.learners.registry import config_to_json
-
-        return {"name": self.name, "seed": self.seed, "config": config_to_json(self.config)}
-
+    # (`history` and `spec` come from `Recorded`)
     def __repr__(self) -> str:
         state = f"task {self.task.index} (player {self.task.player})" if self.task else f"{self.tasks_done} tasks done"
         return f"{type(self).__name__}({self.game.name!r}, seed={self.seed}, {state})"

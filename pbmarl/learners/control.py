@@ -33,149 +33,29 @@ import dataclasses
 import math
 import time
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, ClassVar, Protocol, runtime_checkable
+from typing import Any, ClassVar
 
 import numpy as np
 import pandas as pd
 import torch
 
 from pbmarl.games.base import Game
-from pbmarl.learners.base import (
-    NON_NEGATIVE_INT,
-    POSITIVE,
-    POSITIVE_INT,
-    LearnerConfig,
-    Rule,
-    StepRecord,
-)
 from pbmarl.learners.buffers import Batch, PrioritizedReplayBuffer, ReplayBuffer
+from pbmarl.learners.control_config import ControlConfig, ControlRecord, PrioritizedOptions
 from pbmarl.learners.nets import torch_threads
+from pbmarl.learners.recorded import Recorded
+from pbmarl.learners.step_env import EnvSource, StepEnv, single_agent_env
 from pbmarl.protocols import BestResponse
 
-__all__ = ["ControlConfig", "ControlLearner", "ControlRecord", "EnvSource", "StepEnv", "single_agent_env"]
+__all__ = ["ControlConfig", "ControlLearner", "ControlRecord", "PrioritizedOptions", "EnvSource", "StepEnv", "single_agent_env"]
 
 FORMAT = 1
-TAU: Rule = (lambda v: isinstance(v, (int, float)) and math.isfinite(v) and 0 < v <= 1, "a number in (0, 1]")
-
-
-@dataclass(frozen=True)
-class ControlConfig(LearnerConfig):
-    """Options of every control learner (plus the shared ones of `LearnerConfig`).
-
-    `budget` and `steps_per_round` count environment steps here; the plateau stop is not
-    used by the step-by-step loop, and `num_envs` only by a best response on a game of
-    several seats (`pbmarl.learners.seat_oracle`).
-    """
-
-    hidden: tuple[int, ...] = (256, 256)
-    """Widths of the hidden layers of every network."""
-    lr: float = 3e-4
-    """Adam learning rate of every network."""
-    gamma: float = 0.99
-    """Discount factor."""
-    budget: int = 20_000
-    """Environment steps of a whole training run (`run()` stops there; rounds end between episodes)."""
-    steps_per_round: int = 1_000
-    """Environment steps per `step()` (whole episodes, so a few more)."""
-    buffer_size: int = 1_000_000
-    """Replay capacity in transitions."""
-    batch_size: int = 256
-    """Transitions per gradient step."""
-    learning_starts: int = 100
-    """Environment steps of uniformly random actions before the first update."""
-    train_freq: int = 1
-    """Environment steps between two rounds of updates."""
-    gradient_steps: int = 1
-    """Gradient steps per round of updates."""
-    tau: float = 0.005
-    """Polyak rate of the target networks (1: hard copy)."""
-    eval_episodes: int = 10
-    """Episodes of `evaluate()` when not given, and of a best response's value estimate."""
-    num_envs: int = 16
-    """Game instances stepped together by a best response on a game of several seats."""
-
-    checks: ClassVar[dict[str, Rule]] = {
-        "buffer_size": POSITIVE_INT, "batch_size": POSITIVE_INT, "learning_starts": NON_NEGATIVE_INT,
-        "train_freq": POSITIVE_INT, "gradient_steps": NON_NEGATIVE_INT, "tau": TAU, "eval_episodes": POSITIVE_INT,
-        "lr": POSITIVE,
-    }
-
-
-@dataclass(frozen=True)
-class ControlRecord(StepRecord):
-    """One round of a control learner: the shared statistics plus its update counters."""
-
-    updates: int
-    """Gradient steps taken so far."""
-
-
 _BASE = frozenset(f.name for f in dataclasses.fields(ControlRecord))
 
 
-# -- the environment ------------------------------------------------------------------
-@runtime_checkable
-class EnvSource(Protocol):
-    """A game that builds real environments (`GymGame`): stepped directly, the fastest path."""
-
-    def make_env(self) -> Any: ...
-    def flatten_observation(self, raw: Any) -> np.ndarray: ...
-
-
-class StepEnv:
-    """One environment, stepped one action at a time: ``reset(seed) -> obs``, ``step(a) -> (obs, r, term, trunc)``.
-
-    Built from a Gymnasium game (its real env) or from any one-player pbmarl game
-    through the state protocol (chance outcomes drawn with the reset seed).
-    """
-
-    def __init__(self, game: Game) -> None:
-        self.game = game
-        self.action_space = game.action_space(0)
-        self.observation_shape = tuple(game.observation_shape)
-        self._env = game.make_env() if isinstance(game, EnvSource) else None
-        self._state: Any = None
-        self._rng = np.random.default_rng(0)
-
-    def reset(self, seed: int) -> np.ndarray:
-        if self._env is not None:
-            raw, _ = self._env.reset(seed=int(seed))
-            return self.game.flatten_observation(raw)  # type: ignore[attr-defined]
-        self._rng = np.random.default_rng(int(seed))
-        self._state = self.game.new_initial_state()
-        self._skip_chance()
-        return np.asarray(self.game.observation(self._state, 0), np.float32).reshape(-1)
-
-    def _skip_chance(self) -> None:
-        while not self._state.is_terminal() and self._state.is_chance_node():
-            outcomes, probs = zip(*self._state.chance_outcomes())
-            self._state.apply_action(int(outcomes[self._rng.choice(len(outcomes), p=np.asarray(probs) / sum(probs))]))
-
-    def step(self, action: Any) -> tuple[np.ndarray, float, bool, bool]:
-        if self._env is not None:
-            raw, reward, terminated, truncated, _ = self._env.step(action)
-            return self.game.flatten_observation(raw), float(reward), bool(terminated), bool(truncated)  # type: ignore[attr-defined]
-        state = self._state
-        state.apply_action(int(action) if np.ndim(action) == 0 else action)
-        self._skip_chance()
-        reward = float(state.rewards()[0])
-        done = bool(state.is_terminal())
-        obs = np.zeros(self.observation_shape, np.float32).reshape(-1) if done else \
-            np.asarray(self.game.observation(state, 0), np.float32).reshape(-1)
-        return obs, reward, done, False
-
-
-def single_agent_env(game: Game, *, who: str) -> StepEnv:
-    """A `StepEnv` of a one-player game, or a ValueError saying what `who` needs."""
-    if game.num_players != 1:
-        raise ValueError(f"{who} trains one agent; {game.name!r} has {game.num_players} players. Use it as an oracle "
-                         "on one-player games, or a multi-agent learner")
-    return StepEnv(game)
-
-
 # -- the learner ----------------------------------------------------------------------
-class ControlLearner(abc.ABC):
+class ControlLearner(Recorded, abc.ABC):
     """Base of the step-by-step off-policy learners; see the module doc.
 
     Args:
@@ -249,12 +129,14 @@ class ControlLearner(abc.ABC):
             self.num_actions = int(space.n)
         return kind
 
-    def _make_buffer(self, *, prioritized: bool = False, alpha: float = 0.6, beta: float = 0.4) -> ReplayBuffer:
+    def _make_buffer(self) -> ReplayBuffer:
+        """Uniform replay, or prioritised where the config has `PrioritizedOptions` with ``prioritized``."""
+        cfg = self.config
         shape: tuple[int, ...] = (self.act_dim,) if self.space == "box" else ()
         dtype: type = np.float32 if self.space == "box" else np.int64
-        if prioritized:
-            return PrioritizedReplayBuffer(self.config.buffer_size, (self.obs_dim,), 1, alpha=alpha, beta=beta,
-                                           action_shape=shape, action_dtype=dtype)
+        if isinstance(cfg, PrioritizedOptions) and cfg.prioritized:
+            return PrioritizedReplayBuffer(cfg.buffer_size, (self.obs_dim,), 1, alpha=cfg.priority_alpha,
+                                           beta=cfg.priority_beta, action_shape=shape, action_dtype=dtype)
         return ReplayBuffer(self.config.buffer_size, (self.obs_dim,), 1, action_shape=shape, action_dtype=dtype)
 
     def _seeded(self) -> int:
@@ -458,19 +340,6 @@ class ControlLearner(abc.ABC):
         policy = self.best_response(player, opponents)
         value = self.evaluate(self.config.eval_episodes)["mean"]
         return BestResponse(policy, float(value), int(self.env_steps - before))
-
-    @property
-    def history(self) -> pd.DataFrame:
-        """Every round's record, one row each."""
-        if not self.records:
-            return pd.DataFrame(columns=[f.name for f in dataclasses.fields(self.record_class)])
-        return pd.DataFrame([dataclasses.asdict(r) for r in self.records])
-
-    def spec(self) -> dict[str, Any]:
-        """JSON-able ``{"name", "seed", "config"}``; `make_learner(game, spec)` rebuilds the learner."""
-        from pbmarl.learners.registry import config_to_json
-
-        return {"name": self.name, "seed": self.seed, "config": config_to_json(self.config)}
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.game.name!r}, seed={self.seed}, env_steps={self.env_steps})"

@@ -26,9 +26,9 @@ from typing import Any, ClassVar
 import numpy as np
 import torch
 
-from pbmarl.learners.base import FLAG, NON_NEGATIVE, POSITIVE, UNIT, Rule
+from pbmarl.learners.base import NON_NEGATIVE, POSITIVE, Rule
 from pbmarl.learners.buffers import Batch
-from pbmarl.learners.control import ControlConfig, ControlLearner, ControlRecord
+from pbmarl.learners.control import ControlConfig, ControlLearner, ControlRecord, PrioritizedOptions
 from pbmarl.learners.nets import Critic, adam, frozen, seeded, to_tensor
 from pbmarl.learners.rl_math import soft_update
 from pbmarl.policies.continuous import DeterministicPolicy
@@ -38,8 +38,9 @@ NOISES = ("normal", "ornstein_uhlenbeck", "none")
 
 
 @dataclass(frozen=True)
-class DDPGConfig(ControlConfig):
-    """DDPG options (plus the shared ones of `ControlConfig`); defaults follow Stable-Baselines3."""
+class DDPGConfig(ControlConfig, PrioritizedOptions):
+    """DDPG options (plus `ControlConfig`'s, and `PrioritizedOptions`: ``prioritized=True`` is Machin's
+    ``DDPGPer``); defaults follow Stable-Baselines3."""
 
     hidden: tuple[int, ...] = (400, 300)
     """Widths of the hidden layers of the actor and the critic."""
@@ -53,17 +54,11 @@ class DDPGConfig(ControlConfig):
     """Noise scale, as a fraction of half the action range (`pb.noise` works in normalised units)."""
     noise_theta: float = 0.15
     """Mean reversion of the Ornstein-Uhlenbeck noise (dt = 1e-2, as in Machin and SB3)."""
-    prioritized: bool = False
-    """Proportional prioritised replay (Machin's ``DDPGPer``) instead of uniform."""
-    priority_alpha: float = 0.6
-    """How strongly priorities shape sampling (0: uniform)."""
-    priority_beta: float = 0.4
-    """Importance-weight correction of prioritised sampling (1: full)."""
 
     checks: ClassVar[dict[str, Rule]] = {
         "actor_lr": (lambda v: v is None or POSITIVE[0](v), "None or a positive number"),
         "noise": (lambda v: v in NOISES, f"one of {NOISES}"), "noise_sigma": NON_NEGATIVE,
-        "noise_theta": NON_NEGATIVE, "prioritized": FLAG, "priority_alpha": UNIT, "priority_beta": UNIT,
+        "noise_theta": NON_NEGATIVE,
     }
 
 
@@ -113,10 +108,6 @@ class DDPG(ControlLearner):
         if cfg.noise == "ornstein_uhlenbeck":
             return OrnsteinUhlenbeck(cfg.noise_sigma, cfg.noise_theta)
         return None
-
-    def _make_buffer(self, **_: Any) -> Any:
-        cfg = self.config
-        return super()._make_buffer(prioritized=cfg.prioritized, alpha=cfg.priority_alpha, beta=cfg.priority_beta)
 
     # -- acting ----------------------------------------------------------------------------
     def _act(self, obs: torch.Tensor, *, deterministic: bool) -> np.ndarray:

@@ -34,14 +34,14 @@ import torch.nn.functional as F
 from pbmarl.games.base import Game
 from pbmarl.learners.base import FLAG, POSITIVE, POSITIVE_INT, UNIT, Rule, _is_real
 from pbmarl.learners.buffers import Batch
-from pbmarl.learners.control import ControlConfig, ControlLearner, ControlRecord
+from pbmarl.learners.control import ControlConfig, ControlLearner, ControlRecord, PrioritizedOptions
 from pbmarl.learners.nets import RainbowNet, adam, seeded, to_tensor
 from pbmarl.learners.rl_math import c51_projection, linear_schedule, nstep_targets, soft_update
 from pbmarl.policies.base import Policy
 
 
 @dataclass(frozen=True)
-class RainbowConfig(ControlConfig):
+class RainbowConfig(ControlConfig, PrioritizedOptions):
     """Rainbow options (plus the shared ones of `ControlConfig`)."""
 
     lr: float = 6.25e-4
@@ -61,7 +61,7 @@ class RainbowConfig(ControlConfig):
     n_step: int = 3
     """Steps of the multi-step return (1: one-step TD)."""
     prioritized: bool = True
-    """Proportional prioritised replay."""
+    """Proportional prioritised replay (off: uniform, Machin's ``DQN``; on: ``DQNPer``)."""
     priority_alpha: float = 0.5
     """How strongly priorities shape sampling (0: uniform)."""
     priority_beta: float = 0.4
@@ -89,7 +89,7 @@ class RainbowConfig(ControlConfig):
 
     checks: ClassVar[dict[str, Rule]] = {
         "target_update_interval": POSITIVE_INT, "double": FLAG, "dueling": FLAG, "n_step": POSITIVE_INT,
-        "prioritized": FLAG, "priority_alpha": UNIT, "priority_beta": UNIT, "noisy": FLAG, "noisy_sigma": POSITIVE,
+        "noisy": FLAG, "noisy_sigma": POSITIVE,
         "distributional": FLAG, "atoms": (lambda v: isinstance(v, int) and v >= 2, "an int >= 2"),
         "v_min": (_is_real, "a finite number"), "v_max": (_is_real, "a finite number"),
         "epsilon_start": UNIT, "epsilon_end": UNIT, "exploration_fraction": UNIT, "max_grad_norm": POSITIVE,
@@ -140,10 +140,6 @@ class Rainbow(ControlLearner):
         self._window: list[tuple[np.ndarray, int, float]] = []
         self.net.reset_noise(self.gen)
         self.target.reset_noise(self.gen)
-
-    def _make_buffer(self, **_: Any) -> Any:
-        cfg = self.config
-        return super()._make_buffer(prioritized=cfg.prioritized, alpha=cfg.priority_alpha, beta=cfg.priority_beta)
 
     # -- acting ----------------------------------------------------------------------------
     def q_values(self, out: torch.Tensor) -> torch.Tensor:

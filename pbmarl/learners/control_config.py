@@ -1,0 +1,93 @@
+"""The options and the round record of the control learners (Rainbow, DDPG, TD3, SAC, HDDPG).
+
+`ControlConfig` holds what every one of them reads (networks, replay, the update
+schedule); `PrioritizedOptions` the replay choice of those that run with or without
+prioritised replay; `ControlRecord` is one round of `ControlLearner.step()`.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import ClassVar
+
+from pbmarl.learners.base import (
+    FLAG,
+    NON_NEGATIVE_INT,
+    POSITIVE,
+    POSITIVE_INT,
+    UNIT,
+    LearnerConfig,
+    Rule,
+    StepRecord,
+)
+
+__all__ = ["TAU", "ControlConfig", "ControlRecord", "PrioritizedOptions"]
+
+TAU: Rule = (lambda v: isinstance(v, (int, float)) and math.isfinite(v) and 0 < v <= 1, "a number in (0, 1]")
+
+
+@dataclass(frozen=True)
+class ControlConfig(LearnerConfig):
+    """Options of every control learner (plus the shared ones of `LearnerConfig`).
+
+    `budget` and `steps_per_round` count environment steps here; the plateau stop is not
+    used by the step-by-step loop, and `num_envs` only by a best response on a game of
+    several seats (`pbmarl.learners.seat_oracle`).
+    """
+
+    hidden: tuple[int, ...] = (256, 256)
+    """Widths of the hidden layers of every network."""
+    lr: float = 3e-4
+    """Adam learning rate of every network."""
+    gamma: float = 0.99
+    """Discount factor."""
+    budget: int = 20_000
+    """Environment steps of a whole training run (`run()` stops there; rounds end between episodes)."""
+    steps_per_round: int = 1_000
+    """Environment steps per `step()` (whole episodes, so a few more)."""
+    buffer_size: int = 1_000_000
+    """Replay capacity in transitions."""
+    batch_size: int = 256
+    """Transitions per gradient step."""
+    learning_starts: int = 100
+    """Environment steps of uniformly random actions before the first update."""
+    train_freq: int = 1
+    """Environment steps between two rounds of updates."""
+    gradient_steps: int = 1
+    """Gradient steps per round of updates."""
+    tau: float = 0.005
+    """Polyak rate of the target networks (1: hard copy)."""
+    eval_episodes: int = 10
+    """Episodes of `evaluate()` when not given, and of a best response's value estimate."""
+    num_envs: int = 16
+    """Game instances stepped together by a best response on a game of several seats."""
+
+    checks: ClassVar[dict[str, Rule]] = {
+        "buffer_size": POSITIVE_INT, "batch_size": POSITIVE_INT, "learning_starts": NON_NEGATIVE_INT,
+        "train_freq": POSITIVE_INT, "gradient_steps": NON_NEGATIVE_INT, "tau": TAU, "eval_episodes": POSITIVE_INT,
+        "lr": POSITIVE,
+    }
+
+
+@dataclass(frozen=True)
+class PrioritizedOptions:
+    """Replay options of the learners that run with or without prioritised replay (Machin's ``DQNPer``,
+    ``DDPGPer``): DDPG and its relatives, Rainbow. `ControlLearner` builds the buffer from them."""
+
+    prioritized: bool = False
+    """Proportional prioritised replay instead of uniform."""
+    priority_alpha: float = 0.6
+    """How strongly priorities shape sampling (0: uniform)."""
+    priority_beta: float = 0.4
+    """Importance-weight correction of prioritised sampling (1: full)."""
+
+    checks: ClassVar[dict[str, Rule]] = {"prioritized": FLAG, "priority_alpha": UNIT, "priority_beta": UNIT}
+
+
+@dataclass(frozen=True)
+class ControlRecord(StepRecord):
+    """One round of a control learner: the shared statistics plus its update counters."""
+
+    updates: int
+    """Gradient steps taken so far."""
