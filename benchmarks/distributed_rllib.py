@@ -2,7 +2,8 @@
 
     /work/venvs/rllib/bin/python benchmarks/distributed_rllib.py --algo impala --env CartPole-v1 --runners 2 --seconds 25
 
-Builds RLlib's IMPALA, APPO or DQN (new API stack, local learner in this process) with
+Builds RLlib's IMPALA or APPO (new API stack, one remote learner actor: with a local one,
+``num_learners=0``, IMPALA sampled nothing here) or DQN (local learner) with
 `--runners` env runners of 8 environments each, calls ``algo.train()`` for `--seconds`
 of wall time (timed from after the build, so actor start-up is not counted), and prints
 one line ``RLLIB_RESULT {json}``: env steps sampled, the rate, the wall time at which the
@@ -49,7 +50,8 @@ def build_config(algo: str, env: str, runners: int, seed: int):  # type: ignore[
         model = DefaultModelConfig(fcnet_hiddens=[64, 64], vf_share_layers=False)
     config = (config.environment(env_name(env)).framework("torch")
               .env_runners(num_env_runners=runners, num_envs_per_env_runner=8, num_cpus_per_env_runner=1)
-              .learners(num_learners=0).debugging(seed=seed).reporting(min_time_s_per_iteration=1))
+              .learners(num_learners=0 if algo == "dqn" else 1)  # IMPALA/APPO: RLlib's advice, one remote learner on CPU
+              .debugging(seed=seed).reporting(min_time_s_per_iteration=1))
     if env == "simple_spread_v3":
         from ray.rllib.core.rl_module.multi_rl_module import MultiRLModuleSpec
         from ray.rllib.core.rl_module.rl_module import RLModuleSpec
@@ -114,7 +116,7 @@ def main() -> None:
 
         torch.set_num_threads(1)
         out["ray"] = ray.__version__
-        ray.init(address="local", num_cpus=max(2, args.runners), include_dashboard=False,
+        ray.init(address="local", num_cpus=max(2, args.runners + (args.algo != "dqn")), include_dashboard=False,
                  log_to_driver=bool(os.environ.get("RLLIB_LOGS")))
         t_build = time.perf_counter()
         algo = build_config(args.algo, args.env, args.runners, args.seed).build_algo()

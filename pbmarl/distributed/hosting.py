@@ -6,7 +6,10 @@ actor runs. `send` starts a call and returns its *future*: on Ray an ``ObjectRef
 (which can be handed on to other actors without travelling through this process), locally
 the value itself. `call` waits for the value. Calls from one handle run in the order they
 were sent (Ray keeps a single caller's order per actor), so a `send` that nobody waits for
-is still applied before a later `call` sees the object.
+is still applied before a later `call` sees the object; `call` also collects the results
+of those earlier sends, so an error in one surfaces there instead of being lost.
+Arguments reach a Ray actor deserialised from the object store, where numpy arrays are
+read-only: a hosted class copies whatever it will write into.
 """
 
 from __future__ import annotations
@@ -39,6 +42,7 @@ class Hosted:
         self.backend = backend
         self.obj: Any = None
         self.actor: Any = None
+        self._unread: list[Any] = []  # futures of sends whose results nobody fetched yet
         if backend == "ray":
             from pbmarl.rollout.ray_backend import _import_ray, init_ray
 
@@ -58,7 +62,9 @@ class Hosted:
             return getattr(self.obj, method)(*args)
         if self.actor is None:
             raise RuntimeError(f"the {self.name} was closed")
-        return getattr(self.actor, method).remote(*args)
+        future = getattr(self.actor, method).remote(*args)
+        self._unread.append(future)
+        return future
 
     def get(self, future: Any) -> Any:
         """The value of a future returned by `send`."""
@@ -74,8 +80,12 @@ class Hosted:
             raise exc.as_instanceof_cause() from None
 
     def call(self, method: str, *args: Any) -> Any:
-        """``obj.method(*args)``, waited for."""
-        return self.get(self.send(method, *args))
+        """``obj.method(*args)``, waited for (after every earlier send, whose errors it raises)."""
+        future = self.send(method, *args)
+        earlier, self._unread = self._unread[:-1], []
+        if earlier:
+            self.get(earlier)
+        return self.get(future)
 
     def put(self, value: Any) -> Any:
         """`value` as a future (on Ray stored once, so many actors can read it without copies from here)."""
@@ -90,3 +100,4 @@ class Hosted:
                 pass
         self.actor = None
         self.obj = None
+        self._unread = []

@@ -13,6 +13,7 @@ together before the next call that reads the replay.
 
 from __future__ import annotations
 
+import copy
 from typing import Any
 
 import numpy as np
@@ -28,7 +29,7 @@ class ReplayProcess:
     """Owns the buffer (the replay actor's body)."""
 
     def __init__(self, buffer: ReplayBuffer) -> None:
-        self.buffer = buffer
+        self.buffer = copy.deepcopy(buffer)  # writable arrays (a Ray actor receives read-only ones)
 
     def add(self, traj: Trajectories) -> int:
         self.buffer.add(traj)
