@@ -51,6 +51,7 @@ def is_train_folder(folder: Path) -> bool:
 def cmd_train(args: argparse.Namespace, argv: Sequence[str]) -> int:
     import pbmarl as pb
     from pbmarl.io import ensure_writable_folder, write_json
+    from pbmarl.learners.control import ControlLearner
     from pbmarl.learners.registry import make_learner
 
     game = pb.load_game(args.game)
@@ -60,8 +61,13 @@ def cmd_train(args: argparse.Namespace, argv: Sequence[str]) -> int:
         from pbmarl.cli import CliError
 
         raise CliError(f"run folder {str(out)!r} already holds a run; continue it with: pbmarl resume {out}")
-    ensure_writable_folder(out, what="run folder")
     learner = make_learner(game, {"name": args.algo, "seed": args.seed, "budget": args.steps})
+    if isinstance(learner, ControlLearner) and learner.multi_seat:
+        from pbmarl.cli import CliError
+
+        raise CliError(f"pbmarl train trains one agent, and {game.name!r} has {game.num_players} seats; use "
+                       "pb.Independent with pb.MARL for independent agents, or the learner as a PSRO oracle")
+    ensure_writable_folder(out, what="run folder")
     write_json(out / MARKER, {"argv": ["pbmarl", *argv], "game": game.name, "algo": args.algo,
                               "eval_episodes": args.eval_episodes})
     first = f"{type(learner).__name__} on {game.name}: {args.steps} env steps, seed {args.seed}"

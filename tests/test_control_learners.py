@@ -235,3 +235,7 @@ def test_pbmarl_train_writes_a_run_folder_that_resume_continues(tmp_path: Any, c
     assert main(["train", "--game", "gym:Pendulum-v1", "--algo", "rainbow", "--steps", "10",
                  "--out", str(tmp_path / "bad")]) == 2
     assert "Rainbow needs Discrete actions" in capsys.readouterr().err
+    several = ["train", "--game", "pettingzoo:simple_adversary_v3(continuous_actions=True)", "--algo", "sac",
+               "--steps", "10", "--out", str(tmp_path / "seats")]
+    assert main(several) == 2 and not (tmp_path / "seats").exists()  # refused before any file is written
+    assert "trains one agent, and 'pettingzoo:simple_adversary_v3" in capsys.readouterr().err
