@@ -16,14 +16,17 @@ hyperparameters, then report
 ``--steps N`` replaces every case's budget by N (a shorter, partial measurement: the return is
 then not comparable with the bar, only with SB3 at the same budget); the CSV records the budget.
 
-Both run torch with one thread (faster for these small networks on a shared machine).
+Both run torch with one thread: on the shared 2-core machine two threads made one SAC update 18x
+slower in CPU time (282 ms against 15.4 ms at load average ~9).
+Both sides use rl-zoo's hyperparameters for each row, equal where the algorithms match
+(`SB3_OVERRIDES` lists the values that differ only in name or unit, and gSDE, which pbmarl lacks).
 SB3 has no Rainbow, so the Rainbow row is compared with SB3's DQN; pbmarl's DQN row is
 `Rainbow` with every part switched off (no double Q, dueling, n-step, PER, noise, C51).
 The table of the issue, with its bars and SB3 zoo references:
 
     Pendulum-v1             20k   SAC, TD3, DDPG   mean >= -200   SAC -157, TD3 -152, DDPG -152
     CartPole-v1             50k   DQN, Rainbow     500            DQN 500
-    CartPole-v1            100k   PPO              500            PPO 500   (not run yet: see PPO below)
+    CartPole-v1            100k   PPO              500            PPO 500   (pbmarl's PPO plays whole episodes)
     MountainCarContinuous   50k   SAC              >= 90          94.7 (the zoo uses gSDE, which pbmarl lacks)
 
 Every seed's row is printed, with the ratios pbmarl / SB3 (return difference, time ratio;
@@ -72,6 +75,12 @@ CASES: dict[tuple[str, str], tuple[int, dict[str, Any], str]] = {
                                           "buffer_size": 100_000, "learning_starts": 1_000, "gamma": 0.99,
                                           "target_update_interval": 128, "train_freq": 256, "gradient_steps": 128,
                                           "v_min": 0.0, "v_max": 100.0}, "DQN"),
+    # rl-zoo's CartPole PPO: 8 envs x 32 steps, one minibatch of 256, 20 epochs, lr 1e-3 and clip 0.2 decayed
+    # linearly. pbmarl's PPO collects whole episodes (at least steps_per_round steps over num_envs games, so its
+    # rounds grow as episodes get longer) and decays lr to 5% with a fixed clip: the closest settings it has
+    ("CartPole-v1", "ppo"): (100_000, {"hidden": (64, 64), "lr": 1e-3, "anneal_lr": True, "num_envs": 8,
+                                       "steps_per_round": 256, "minibatches": 1, "epochs": 20, "gae_lambda": 0.8,
+                                       "gamma": 0.98, "ent_coef": 0.0, "clip_coef": 0.2}, "PPO"),
     ("MountainCarContinuous-v0", "sac"): (50_000, {"hidden": (64, 64), "lr": 3e-4, "batch_size": 512,
                                                    "buffer_size": 50_000, "learning_starts": 0, "gamma": 0.9999,
                                                    "tau": 0.01, "train_freq": 32, "gradient_steps": 32,
@@ -98,6 +107,8 @@ def run_pbmarl(env: str, algo: str, seed: int, budget: int) -> dict[str, float]:
     import pbmarl as pb
 
     _, params, _ = CASES[(env, algo)]
+    if algo == "ppo":
+        return _run_pbmarl_ppo(env, seed, budget, params)
     name, options = algo, dict(params)
     if algo == "dqn":
         name, options = "rainbow", {**options, **DQN_OFF}
@@ -115,6 +126,33 @@ def run_pbmarl(env: str, algo: str, seed: int, budget: int) -> dict[str, float]:
             "env_steps": learner.env_steps}
 
 
+def _run_pbmarl_ppo(env: str, seed: int, budget: int, params: dict[str, Any]) -> dict[str, float]:
+    """PPO is a best-response `Learner` (rounds through the rollout pool): trained with `best_response`, then
+    evaluated greedily on the same reset seeds as SB3."""
+    import pbmarl as pb
+
+    game = pb.load_game(f"gym:{env}")
+    learner = pb.PPO(game, seed=seed, budget=budget, num_threads=1, **params)
+    t0, c0 = time.perf_counter(), time.process_time()
+    policy = learner.best_response(0, [None])
+    seconds, cpu = time.perf_counter() - t0, time.process_time() - c0
+    steps = int(learner.history["learner_steps"].iloc[-1])
+    returns = []
+    for s in EVAL_SEEDS:
+        e = game.make_env()
+        raw, _ = e.reset(seed=s)
+        total, over = 0.0, False
+        while not over:
+            obs = game.flatten_observation(raw)[None]
+            action = int(policy.action_probabilities(obs, np.ones((1, game.num_actions), bool))[0].argmax())
+            raw, r, term, trunc, _ = e.step(action)
+            total += float(r)
+            over = term or trunc
+        returns.append(total)
+    return {"return": float(np.mean(returns)), "return_std": float(np.std(returns)),
+            "seconds_per_1000": 1000 * seconds / steps, "cpu_per_1000": 1000 * cpu / steps, "env_steps": steps}
+
+
 # -- Stable-Baselines3 (in its own venv) ---------------------------------------------------------
 SB3_SCRIPT = r"""
 import json, sys, time
@@ -124,9 +162,18 @@ import stable_baselines3 as sb3
 from stable_baselines3.common.noise import NormalActionNoise
 env_id, algo, seed, budget, params, eval_seeds = json.loads(sys.argv[1])
 env = gym.make(env_id)
-kw = dict(learning_rate=params["lr"], batch_size=params["batch_size"], gamma=params["gamma"], seed=seed,
-          learning_starts=params["learning_starts"], policy_kwargs={"net_arch": list(params["hidden"])},
-          device="cpu", verbose=0)
+if algo == "PPO":  # rl-zoo's CartPole-v1 PPO
+    from stable_baselines3.common.env_util import make_vec_env
+    env = make_vec_env(env_id, n_envs=params["num_envs"], seed=seed)
+    lr, clip = params["lr"], params["clip_coef"]
+    kw = dict(n_steps=params["steps_per_round"] // params["num_envs"], batch_size=params["steps_per_round"],
+              gae_lambda=params["gae_lambda"], gamma=params["gamma"], n_epochs=params["epochs"],
+              ent_coef=params["ent_coef"], learning_rate=lambda f: f * lr, clip_range=lambda f: f * clip,
+              policy_kwargs={"net_arch": list(params["hidden"])}, seed=seed, device="cpu", verbose=0)
+else:
+    kw = dict(learning_rate=params["lr"], batch_size=params["batch_size"], gamma=params["gamma"], seed=seed,
+              learning_starts=params["learning_starts"], policy_kwargs={"net_arch": list(params["hidden"])},
+              device="cpu", verbose=0)
 for ours, theirs in (("buffer_size", "buffer_size"), ("tau", "tau"), ("train_freq", "train_freq"),
                      ("gradient_steps", "gradient_steps"), ("target_update_interval", "target_update_interval"),
                      ("exploration_fraction", "exploration_fraction"), ("epsilon_end", "exploration_final_eps")):
