@@ -9,7 +9,7 @@ import pytest
 
 import pbmarl as pb
 from pbmarl.rollout.batch_envs import available_steppers
-from pbmarl.rollout.mpe_batch import AdversaryBatch, ReferenceBatch, SpreadBatch
+from pbmarl.rollout.mpe_batch import AdversaryBatch, ReferenceBatch, SpreadBatch, TagBatch
 from pbmarl.rollout.numpy_envs import pendulum_port
 
 
@@ -28,22 +28,25 @@ def _same(a, b) -> None:
     ("simple_spread_v3", dict(terminate_on_success=True, max_cycles=40)),
     ("simple_adversary_v3", dict()), ("simple_adversary_v3", dict(N=3, continuous_actions=True, max_cycles=12)),
     ("simple_reference_v3", dict()), ("simple_reference_v3", dict(continuous_actions=True, local_ratio=0.2)),
+    ("simple_tag_v3", dict(max_cycles=60)), ("simple_tag_v3", dict(continuous_actions=True, max_cycles=60)),
+    ("simple_tag_v3", dict(num_good=2, num_adversaries=2, num_obstacles=3, terminate_on_success=True, max_cycles=30)),
 ])
 def test_mpe_ports_replay_mpe2_exactly(name, kwargs):
     """Same seeds, same actions: every observation, reward, flag and global state equal mpe2's, bit for bit."""
     import importlib
 
     module = importlib.import_module(f"mpe2.{name}")
-    B, seeds = 3, np.array([0, 11, 2024])
+    seeds = np.array([0, 11, 2024] if name != "simple_tag_v3" else range(8))  # tag: enough copies to see catches
+    B = len(seeds)
     port = {"simple_spread_v3": SpreadBatch, "simple_adversary_v3": AdversaryBatch,
-            "simple_reference_v3": ReferenceBatch}[name](B, **kwargs)
+            "simple_reference_v3": ReferenceBatch, "simple_tag_v3": TagBatch}[name](B, **kwargs)
     envs = [module.parallel_env(**kwargs) for _ in range(B)]
     agents = envs[0].possible_agents
     port.reset(np.arange(B), seeds)
     obs = [env.reset(seed=int(s))[0] for env, s in zip(envs, seeds)]
     rng = np.random.default_rng(0)
     space = envs[0].action_space(agents[0])
-    steps, ended = 0, np.zeros(B, dtype=bool)
+    steps, ended, seen = 0, np.zeros(B, dtype=bool), []
     while not ended.all():
         mine = port.observations()
         state = port.state()
@@ -58,6 +61,7 @@ def test_mpe_ports_replay_mpe2_exactly(name, kwargs):
         else:
             actions = [rng.integers(0, space.n, B) for _ in agents]
         rewards, term, trunc = port.step(actions)
+        seen.append(rewards[~ended])
         for i, env in enumerate(envs):
             if ended[i]:
                 continue
@@ -70,6 +74,32 @@ def test_mpe_ports_replay_mpe2_exactly(name, kwargs):
             ended[i] = not env.agents
         steps += 1
     assert steps == kwargs.get("max_cycles", 25)
+    if name == "simple_tag_v3":  # the replay saw the arena's bound penalty, not only zeros (catches: below)
+        assert (np.concatenate(seen) % 1 != 0).any()
+
+
+def test_tag_port_catches_as_mpe2_does():
+    """Adversaries put on the good agent (copy 0) or one of them near it (copy 1): rewards and termination as mpe2's."""
+    from mpe2 import simple_tag_v3
+
+    kwargs = dict(num_good=1, num_adversaries=3, terminate_on_success=True)
+    port = TagBatch(2, **kwargs)
+    port.reset(np.arange(2), np.array([3, 4]))
+    envs = [simple_tag_v3.parallel_env(**kwargs) for _ in range(2)]
+    for i, env in enumerate(envs):
+        env.reset(seed=3 + i)
+        world = env.aec_env.unwrapped.world
+        prey = world.agents[3].state.p_pos
+        for k in range(3):
+            offset = 0.02 * (k + 1) if i == 0 else (0.05, 1.0, -1.0)[k]
+            world.agents[k].state.p_pos = prey + offset
+            port.pos[i, k] = world.agents[k].state.p_pos
+    rewards, term, _ = port.step([np.zeros(2, dtype=np.int64)] * 4)
+    for i, env in enumerate(envs):
+        _, r, te, _, _ = env.step({a: 0 for a in env.possible_agents})
+        np.testing.assert_array_equal(rewards[i], [r[a] for a in env.possible_agents])
+        assert term[i] == te["agent_0"]
+    assert rewards[0, 0] == 30 and rewards[1, 0] == 10 and term.all()  # one catch is enough for one good agent
 
 
 def test_spread_port_terminates_on_success_as_mpe2_does():
@@ -97,8 +127,10 @@ def test_mpe_ports_cover_only_what_they_reproduce():
     assert "numpy" in available_steppers(pb.load_game("pettingzoo:simple_spread_v3", N=2, continuous_actions=True))
     assert "numpy" in available_steppers(pb.load_game("pettingzoo:simple_adversary_v3", N=3))
     assert "numpy" in available_steppers(pb.load_game("pettingzoo:simple_reference_v3", continuous_actions=True))
+    assert "numpy" in available_steppers(pb.load_game("pettingzoo:simple_tag_v3", num_obstacles=1))
     for other in ("pettingzoo:simple_spread_v3(num_agent_neighbors=1)", "pettingzoo:simple_spread_v3(curriculum=True)",
-                  "pettingzoo:simple_adversary_v3(num_landmark_neighbors=1)", "pettingzoo:simple_tag_v3"):
+                  "pettingzoo:simple_adversary_v3(num_landmark_neighbors=1)", "pettingzoo:simple_tag_v3(curriculum=True)",
+                  "pettingzoo:simple_push_v3"):
         assert available_steppers(pb.load_game(other)) == ("instances",), other
 
 

@@ -8,7 +8,7 @@ stepper=...)`` picks one, ``"auto"`` the fastest this environment has, in the or
 
 - ``"numpy"``: pbmarl's own numpy port of the environment, all copies in one array
   operation (``Pendulum-v1``: `pbmarl.rollout.numpy_envs`; ``simple_spread_v3``,
-  ``simple_adversary_v3``, ``simple_reference_v3``: `pbmarl.rollout.mpe_batch`). Each port is tested to give the same initial states,
+  ``simple_adversary_v3``, ``simple_reference_v3``, ``simple_tag_v3``: `pbmarl.rollout.mpe_batch`). Each port is tested to give the same initial states,
   observations, rewards and flags as the original, so its data equal the
   ``"instances"`` route's for the same seed.
 - ``"vector_entry_point"``: Gymnasium's native vectorised environment
@@ -194,7 +194,7 @@ def _numpy_port(game: Game) -> Any:
 
         return pendulum_port(game)
     if isinstance(game, PettingZooGame):
-        from pbmarl.rollout.mpe_batch import adversary_port, reference_port, spread_port
+        from pbmarl.rollout.mpe_batch import adversary_port, reference_port, spread_port, tag_port
 
-        return spread_port(game) or adversary_port(game) or reference_port(game)
+        return spread_port(game) or adversary_port(game) or reference_port(game) or tag_port(game)
     return None

@@ -1,5 +1,5 @@
-"""Numpy ports of mpe2's ``simple_spread_v3``, ``simple_adversary_v3`` and ``simple_reference_v3``: every
-copy a worker holds, stepped in one array operation.
+"""Numpy ports of mpe2's ``simple_spread_v3``, ``simple_adversary_v3``, ``simple_reference_v3`` and
+``simple_tag_v3``: every copy a worker holds, stepped in one array operation.
 
 mpe2 steps one world at a time in Python (a loop over entity pairs for collisions,
 one small array per agent), which costs far more than the policy. `SpreadBatch`
@@ -30,6 +30,11 @@ actions ``move + 5 * word``, or 5 movement and 10 word values), each told by col
 which landmark its partner must reach (two goals drawn first at reset); rewards mix
 ``-|partner - goal|`` and its mean over both agents by ``local_ratio``.
 
+`TagBatch` ports ``simple_tag_v3``: everything collides (agents and obstacles, each with
+its own size), adversaries accelerate by 3 up to speed 1, good agents by 4 up to 1.3
+(mpe2's speed limit, applied after integration); adversaries share +10 per catch,
+a good agent loses 10 per catch and its ``bound()`` penalty for leaving the arena.
+
 `tests/test_env_batch.py` replays the same actions through mpe2 and compares every
 observation, reward, flag and global state. Options the port does not cover
 (partial observability, curriculum, benchmark data, rendering) fall back to mpe2
@@ -43,81 +48,19 @@ from typing import Any
 
 import numpy as np
 
+from pbmarl.rollout.mpe_world import MPEWorldBatch
+
 #: simple_spread_v3 options the port reproduces, with the values it accepts
 PORTED = {"N", "local_ratio", "max_cycles", "continuous_actions", "terminate_on_success", "dynamic_rescaling"}
+TAG = {"num_good", "num_adversaries", "num_obstacles", "max_cycles", "continuous_actions", "terminate_on_success",
+       "dynamic_rescaling"}
 REFERENCE = {"local_ratio", "max_cycles", "continuous_actions", "dynamic_rescaling"}
 ADVERSARY = {"N", "max_cycles", "continuous_actions", "dynamic_rescaling"}
 NEUTRAL = {"render_mode": None, "benchmark_data": False, "curriculum": False, "num_agent_neighbors": None,
            "num_landmark_neighbors": None}
 
 
-class _MPEBatch:
-    """What every ported MPE world shares: positions, velocities, controls, integration (mpe2's ``World``)."""
-
-    own_resets = False
-    has_state = True
-    size = 0.15  # agent size
-    dt, damping, contact_force, contact_margin, sensitivity = 0.1, 0.25, 1e2, 1e-3, 5.0
-    num_envs: int
-    n: int  # agents
-    continuous: bool
-    pos: np.ndarray
-    vel: np.ndarray
-    pairs: list[tuple[int, int]]  # colliding agent pairs, in mpe2's order
-
-    _version = 0  # bumped by every reset and step: observations are computed once per version
-    _cached: tuple[int, list[np.ndarray]] | None = None
-
-    def observations(self) -> list[np.ndarray]:
-        if self._cached is None or self._cached[0] != self._version:
-            self._cached = (self._version, self._observe())
-        return self._cached[1]
-
-    def _observe(self) -> list[np.ndarray]:
-        raise NotImplementedError
-
-    def state(self) -> np.ndarray:
-        return np.concatenate(self.observations(), axis=1)
-
-    def _controls(self, actions: list[np.ndarray]) -> np.ndarray:
-        B = self.num_envs
-        u = np.zeros((B, self.n, 2))
-        for i, a in enumerate(actions):
-            if self.continuous:
-                a = np.asarray(a).reshape(B, -1)
-                u[:, i, 0] += a[:, 2] - a[:, 1]
-                u[:, i, 1] += a[:, 4] - a[:, 3]
-            else:
-                a = np.asarray(a).reshape(B)
-                u[a == 1, i, 0] = -1.0
-                u[a == 2, i, 0] = +1.0
-                u[a == 3, i, 1] = -1.0
-                u[a == 4, i, 1] = +1.0
-        return u * self.sensitivity
-
-    def _move(self, actions: list[np.ndarray]) -> None:
-        """mpe2's ``World.step``: action forces, pairwise contact forces, then integration (mass 1)."""
-        self._version += 1
-        force = [f + 0.0 for f in np.moveaxis(self._controls(actions), 1, 0)]  # mpe2: u + noise (0.0)
-        dist_min = self.size + self.size
-        k = self.contact_margin
-        for a, b in self.pairs:  # World.apply_environment_force, pair by pair
-            delta = self.pos[:, a] - self.pos[:, b]
-            dist = np.sqrt(np.sum(np.square(delta), axis=1))[:, None]
-            penetration = np.logaddexp(0, -(dist - dist_min) / k) * k
-            f = self.contact_force * delta / dist * penetration
-            force[a] = f + force[a]
-            force[b] = -f + force[b]
-        self.pos = self.pos + self.vel * self.dt
-        vel = self.vel * (1 - self.damping)
-        self.vel = vel + (np.stack(force, axis=1) / 1.0) * self.dt
-
-    @staticmethod
-    def _dist(x: np.ndarray, y: np.ndarray) -> np.ndarray:
-        return np.sqrt(np.sum(np.square(x - y), axis=-1))
-
-
-class SpreadBatch(_MPEBatch):
+class SpreadBatch(MPEWorldBatch):
     """`num_envs` copies of ``simple_spread_v3``; see the module doc."""
 
     capture = 0.1
@@ -190,7 +133,7 @@ class SpreadBatch(_MPEBatch):
         return out
 
 
-class AdversaryBatch(_MPEBatch):
+class AdversaryBatch(MPEWorldBatch):
     """`num_envs` copies of ``simple_adversary_v3`` (one adversary, `N` good agents, `N` landmarks); see the module doc."""
 
     def __init__(self, num_envs: int, *, N: int = 2, max_cycles: int = 25, continuous_actions: bool = False) -> None:
@@ -245,7 +188,7 @@ class AdversaryBatch(_MPEBatch):
         return rewards, np.zeros(self.num_envs, dtype=bool), self.steps >= self.max_cycles
 
 
-class ReferenceBatch(_MPEBatch):
+class ReferenceBatch(MPEWorldBatch):
     """`num_envs` copies of ``simple_reference_v3``: two speaking agents, three landmarks; see the module doc."""
 
     colors = np.array([[0.75, 0.25, 0.25], [0.25, 0.75, 0.25], [0.25, 0.25, 0.75]])  # the landmarks' colours
@@ -305,6 +248,85 @@ class ReferenceBatch(_MPEBatch):
         rewards = glob[:, None] * (1 - self.local_ratio) + own * self.local_ratio
         self.steps += 1
         return rewards, np.zeros(B, dtype=bool), self.steps >= self.max_cycles
+
+
+class TagBatch(MPEWorldBatch):
+    """`num_envs` copies of ``simple_tag_v3``: adversaries chase good agents among obstacles; see the module doc."""
+
+    def __init__(self, num_envs: int, *, num_good: int = 1, num_adversaries: int = 3, num_obstacles: int = 2,
+                 max_cycles: int = 25, continuous_actions: bool = False, terminate_on_success: bool = False) -> None:
+        self.num_envs = B = int(num_envs)
+        self.adv, good, m = int(num_adversaries), int(num_good), int(num_obstacles)
+        self.n = n = self.adv + good
+        self.agents = tuple(f"adversary_{i}" for i in range(self.adv)) + tuple(f"agent_{i}" for i in range(good))
+        self.max_cycles = int(max_cycles)
+        self.continuous = bool(continuous_actions)
+        self.terminate_on_success = bool(terminate_on_success)
+        self.sizes = (0.075,) * self.adv + (0.05,) * good + (0.2,) * m
+        self.sensitivities = np.array([3.0] * self.adv + [4.0] * good).reshape(1, n, 1)
+        self.max_speeds = (1.0,) * self.adv + (1.3,) * good
+        self.pairs = [(a, b) for a in range(n + m) for b in range(a + 1, n + m)]  # everything collides
+        self.pos = np.zeros((B, n, 2))
+        self.vel = np.zeros((B, n, 2))
+        self.landmarks = np.zeros((B, m, 2))
+        self.steps = np.zeros(B, dtype=np.int64)
+
+    def reset(self, index: np.ndarray, seeds: np.ndarray) -> None:
+        n, m = self.n, self.landmarks.shape[1]
+        for i, seed in zip(np.asarray(index).tolist(), np.asarray(seeds).tolist()):
+            rng = np.random.Generator(np.random.PCG64(np.random.SeedSequence(int(seed))))  # gymnasium's np_random
+            self.pos[i] = rng.uniform(-1, +1, (n, 2))  # every agent, then every obstacle (within 0.9)
+            self.landmarks[i] = rng.uniform(-0.9, +0.9, (m, 2))
+            self.vel[i] = 0.0
+            self.steps[i] = 0
+        self._version += 1
+
+    def _observe(self) -> list[np.ndarray]:
+        B, n = self.num_envs, self.n
+        out = []
+        for i in range(n):
+            me = self.pos[:, i]
+            others = [o for o in range(n) if o != i]
+            rel_lm = (self.landmarks - me[:, None, :]).reshape(B, -1)
+            rel_ag = (self.pos[:, others] - me[:, None, :]).reshape(B, -1)
+            good_vel = self.vel[:, [o for o in others if o >= self.adv]].reshape(B, -1)
+            out.append(np.concatenate([self.vel[:, i], me, rel_lm, rel_ag, good_vel], axis=1).astype(np.float32))
+        return out
+
+    def _caught(self) -> np.ndarray:
+        """``[N, good, adversaries]``: which good agent touches which adversary (mpe2's ``is_collision``)."""
+        good, adv = self.pos[:, self.adv:], self.pos[:, : self.adv]
+        return self._dist(good[:, :, None, :], adv[:, None, :, :]) < 0.05 + 0.075
+
+    def step(self, actions: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        self._move(actions)
+        caught = self._caught()
+        rewards = np.empty((self.num_envs, self.n))
+        rewards[:, : self.adv] = (10 * caught.sum(axis=(1, 2)))[:, None]  # every adversary: +10 per catch
+        for g in range(self.n - self.adv):
+            rew = -10.0 * caught[:, g].sum(axis=1)
+            for p in range(2):  # mpe2's bound(): leaving the arena costs
+                x = np.abs(self.pos[:, self.adv + g, p])
+                with np.errstate(over="ignore"):
+                    far = np.minimum(np.exp(2 * x - 2), 10)
+                rew = rew - np.where(x < 0.9, 0.0, np.where(x < 1.0, (x - 0.9) * 10, far))
+            rewards[:, self.adv + g] = rew
+        self.steps += 1
+        trunc = self.steps >= self.max_cycles
+        everyone_caught = np.all(np.any(caught, axis=2), axis=1)
+        term = ~trunc & everyone_caught if self.terminate_on_success else np.zeros(self.num_envs, dtype=bool)
+        return rewards, term, trunc
+
+
+def tag_port(game: Any) -> Callable[[int], TagBatch] | None:
+    """A `TagBatch` factory for a ``pettingzoo:simple_tag_v3`` Parallel game the port covers, else None."""
+    if game.env_name != "simple_tag_v3" or game.api != "parallel":
+        return None
+    kwargs = dict(game.env_kwargs)
+    if any(kwargs.get(k, v) != v for k, v in NEUTRAL.items()) or not set(kwargs) <= TAG | set(NEUTRAL):
+        return None
+    options = {k: v for k, v in kwargs.items() if k in TAG - {"dynamic_rescaling"}}
+    return lambda num_envs: TagBatch(num_envs, **options)
 
 
 def reference_port(game: Any) -> Callable[[int], ReferenceBatch] | None:
