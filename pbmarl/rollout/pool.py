@@ -69,7 +69,7 @@ class RolloutPool:
         worker_cpus: CPUs each Ray actor reserves.
         stepper: what steps the copies of a Gymnasium or PettingZoo Parallel environment in
             ``collect(policies=...)``: ``"auto"`` (default) the fastest route the environment
-            has -- pbmarl's numpy port (``Pendulum-v1``, ``simple_spread_v3``), Gymnasium's
+            has -- pbmarl's numpy port (``Pendulum-v1``; mpe2's spread, adversary, tag, reference), Gymnasium's
             native vector env (``CartPole-v1``), Gymnasium's ``SyncVectorEnv``, or one
             environment object per copy -- as measured by ``benchmarks/env_throughput.py``;
             or one of ``"numpy"``, ``"vector_entry_point"``, ``"sync_vector"``,
