@@ -74,6 +74,15 @@ def expected_payoffs(tree: GameTree, reaches: Sequence[np.ndarray]) -> np.ndarra
         order = [p for p in range(P) if p != big] + [big]
         U = expected_payoffs(tree, [R[p] for p in order])
         return np.transpose(U, [order.index(p) for p in range(P)] + [P])
+    if P > 2:
+        # terminals that some player's rows never reach add nothing (a new deterministic member reaches
+        # a fraction of them): their columns are dropped before the rows are multiplied out
+        live = np.ones(Z, dtype=bool)
+        for r in R:
+            live &= r.any(axis=0)
+        if live.sum() < 0.75 * Z:
+            cols = np.flatnonzero(live)
+            R, W, Z = [r[:, cols] for r in R], W[cols], len(cols)
     last = R[-1]
     lead_sizes = sizes[:-1]
     n_lead = int(np.prod(lead_sizes))
