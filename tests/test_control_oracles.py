@@ -32,18 +32,25 @@ def test_rainbow_answers_a_fixed_opponent_in_a_matrix_game_with_the_exact_best_r
     assert answer.value == pytest.approx(2.0, abs=0.3)  # sampled row player: 200 episodes, std 0.8
 
 
-@pytest.mark.parametrize("cls", [SAC, TD3, DDPG], ids=["sac", "td3", "ddpg"])
-def test_continuous_learners_answer_one_seat_of_simple_adversary(cls: Any) -> None:
-    game = pb.load_game("pettingzoo:simple_adversary_v3", continuous_actions=True, max_cycles=5)
-    oracle = cls(game, seed=0, budget=60, steps_per_round=30, eval_episodes=4, **TINY)
-    rivals = [pb.GaussianPolicy(game, (8,), player=p, seed=p) for p in range(3)]
+@pytest.mark.parametrize("cls", [SAC, TD3, DDPG, Rainbow], ids=["sac", "td3", "ddpg", "rainbow-discrete"])
+def test_learners_answer_one_seat_of_simple_adversary(cls: Any) -> None:
+    continuous = cls is not Rainbow
+    game = pb.load_game("pettingzoo:simple_adversary_v3", continuous_actions=continuous, max_cycles=5)
+    extra = {} if continuous else {"v_min": -10.0, "v_max": 10.0, "atoms": 11}
+    oracle = cls(game, seed=0, budget=60, steps_per_round=30, eval_episodes=4, **TINY, **extra)
+    views = pb.AgentMapping.independent(game)
+    rivals = [pb.GaussianPolicy(game, (8,), player=p, seed=p) if continuous
+              else pb.RandomPolicy(views.group_game(views.groups[p])) for p in range(3)]
     for seat, obs_width in ((0, 8), (1, 10)):  # the adversary sees 8 numbers, a good agent 10
         answer = oracle.respond(seat, [None if p == seat else rivals[p] for p in range(3)])
-        assert answer.policy.in_dim == obs_width and answer.policy.act_dim == 5
+        if continuous:
+            assert answer.policy.in_dim == obs_width and answer.policy.act_dim == 5
+        else:
+            assert answer.policy.observation_shape == (obs_width,) and answer.policy.num_actions == 5
         assert answer.env_steps >= 60 and np.isfinite(answer.value)
     assert oracle.responses == 2
     policy = oracle.best_response(2, [rivals[0], rivals[1], None], budget=30)
-    assert policy.in_dim == 10 and oracle.responses == 3
+    assert tuple(policy.observation_shape) == (10,) and oracle.responses == 3
 
 
 def test_several_seat_learner_is_an_oracle_only_and_checks_its_opponents() -> None:
