@@ -137,6 +137,8 @@ def games_section(report: Report, names: list[str], skip_openspiel: bool = False
                    f"meta-solve {solve:.2f} s, payoff fill {phases['evaluate']:.2f} s, best responses "
                    f"{phases['oracle']:.2f} s, NashConv {phases['measure']:.2f} s; NashConv {last.nash_conv:.4g}",
                    ("met" if t_psro <= 5 else "not met") if kuhn4 else "")
+        if game.num_players >= 3:
+            psro_meta_tables(report, name, psro, records)  # type: ignore[arg-type]
         t_pb, ours = timed(lambda: pb.exploitability(game, [pb.RandomPolicy(game)] * game.num_players).nash_conv)
         if skip_openspiel:
             report.row(f"{name}: NashConv of the uniform policy", f"{t_pb:.3f} s", "-", "OpenSpiel not run (--skip-openspiel)")
@@ -144,6 +146,29 @@ def games_section(report: Report, names: list[str], skip_openspiel: bool = False
         t_os, nc = timed(lambda: exploitability.nash_conv(game.pyspiel_game, osp.UniformRandomPolicy(game.pyspiel_game)))
         report.row(f"{name}: NashConv of the uniform policy", f"{t_pb:.3f} s", "-",
                    f"OpenSpiel nash_conv {t_os:.2f} s ({t_os / max(t_pb, 1e-9):.1f}x), |diff| {abs(float(nc) - float(ours)):.1e}")  # type: ignore[arg-type]
+
+
+def psro_meta_tables(report: Report, name: str, psro: pb.PSRO, records: list) -> None:
+    """Re-solve the meta-games PSRO met (iteration i's table is the leading corner of the last one, its
+    warm start the meta-strategy before) by pbmarl's default without pygambit and by `iterative_nash`."""
+    from pbmarl.solvers.nash import nplayer_nash
+    from pbmarl.solvers.nplayer import iterative_nash
+
+    U = psro.table.values
+    own = old = 0.0
+    unconverged = {"own": 0, "old": 0}
+    for before, record in zip(records, records[1:]):
+        sub = U[tuple(slice(0, n) for n in record.sizes)]
+        init = [np.concatenate([s, np.zeros(n - len(s))]) for s, n in zip(before.meta_strategy, record.sizes)]
+        t, res = timed(lambda: nplayer_nash(sub, init=init, gambit=False))
+        own += t
+        unconverged["own"] += not res.info["converged"]  # type: ignore[attr-defined]
+        t, res = timed(lambda: iterative_nash(sub, init=init))
+        old += t
+        unconverged["old"] += not res.info["converged"]  # type: ignore[attr-defined]
+    report.row(f"{name}: its {len(records) - 1} PSRO meta-games, pbmarl default without pygambit", f"{own:.2f} s",
+               ">= 5x", f"iterative_nash (previous default) {old:.2f} s ({old / max(own, 1e-9):.1f}x); unconverged: "
+               f"{unconverged['own']} vs {unconverged['old']}", "met" if old >= 5 * own else "not met")
 
 
 def _table(shape: tuple[int, ...], seed: int) -> np.ndarray:

@@ -55,15 +55,19 @@ class _LogitSystem:
         self.sizes = U.shape[:-1]
         self.offsets = np.concatenate([[0], np.cumsum(self.sizes)]).astype(int)
         self.n = int(self.offsets[-1])
-        # for each ordered pair (p, q): p's payoffs with axes (p, q) first and the others flattened, so
-        # that contracting the others is one matrix-vector product with their mixtures' outer product
-        self.pairs: dict[tuple[int, int], np.ndarray] = {}
+        # for each ordered pair (p, q): p's payoffs with axes (p, q) first and the others flattened, minus
+        # the row of p's member 0, so that contracting the others is one matrix-vector product with
+        # their mixtures' outer product and gives u_p(i, j, .) - u_p(0, j, .) for i >= 1 directly
+        self.diffs: dict[tuple[int, int], np.ndarray] = {}
+        self.rest: dict[tuple[int, int], list[int]] = {}
         for p in range(k):
             for q in range(k):
                 if q != p:
                     rest = [j for j in range(k) if j not in (p, q)]
-                    moved = np.transpose(scaled[..., p], [p, q] + rest)
-                    self.pairs[p, q] = np.ascontiguousarray(moved.reshape(self.sizes[p] * self.sizes[q], -1))
+                    moved = np.transpose(scaled[..., p], [p, q] + rest).reshape(self.sizes[p], self.sizes[q], -1)
+                    diff = moved[1:] - moved[:1]
+                    self.diffs[p, q] = np.ascontiguousarray(diff.reshape((self.sizes[p] - 1) * self.sizes[q], -1))
+                    self.rest[p, q] = rest
 
         # the parts of J that do not depend on z: d/dl_p(i) (l_p(i) - l_p(0)) = 1, d/dl_p(0) = -1
         self.base = np.zeros((self.n, self.n + 1))
@@ -77,16 +81,17 @@ class _LogitSystem:
         return [np.exp(z[self.offsets[p]:self.offsets[p + 1]]) for p in range(self.k)]
 
     def _block(self, p: int, q: int, x: Sequence[np.ndarray], kron: dict[tuple[int, int], np.ndarray]) -> np.ndarray:
-        """``M[i, j] = u_p(i, j, x_{-p,-q})``: p's payoff for member i when q plays j."""
-        key = (min(p, q), max(p, q))
+        """``D[i - 1, j] = u_p(i, j, x_{-p,-q}) - u_p(0, j, x_{-p,-q})`` for p's members i >= 1."""
+        key = (p, q) if p < q else (q, p)
         rest = kron.get(key)
         if rest is None:
-            rest = np.ones(1)
-            for j in range(self.k):
-                if j not in key:
+            players = self.rest[p, q]
+            rest = x[players[0]] if len(players) == 1 else np.ones(1)
+            if len(players) > 1:
+                for j in players:
                     rest = np.multiply.outer(rest, x[j]).ravel()
             kron[key] = rest
-        return (self.pairs[p, q] @ rest).reshape(self.sizes[p], self.sizes[q])
+        return (self.diffs[p, q] @ rest).reshape(self.sizes[p] - 1, self.sizes[q])
 
     def evaluate(self, z: np.ndarray, jacobian: bool = True) -> tuple[np.ndarray, np.ndarray | None]:
         """``(H [N], J [N, N + 1])`` at `z` (J is None when not asked for)."""
@@ -97,20 +102,22 @@ class _LogitSystem:
         J = self.base.copy() if jacobian else None
         for p in range(self.k):
             o, e = self.offsets[p], self.offsets[p + 1]
-            l_p = z[o:e]
-            first = (p + 1) % self.k
-            M = self._block(p, first, x, kron)
-            u = M @ x[first]
             H[o] = x[p].sum() - 1.0
-            H[o + 1:e] = l_p[1:] - l_p[0] - lam * (u[1:] - u[0])
+            if J is not None:
+                J[o, o:e] = x[p]
+            if e - o == 1:
+                continue
+            first = (p + 1) % self.k
+            D = self._block(p, first, x, kron)
+            du = D @ x[first]  # u_p(i) - u_p(0), i >= 1
+            H[o + 1:e] = z[o + 1:e] - z[o] - lam * du
             if J is None:
                 continue
-            J[o, o:e] = x[p]
             for q in range(self.k):
                 if q != p:
-                    Mq = M if q == first else self._block(p, q, x, kron)
-                    J[o + 1:e, self.offsets[q]:self.offsets[q + 1]] = -lam * (Mq[1:] - Mq[0]) * x[q]
-            J[o + 1:e, self.n] = -(u[1:] - u[0])
+                    Dq = D if q == first else self._block(p, q, x, kron)
+                    J[o + 1:e, self.offsets[q]:self.offsets[q + 1]] = (-lam) * Dq * x[q]
+            J[o + 1:e, self.n] = -du
         return H, J
 
 
