@@ -57,8 +57,9 @@ RESULTS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "results", "c
 EVAL_SEEDS = [10_000 + i for i in range(10)]
 
 #: rl-zoo's Pendulum-v1 settings of TD3 and DDPG (the same for both); noise_sigma is in half action ranges
-#: (0.05 * 2 = the zoo's noise_std 0.1)
-PENDULUM_TD3: dict[str, Any] = {"hidden": (400, 300), "lr": 1e-3, "batch_size": 256, "learning_starts": 10_000,
+#: (0.05 * 2 = the zoo's noise_std 0.1). SB3 trains once *more than* learning_starts steps are in, pbmarl from
+#: learning_starts on: 10_001 here and the zoo's 10_000 there both give 50 bursts of 200 updates
+PENDULUM_TD3: dict[str, Any] = {"hidden": (400, 300), "lr": 1e-3, "batch_size": 256, "learning_starts": 10_001,
                                 "buffer_size": 200_000, "train_freq": 200, "gradient_steps": 200, "gamma": 0.98,
                                 "tau": 0.005, "noise_sigma": 0.05}
 #: (env, algo) -> (budget, shared hyperparameters in pbmarl's names, SB3 class)
@@ -93,8 +94,8 @@ SB3_OVERRIDES: dict[tuple[str, str], dict[str, Any]] = {
     ("CartPole-v1", "dqn"): {"target_update_interval": 10},
     # rl-zoo trains TD3 and DDPG once per episode with as many steps as the episode had: Pendulum's episodes
     # are always 200 steps, so pbmarl's train_freq=200, gradient_steps=200 is the same schedule
-    ("Pendulum-v1", "td3"): {"train_freq": [1, "episode"], "gradient_steps": -1},
-    ("Pendulum-v1", "ddpg"): {"train_freq": [1, "episode"], "gradient_steps": -1},
+    ("Pendulum-v1", "td3"): {"train_freq": [1, "episode"], "gradient_steps": -1, "learning_starts": 10_000},
+    ("Pendulum-v1", "ddpg"): {"train_freq": [1, "episode"], "gradient_steps": -1, "learning_starts": 10_000},
     # rl-zoo's MountainCarContinuous SAC explores with gSDE, which pbmarl lacks: SB3 keeps it (its zoo setting)
     ("MountainCarContinuous-v0", "sac"): {"use_sde": True, "log_std_init": -3.67},
 }
