@@ -38,6 +38,8 @@ from browser_lab import WIDGET_AS_TEXT, Lab, NotebookPage, chrome, missing_brows
 RESULTS = Path(__file__).with_name("results") / "notebook_times.csv"
 FIELDS = ["date", "commit", "notebook", "seconds", "status", "load_start", "load_end", "kernel_cpu_seconds",
           "command"]
+#: where a failed run's screenshot goes
+SCREENSHOTS = Path(tempfile.gettempdir()) / "pbmarl-notebook-times"
 #: the sitting issue 18 allows for Run All at the default budget, on 2 cores
 LIMIT_SECONDS = 180.0
 
@@ -115,7 +117,8 @@ def time_notebook(path: Path, folder: Path, timeout: float) -> dict[str, Any]:
         load_end = _load()
         cpu = _kernel_cpu_seconds(lab)
         if status != "ok":
-            shot = folder.parent / f"{path.stem}.png"
+            SCREENSHOTS.mkdir(parents=True, exist_ok=True)  # outside `folder`, which is deleted at the end
+            shot = SCREENSHOTS / f"{path.stem}.png"
             driver.save_screenshot(str(shot))
             status += f" (screenshot {shot})"
     finally:
