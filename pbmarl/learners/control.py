@@ -20,10 +20,11 @@ same run, and a resumed run equals an uninterrupted one.
 
 An algorithm fills in `_build` (networks, optimisers), `_act` (one action),
 `_update` (one gradient step, returning its losses), `_modules` (what `save` keeps)
-and `_export` (the policy handed back).
+and `_policy` (the policy handed back).
 
-The same learner is also an oracle (`best_response` / `respond`) for one-player
-games; several-seat games need the multi-agent collection of the rollout pool.
+The same learner is also an oracle (`best_response` / `respond`): on a one-player game
+it trains itself; built on a game of several seats it is an oracle only, and each
+answer trains a fresh learner for the seat asked (`pbmarl.learners.seat_oracle`).
 """
 
 from __future__ import annotations
