@@ -30,13 +30,15 @@ from pbmarl.solvers.nplayer import batch_nash_conv, newton_polish
 
 #: step control (Allgower & Georg 1990, sec. 6.1): the corrector's first step and its contraction
 #: rate are kept near their nominal values; beyond the maxima the step is retried at half length
-_NOMINAL_DISTANCE, _MAX_DISTANCE = 0.3, 1.0
+_NOMINAL_DISTANCE, _MAX_DISTANCE = 0.5, 1.5
 _NOMINAL_CONTRACTION, _MAX_CONTRACTION = 0.2, 0.6
 #: the angle (radians) between successive tangents: nominal and largest accepted
 _NOMINAL_ANGLE, _MAX_ANGLE = 0.2, 0.7
+#: the most a step may grow over the last one
+_MAX_GROWTH = 8.0
 #: the path's point is polished each time lam grows by this factor, on the supports
 #: {i: x_p(i) >= tol * max x_p} for each of these tolerances
-_FIRST_CHECK, _CHECK_GROWTH = 4.0, 2.0
+_FIRST_CHECK, _CHECK_GROWTH = 16.0, 2.0
 _SUPPORT_TOLS = (1e-2, 1e-4, 1e-6)
 #: a support where Newton failed is tried again only once lam has grown this much
 _RETRY_GROWTH = 4.0
@@ -121,6 +123,11 @@ class _LogitSystem:
         return H, J
 
 
+def _orientation(J: np.ndarray, t: np.ndarray) -> float:
+    """The sign of ``det [J; t]``: constant along a path followed in one direction."""
+    return float(np.linalg.slogdet(np.vstack([J, t]))[0])
+
+
 def _tangent(J: np.ndarray, previous: np.ndarray | None) -> np.ndarray:
     """The unit null vector of `J`, oriented along `previous` (or with lam increasing)."""
     q, _ = np.linalg.qr(J.T, mode="complete")
@@ -160,6 +167,7 @@ def logit_path_nash(
     J = system.evaluate(z)[1]
     assert J is not None
     t = _tangent(J, None)
+    orientation = _orientation(J, t)
     best: Profile = tuple(np.full(n, 1.0 / n) for n in system.sizes)
     best_score = score(best)
     h, check_at, steps = 0.3, _FIRST_CHECK, 0
@@ -170,14 +178,18 @@ def logit_path_nash(
         point, J, ratio = _correct(system, z + h * t, t)
         t_new = _tangent(J, t) if ratio > 0 else t
         angle = float(np.arccos(np.clip(t_new @ t, -1.0, 1.0)))
-        if ratio <= 0 or angle > _MAX_ANGLE:  # the corrector failed or the path bends sharply: shorter steps
+        # the corrector failed, the path bends sharply, or the step left the branch: lam never returns
+        # to 0 on it (the only solution there is the start), and det [J; t] keeps its sign along it
+        # (Allgower & Georg, sec. 2.1): a change means the corrector landed on a leg of the path that
+        # runs the other way. Shorter steps then.
+        if ratio <= 0 or angle > _MAX_ANGLE or point[-1] <= 0.0 or _orientation(J, t_new) != orientation:
             h *= 0.5
             if h < 1e-10:
                 break
             continue
         z, t = point, t_new
         # Allgower & Georg's step control: aim at a nominal corrector distance, contraction and bend
-        h /= float(np.clip(max(ratio, angle / _NOMINAL_ANGLE), 0.5, 2.0))
+        h /= float(np.clip(max(ratio, angle / _NOMINAL_ANGLE), 1.0 / _MAX_GROWTH, 2.0))
         if z[-1] >= check_at:
             check_at = _CHECK_GROWTH * z[-1]
             x = tuple(s / s.sum() for s in system.split(z))
