@@ -47,7 +47,7 @@ def test_random_tables_are_solved_below_the_tolerance_and_name_the_method(U: np.
     assert res.info["converged"] and res.info["nash_conv"] == pytest.approx(reached, abs=1e-12)
 
 
-@settings(max_examples=12, deadline=None)
+@settings(max_examples=30, deadline=None)
 @given(tables())
 def test_own_solver_reaches_the_tolerance_on_random_tables_and_names_the_method(U: np.ndarray) -> None:
     tol = 1e-6
