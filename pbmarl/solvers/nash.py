@@ -241,7 +241,7 @@ def nplayer_nash(
             sigma, _, path = logit_path_nash(U, target=target, max_steps=PATH_STEPS)
             best.offer(sigma, "logit-path+newton" if path["polished"] else "logit-path", path_steps=path["steps"])
         else:
-            sigma, _, sub = subgame_nash(U, target=target, init=start)
+            sigma, _, sub = subgame_nash(U, target=target, init=start, max_steps=PATH_STEPS)
             name = ("subgame-" if sub["restricted"] else "") + "logit-path" + ("+newton" if sub["polished"] else "")
             best.offer(sigma, name, **sub)
     if use_gambit and not best.done:

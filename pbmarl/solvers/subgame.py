@@ -9,7 +9,9 @@ per player). If no member outside the supports gains more than the tolerance all
 answer is an equilibrium of the full table; otherwise each player's best such member joins
 its support and the next round starts (McMahan, Gordon & Blum 2003, "Planning in the
 presence of cost functions controlled by an adversary", the double oracle, here applied to
-the meta-game's own members). Every round adds a member, so at most ``sum_p n_p`` rounds run.
+the meta-game's own members). Every round adds a member, so at most ``sum_p n_p`` rounds run;
+a sub-table whose own solve falls short (the path stalls near a degenerate equilibrium) hands
+over to the whole table.
 """
 
 from __future__ import annotations
@@ -32,6 +34,7 @@ def subgame_nash(
     target: float,
     init: Sequence[np.ndarray] | None = None,
     max_rounds: int | None = None,
+    max_steps: int = 3_000,
 ) -> tuple[Profile, float, dict[str, object]]:
     """A profile of `U` ``(n_1, ..., n_k, k)`` with NashConv at most `target` if one is found (module doc).
 
@@ -41,6 +44,7 @@ def subgame_nash(
         init: a warm start, one distribution per player over all members (zeros for new ones):
             its support and each player's last member start the sub-table.
         max_rounds: most sub-tables to solve (None: until the supports cover the table).
+        max_steps: most logit-path steps per sub-table.
 
     Returns:
         ``(profile, nash_conv, info)`` with info ``rounds``, ``support_sizes`` (of the last
@@ -64,7 +68,7 @@ def subgame_nash(
             restricted = False
         sub = U[np.ix_(*supports)]
         # the sub-table is solved well inside the target: members outside it use the rest
-        sub_sigma, _, info = logit_path_nash(sub, target=0.25 * target)
+        sub_sigma, _, info = logit_path_nash(sub, target=0.25 * target, max_steps=max_steps)
         path_steps += int(info["steps"])
         sigma = tuple(_extend(s, support, n) for s, support, n in zip(sub_sigma, supports, sizes))
         values = deviations(sigma)
@@ -80,8 +84,8 @@ def subgame_nash(
             if len(outside) and gains[p][outside].max() > target / (2 * k):
                 supports[p] = np.sort(np.append(supports[p], outside[int(np.argmax(gains[p][outside]))]))
                 grown = True
-        if not grown:  # the sub-table's own solve fell short: nothing outside to add
-            break
+        if not grown:  # the sub-table's own solve fell short with nothing outside to add: the whole table next
+            supports = [np.arange(n) for n in sizes]
     info_out: dict[str, object] = {"rounds": rounds, "support_sizes": tuple(len(s) for s in supports),
                                    "path_steps": path_steps, "restricted": restricted, "polished": polished}
     return best, best_score, info_out
