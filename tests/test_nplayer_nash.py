@@ -168,3 +168,13 @@ def test_a_saved_three_player_run_resumes_with_the_same_warm_started_meta_strate
         np.testing.assert_allclose(resumed.meta_strategy[p], psro.meta_strategy[p], atol=1e-9)
     record = resumed.step()
     assert record.iteration == 6 and record.meta_nash_conv is not None and record.meta_nash_conv < 1e-5
+
+
+def test_a_player_with_one_member_does_not_stop_the_logit_path() -> None:
+    pennies = np.array([[1.0, -1.0], [-1.0, 1.0]])
+    U = np.zeros((2, 1, 2, 3))  # player 1 has one member; players 0 and 2 play matching pennies
+    U[:, 0, :, 0], U[:, 0, :, 2] = pennies, -pennies
+    res = nplayer_nash(U, gambit=False)
+    assert res.method.startswith("logit-path") and res.info["converged"]
+    np.testing.assert_allclose(res.distributions[0], [0.5, 0.5], atol=1e-9)
+    np.testing.assert_allclose(res.distributions[2], [0.5, 0.5], atol=1e-9)

@@ -66,9 +66,10 @@ class _LogitSystem:
             for q in range(k):
                 if q != p:
                     rest = [j for j in range(k) if j not in (p, q)]
-                    moved = np.transpose(scaled[..., p], [p, q] + rest).reshape(self.sizes[p], self.sizes[q], -1)
-                    diff = moved[1:] - moved[:1]
-                    self.diffs[p, q] = np.ascontiguousarray(diff.reshape((self.sizes[p] - 1) * self.sizes[q], -1))
+                    cells = int(np.prod([self.sizes[j] for j in rest]))
+                    moved = np.transpose(scaled[..., p], [p, q] + rest).reshape(self.sizes[p], self.sizes[q], cells)
+                    diff = moved[1:] - moved[:1]  # empty for a player with one member
+                    self.diffs[p, q] = np.ascontiguousarray(diff.reshape((self.sizes[p] - 1) * self.sizes[q], cells))
                     self.rest[p, q] = rest
 
         # the parts of J that do not depend on z: d/dl_p(i) (l_p(i) - l_p(0)) = 1, d/dl_p(0) = -1
