@@ -13,9 +13,11 @@ method behind Gambit's ``logit_solve``.
 
 The curve is followed in ``z = (log x, lam)`` by predictor-corrector continuation with a
 pseudo-arclength corrector (Allgower & Georg 1990, "Numerical continuation methods", ch. 2),
-so turning points where ``lam`` falls for a while are passed. Each time ``lam`` doubles, the
-current point is polished by Newton's method on its support (`newton_polish`); the search
-stops as soon as the polished profile's NashConv meets the target.
+so turning points where ``lam`` falls for a while are passed; a step whose end changes the sign
+of ``det [J; t]`` (the orientation, constant along the path) is retried shorter, so the tracker
+never jumps onto a leg of the path that runs back. From ``lam = 16`` on, each time ``lam``
+doubles, the current point and its polish by Newton's method on its support (`newton_polish`,
+for a few support thresholds) are scored; the search stops as soon as one meets the target.
 """
 
 from __future__ import annotations
