@@ -19,14 +19,16 @@ from pbmarl.solvers.dynamics import (
     solve_rm,
 )
 from pbmarl.solvers.inputs import DistributionsLike, PayoffLike, as_payoff_array, check_distributions, read_table
+from pbmarl.solvers.logit_path import logit_path_nash
 from pbmarl.solvers.metasolver import SOLVERS, MetaSolver
 from pbmarl.solvers.metastrategy import MetaStrategy
-from pbmarl.solvers.nash import bimatrix_nash, nash_equilibrium, solve_nash
+from pbmarl.solvers.nash import bimatrix_nash, nash_equilibrium, nplayer_nash, solve_nash
 from pbmarl.solvers.nashconv import deviation_payoffs, expected_payoffs, meta_nash_conv, meta_regrets
 from pbmarl.solvers.nplayer import iterative_nash
 from pbmarl.solvers.rectified import rectified_nash, rectified_opponents
 from pbmarl.solvers.result import SolverError, SolverResult
 from pbmarl.solvers.simple import solve_last, solve_uniform
+from pbmarl.solvers.subgame import subgame_nash
 from pbmarl.solvers.zerosum import is_constant_sum, solve_zero_sum
 
 __all__ = [
@@ -49,9 +51,11 @@ __all__ = [
     "is_constant_sum",
     "iterative_nash",
     "lemke_howson",
+    "logit_path_nash",
     "meta_nash_conv",
     "meta_regrets",
     "nash_equilibrium",
+    "nplayer_nash",
     "project_simplex",
     "projected_replicator_dynamics",
     "read_table",
@@ -66,4 +70,5 @@ __all__ = [
     "solve_rm",
     "solve_uniform",
     "solve_zero_sum",
+    "subgame_nash",
 ]
