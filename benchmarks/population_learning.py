@@ -107,11 +107,14 @@ def nfsp_slice(args: argparse.Namespace, sink: Sink) -> None:
     print(f"NFSP on Kuhn, exact exploitability every {args.episodes_per_step:,} episodes, "
           f"settings {args.nfsp_settings!r}")
     options = OPENSPIEL_KUHN if args.nfsp_settings == "openspiel" else {}
+    curves: dict[str, list[tuple[float, float]]] = {}
     for seed in args.seeds:
         nfsp = pb.NFSP(game, seed=seed, episodes_per_step=args.episodes_per_step, **options)
         start = time.perf_counter()
+        curve = curves.setdefault(f"NFSP seed {seed}", [])
         while nfsp.episodes < args.episodes:
             rec = nfsp.step()
+            curve.append((time.perf_counter() - start, rec.exploitability))
             ref = OPENSPIEL_NFSP_KUHN.get(rec.episodes)
             sink.add(slice="nfsp", game=game.name, method=f"pbmarl NFSP ({args.nfsp_settings})", seed=seed,
                      x=rec.episodes, x_unit="episodes", value=rec.exploitability, metric="exploitability",
@@ -120,8 +123,9 @@ def nfsp_slice(args: argparse.Namespace, sink: Sink) -> None:
             print(f"  seed {seed}  {rec.episodes:>7,d} episodes  {time.perf_counter() - start:7.1f}s  "
                   f"exploitability {rec.exploitability:.4f}   OpenSpiel PyTorch NFSP {ref if ref else '-'}", flush=True)
         wall = time.perf_counter() - start
-    cfr_plus(game, min(wall, 60.0), sink, "nfsp")
+    curves["cfr+ (OpenSpiel)"] = cfr_plus(game, min(wall, 60.0), sink, "nfsp")
     print("bar: exploitability <= 0.25 at 40k episodes (stretch <= 0.15)")
+    _plot(curves, game.name, "nfsp", bar=0.25)
 
 
 #: the peer's own venv (open_spiel==2.0.2, torch==2.13.0, dm-tree), never a pbmarl dependency
@@ -238,7 +242,8 @@ def leduc_slice(args: argparse.Namespace, sink: Sink) -> None:
     _plot(curves, game.name, args.only)
 
 
-def _plot(curves: dict[str, list[tuple[float, float]]], game: str, name: str) -> None:
+def _plot(curves: dict[str, list[tuple[float, float]]], game: str, name: str, *, bar: float = 0.3) -> None:
+    """Exploitability against wall seconds, the exact CFR+ curve dashed, the bar as a grey line."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -249,7 +254,7 @@ def _plot(curves: dict[str, list[tuple[float, float]]], game: str, name: str) ->
         ax.plot([max(w, 1e-2) for w, _ in curve], [max(e, 1e-5) for _, e in curve], marker=".", label=label,
                 linestyle="--" if label.startswith("cfr+") else "-")
     ax.set(xscale="log", yscale="log", xlabel="wall seconds", ylabel="exploitability", title=f"{game}: {name}")
-    ax.axhline(0.3, color="grey", linewidth=0.5)
+    ax.axhline(bar, color="grey", linewidth=0.5)
     ax.legend()
     out = Path(__file__).resolve().parent / "out" / f"population_learning_{name}.png"
     out.parent.mkdir(exist_ok=True)
