@@ -63,7 +63,7 @@ def mappo_paper(summed_return: float, *, n_agents: int = ENV["N"], steps: int = 
     return 2.0 * summed_return - n_agents * steps
 
 
-def _commit() -> str:
+def git_commit() -> str:
     try:
         return subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True,
                               cwd=Path(__file__).resolve().parents[1], check=True).stdout.strip()
@@ -71,7 +71,8 @@ def _commit() -> str:
         return "unknown"
 
 
-def _write(rows: list[dict[str, Any]]) -> None:
+def append_rows(rows: list[dict[str, Any]]) -> None:
+    """Append `rows` (keys beyond FIELDS ignored) to results/marl.csv, writing the header to a new file."""
     RESULTS.parent.mkdir(parents=True, exist_ok=True)
     new = not RESULTS.exists()
     with open(RESULTS, "a", newline="") as fh:
@@ -175,7 +176,7 @@ def main(argv: list[str] | None = None) -> int:
     command = "python benchmarks/marl.py " + " ".join(shlex.quote(a) for a in (argv or sys.argv[1:]))
     import os
 
-    base = {"date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M"), "commit": _commit(),
+    base = {"date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M"), "commit": git_commit(),
             "command": command}
     rows = []
     for slice_ in args.only:
@@ -196,7 +197,7 @@ def main(argv: list[str] | None = None) -> int:
                   f"per agent x 25 {row['per_agent_x25']:.2f} | {rate} | load {load}", flush=True)
     _compare(rows)
     if rows and not args.no_record:
-        _write(rows)
+        append_rows(rows)
     return 0
 
 

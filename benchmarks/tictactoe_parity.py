@@ -19,7 +19,6 @@ and load average.
 from __future__ import annotations
 
 import argparse
-import csv
 import datetime
 import json
 import os
@@ -34,11 +33,10 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from marl import append_rows, git_commit  # noqa: E402  (benchmarks/marl.py: the same results/marl.csv)
+
 import pbmarl as pb  # noqa: E402
 
-RESULTS = Path(__file__).resolve().parent / "results" / "marl.csv"
-FIELDS = ["date", "commit", "command", "load_avg", "slice", "game", "method", "seed", "env_steps", "per_agent_x25",
-          "summed_return", "mappo_paper", "env_steps_per_s", "wall_s", "reference"]  # benchmarks/marl.py's
 PEER = Path("/work/venvs/tianshou/bin/python")
 
 
@@ -103,9 +101,7 @@ def main(argv: list[str] | None = None) -> int:
                         default=["random", "pbmarl", "tianshou"])
     parser.add_argument("--no-record", action="store_true")
     args = parser.parse_args(argv)
-    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True,
-                            cwd=Path(__file__).resolve().parents[1]).stdout.strip() or "unknown"
-    base = {"date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M"), "commit": commit,
+    base = {"date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M"), "commit": git_commit(),
             "command": "python benchmarks/tictactoe_parity.py " + " ".join(shlex.quote(a) for a in
                                                                             (argv or sys.argv[1:]))}
     rows = []
@@ -127,17 +123,10 @@ def main(argv: list[str] | None = None) -> int:
                   f"draw {row['draw']:.3f} loss {row['loss']:.3f} | mean reward {row['mean_reward']:+.3f} | "
                   f"{row['wall_s']} s | load {row['load_avg']}", flush=True)
     if rows and not args.no_record:
-        RESULTS.parent.mkdir(parents=True, exist_ok=True)
-        new = not RESULTS.exists()
-        with open(RESULTS, "a", newline="") as fh:
-            writer = csv.DictWriter(fh, fieldnames=FIELDS)
-            if new:
-                writer.writeheader()
-            writer.writerows({k: r.get(k) for k in FIELDS} | {
-                "slice": "tictactoe", "game": "pettingzoo:tictactoe_v3", "summed_return": r["mean_reward"],
-                "reference": f"learner as player_2 vs uniform random, greedy over {args.episodes} episodes: "
-                             f"win {r['win']:.3f} draw {r['draw']:.3f} loss {r['loss']:.3f}"} for r in rows)
-        print(f"appended {len(rows)} rows to {RESULTS}")
+        append_rows([r | {
+            "slice": "tictactoe", "game": "pettingzoo:tictactoe_v3", "summed_return": r["mean_reward"],
+            "reference": f"learner as player_2 vs uniform random, greedy over {args.episodes} episodes: "
+                         f"win {r['win']:.3f} draw {r['draw']:.3f} loss {r['loss']:.3f}"} for r in rows])
     return 0
 
 
