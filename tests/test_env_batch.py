@@ -2,24 +2,14 @@
 
 from __future__ import annotations
 
-import dataclasses
-
 import numpy as np
 import pytest
+from run_checks import assert_same_fields
 
 import pbmarl as pb
 from pbmarl.rollout.batch_envs import available_steppers
 from pbmarl.rollout.mpe_batch import AdversaryBatch, ReferenceBatch, SpreadBatch, TagBatch
 from pbmarl.rollout.numpy_envs import pendulum_port
-
-
-def _same(a, b) -> None:
-    for f in dataclasses.fields(a):
-        x, y = getattr(a, f.name), getattr(b, f.name)
-        if isinstance(x, np.ndarray):
-            np.testing.assert_array_equal(x, y, err_msg=f.name)
-        else:
-            assert x == y, f.name
 
 
 @pytest.mark.parametrize("name, kwargs", [
@@ -175,7 +165,7 @@ def test_numpy_route_gives_the_instances_routes_data_on_mpe(continuous):
         ref = _collect(game, pis, "instances", mapping, steps=23, whole_episodes=whole)
         out = _collect(game, pis, "numpy", mapping, steps=23, whole_episodes=whole)
         for g in ref:
-            _same(ref[g], out[g])
+            assert_same_fields(ref[g], out[g])
 
 
 def test_numpy_route_gives_the_instances_routes_data_on_simple_adversary():
@@ -184,7 +174,7 @@ def test_numpy_route_gives_the_instances_routes_data_on_simple_adversary():
     pis = {g: pb.MLPPolicy(mapping.group_game(g), hidden=(8,), seed=i) for i, g in enumerate(mapping.groups)}
     ref, out = _collect(game, pis, "instances", mapping, steps=20), _collect(game, pis, "numpy", mapping, steps=20)
     for g in ("red", "blue"):
-        _same(ref[g], out[g])
+        assert_same_fields(ref[g], out[g])
 
 
 def test_gymnasium_routes_give_the_instances_routes_data():
@@ -192,10 +182,10 @@ def test_gymnasium_routes_give_the_instances_routes_data():
     pi = {"player_0": pb.GaussianPolicy(pend, hidden=(8,), seed=0)}
     ref = _collect(pend, pi, "instances", steps=60)["player_0"]
     for route in ("numpy", "sync_vector"):
-        _same(ref, _collect(pend, pi, route, steps=60)["player_0"])
+        assert_same_fields(ref, _collect(pend, pi, route, steps=60)["player_0"])
     cart = pb.load_game("gym:CartPole-v1")
     pi = {"player_0": pb.MLPPolicy(cart, hidden=(8,), seed=0)}
-    _same(_collect(cart, pi, "instances", steps=120)["player_0"], _collect(cart, pi, "sync_vector", steps=120)["player_0"])
+    assert_same_fields(_collect(cart, pi, "instances", steps=120)["player_0"], _collect(cart, pi, "sync_vector", steps=120)["player_0"])
     assert available_steppers(cart)[0] == "vector_entry_point" and available_steppers(pend)[0] == "numpy"
 
 
@@ -256,4 +246,4 @@ def test_local_and_ray_agree_on_the_native_vector_route(ray_session):
         local = pool.collect(**kwargs)["player_0"]
     with pb.RolloutPool(cart, backend="ray", num_workers=2, envs_per_worker=4, unit_steps=30, seed=0) as pool:
         remote = pool.collect(**kwargs)["player_0"]
-    _same(local, remote)
+    assert_same_fields(local, remote)

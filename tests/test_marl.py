@@ -8,6 +8,7 @@ import pytest
 import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from run_checks import marl_straight_and_resumed
 
 import pbmarl as pb
 from pbmarl.games.matrix_env import CLIMBING
@@ -158,15 +159,7 @@ def test_save_resume_gives_the_same_history(tmp_path, climbing: pb.MatrixGame, a
         return pb.MARL(climbing, {"team": learner}, pb.AgentMapping.shared(climbing, group="team", agent_id=True),
                        seed=5, num_envs=8)
 
-    straight = make()
-    for _ in straight.run(3):
-        pass
-    first = make()
-    first.step()
-    first.save(tmp_path / "run")
-    resumed = pb.MARL.load(tmp_path / "run")
-    for _ in resumed.run(2):
-        pass
+    straight, resumed = marl_straight_and_resumed(make, tmp_path / "run")
     cols = [c for c in straight.history.columns if not c.startswith("seconds/")]
     pd.testing.assert_frame_equal(straight.history[cols], resumed.history[cols])
     assert resumed.evaluate(20).equals(straight.evaluate(20))

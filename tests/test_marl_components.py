@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import torch
+from run_checks import marl_straight_and_resumed
 
 import pbmarl as pb
 from pbmarl.learners.episode_batch import episode_grid, unroll_q
@@ -50,16 +51,9 @@ def test_gru_qmix_trains_and_resumes(tmp_path, spread: pb.Game) -> None:
         return pb.MARL(spread, {"team": learner}, pb.AgentMapping.shared(spread, group="team", agent_id=True),
                        seed=2, num_envs=4)
 
-    straight = make()
-    recs = [r for r in straight.run(3)]
-    assert all(np.isfinite(r.losses["team"]["td_loss"]) for r in recs)
-    first = make()
-    first.step()
-    first.save(tmp_path / "run")
-    resumed = pb.MARL.load(tmp_path / "run")
+    straight, resumed = marl_straight_and_resumed(make, tmp_path / "run")
+    assert all(np.isfinite(r.losses["team"]["td_loss"]) for r in straight.records)
     assert isinstance(resumed.learners["team"].agent, pb.Policy) and resumed.learners["team"].config.agent == "gru"
-    for _ in resumed.run(2):
-        pass
     assert [r.returns for r in resumed.records] == [r.returns for r in straight.records]
     assert [r.losses for r in resumed.records] == [r.losses for r in straight.records]
     # the greedy policy travels as a population member (arrays + meta) and acts the same
@@ -114,15 +108,7 @@ def test_independent_continuous_resumes(tmp_path) -> None:
                                                  batch_size=4, hidden=(16,))
         return pb.MARL(game, learners, mapping, seed=1, num_envs=2)
 
-    straight = make()
-    for _ in straight.run(3):
-        pass
-    first = make()
-    first.step()
-    first.save(tmp_path / "run")
-    resumed = pb.MARL.load(tmp_path / "run")
-    for _ in resumed.run(2):
-        pass
+    straight, resumed = marl_straight_and_resumed(make, tmp_path / "run")
     assert [r.returns for r in resumed.records] == [r.returns for r in straight.records]
 
 

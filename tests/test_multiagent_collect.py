@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-import dataclasses
-
 import numpy as np
 import pytest
+from run_checks import assert_same_fields
 
 import pbmarl as pb
 
@@ -73,15 +72,6 @@ def test_truncation_is_flagged_at_max_cycles_and_kept_apart_from_termination(sha
         assert tr.global_state.shape == (len(tr),) + tuple(spread.global_state_shape)
 
 
-def _same(a, b) -> None:
-    for f in dataclasses.fields(a):
-        x, y = getattr(a, f.name), getattr(b, f.name)
-        if isinstance(x, np.ndarray):
-            np.testing.assert_array_equal(x, y, err_msg=f.name)
-        else:
-            assert x == y, f.name
-
-
 @pytest.mark.ray
 def test_local_and_ray_give_the_same_data(ray_session, spread):
     mapping = pb.AgentMapping(spread, {"agent_0": "a", "agent_1": "b", "agent_2": "b"}, agent_id=True)
@@ -93,7 +83,7 @@ def test_local_and_ray_give_the_same_data(ray_session, spread):
         remote = pool.collect(**kwargs)
     assert set(local) == set(remote) == {"a", "b"}
     for g in local:
-        _same(local[g], remote[g])
+        assert_same_fields(local[g], remote[g])
     assert local["a"].truncated.sum() == local["a"].num_episodes
 
 
@@ -127,7 +117,7 @@ def test_bad_input_names_the_value_and_loses_nothing(spread, shared_run):
             other = pb.load_game("pettingzoo:simple_spread_v3", max_cycles=3)
             pool.collect(policies={"shared": pi}, mapping=pb.AgentMapping.shared(other, agent_id=True), steps=10)
         again = pool.collect(policies={"shared": pi}, mapping=mapping, steps=30, seed=7)["shared"]
-    _same(again, first)  # failed calls changed nothing: the same seed gives the same data
+    assert_same_fields(again, first)  # failed calls changed nothing: the same seed gives the same data
     kuhn = pb.load_game("kuhn_poker")
     with pb.RolloutPool(kuhn, seed=0) as pool:
         with pytest.raises(ValueError, match="'kuhn_poker' is neither"):
@@ -144,7 +134,7 @@ def test_continuous_mpe_with_per_instance_noise_and_global_state():
         b = pool.collect(policies={"shared": mu}, mapping=mapping, steps=12, seed=5)["shared"]
     space = game.action_space(0)
     assert a.action.shape == (len(a), 5) and np.all(a.action >= space.low) and np.all(a.action <= space.high)
-    _same(a, b)  # the noise state starts afresh each call, so the same seed gives the same data
+    assert_same_fields(a, b)  # the noise state starts afresh each call, so the same seed gives the same data
     assert a.global_state.shape == (len(a), 54)
     # the global state after a step is the one before the next step of the same episode
     follow = (~a.done[:-1]) & (a.episode[1:] == a.episode[:-1])
@@ -177,4 +167,4 @@ def test_a_worker_as_ray_builds_it_gives_the_same_data(spread):
     there = pickle.loads(pickle.dumps(remote.run(pickle.loads(pickle.dumps(unit)), shipped)))
     assert set(here.groups) == set(there.groups) == {"a", "b"}
     for g in here.groups:
-        _same(here.groups[g], there.groups[g])
+        assert_same_fields(here.groups[g], there.groups[g])
