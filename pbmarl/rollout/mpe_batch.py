@@ -43,12 +43,14 @@ itself; ``RolloutPool(..., stepper="instances")`` opts out everywhere.
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import Any
+from collections.abc import Callable, Collection
+from typing import Any, TypeVar
 
 import numpy as np
 
 from pbmarl.rollout.mpe_world import MPEWorldBatch
+
+B = TypeVar("B", bound=MPEWorldBatch)
 
 #: simple_spread_v3 options the port reproduces, with the values it accepts
 PORTED = {"N", "local_ratio", "max_cycles", "continuous_actions", "terminate_on_success", "dynamic_rescaling"}
@@ -318,47 +320,35 @@ class TagBatch(MPEWorldBatch):
         return rewards, term, trunc
 
 
-def tag_port(game: Any) -> Callable[[int], TagBatch] | None:
-    """A `TagBatch` factory for a ``pettingzoo:simple_tag_v3`` Parallel game the port covers, else None."""
-    if game.env_name != "simple_tag_v3" or game.api != "parallel":
+def _port(game: Any, env_name: str, cls: Callable[..., B], covered: set[str], neutral: Collection[str]
+          ) -> Callable[[int], B] | None:
+    """A factory of `cls` batches for a Parallel `env_name` game whose options are all `covered` or at
+    their `neutral` values (`NEUTRAL`'s), else None (the game then steps through mpe2 itself)."""
+    if game.env_name != env_name or game.api != "parallel":
         return None
     kwargs = dict(game.env_kwargs)
-    if any(kwargs.get(k, v) != v for k, v in NEUTRAL.items()) or not set(kwargs) <= TAG | set(NEUTRAL):
+    defaults = {k: NEUTRAL[k] for k in neutral}
+    if any(kwargs.get(k, v) != v for k, v in defaults.items()) or not set(kwargs) <= covered | set(defaults):
         return None
-    options = {k: v for k, v in kwargs.items() if k in TAG - {"dynamic_rescaling"}}
-    return lambda num_envs: TagBatch(num_envs, **options)
+    options = {k: v for k, v in kwargs.items() if k in covered - {"dynamic_rescaling"}}  # rendering only
+    return lambda num_envs: cls(num_envs, **options)
+
+
+def tag_port(game: Any) -> Callable[[int], TagBatch] | None:
+    """A `TagBatch` factory for a ``pettingzoo:simple_tag_v3`` Parallel game the port covers, else None."""
+    return _port(game, "simple_tag_v3", TagBatch, TAG, NEUTRAL)
 
 
 def reference_port(game: Any) -> Callable[[int], ReferenceBatch] | None:
     """A `ReferenceBatch` factory for a ``pettingzoo:simple_reference_v3`` Parallel game the port covers, else None."""
-    if game.env_name != "simple_reference_v3" or game.api != "parallel":
-        return None
-    kwargs = dict(game.env_kwargs)
-    if kwargs.get("render_mode") is not None or kwargs.get("benchmark_data", False) \
-            or not set(kwargs) <= REFERENCE | {"render_mode", "benchmark_data"}:
-        return None
-    options = {k: v for k, v in kwargs.items() if k in REFERENCE - {"dynamic_rescaling"}}
-    return lambda num_envs: ReferenceBatch(num_envs, **options)
+    return _port(game, "simple_reference_v3", ReferenceBatch, REFERENCE, ("render_mode", "benchmark_data"))
 
 
 def adversary_port(game: Any) -> Callable[[int], AdversaryBatch] | None:
     """An `AdversaryBatch` factory for a ``pettingzoo:simple_adversary_v3`` Parallel game the port covers, else None."""
-    if game.env_name != "simple_adversary_v3" or game.api != "parallel":
-        return None
-    kwargs = dict(game.env_kwargs)
-    neutral = {k: v for k, v in NEUTRAL.items() if k != "curriculum"}
-    if any(kwargs.get(k, v) != v for k, v in neutral.items()) or not set(kwargs) <= ADVERSARY | set(neutral):
-        return None
-    options = {k: v for k, v in kwargs.items() if k in ADVERSARY - {"dynamic_rescaling"}}
-    return lambda num_envs: AdversaryBatch(num_envs, **options)
+    return _port(game, "simple_adversary_v3", AdversaryBatch, ADVERSARY, set(NEUTRAL) - {"curriculum"})
 
 
 def spread_port(game: Any) -> Callable[[int], SpreadBatch] | None:
     """A `SpreadBatch` factory for a ``pettingzoo:simple_spread_v3`` Parallel game the port covers, else None."""
-    if game.env_name != "simple_spread_v3" or game.api != "parallel":
-        return None
-    kwargs = dict(game.env_kwargs)
-    if any(kwargs.get(k, v) != v for k, v in NEUTRAL.items()) or not set(kwargs) <= PORTED | set(NEUTRAL):
-        return None
-    options = {k: v for k, v in kwargs.items() if k in PORTED - {"dynamic_rescaling"}}  # rendering only
-    return lambda num_envs: SpreadBatch(num_envs, **options)
+    return _port(game, "simple_spread_v3", SpreadBatch, PORTED, NEUTRAL)
