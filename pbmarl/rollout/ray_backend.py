@@ -334,9 +334,18 @@ class RayBackend:
                     except RayTaskError as exc:
                         raise exc.as_instanceof_cause() from None
                     on_result(result)
-        except BaseException:
+        except BaseException as exc:
             if not self.ray.is_initialized():  # disconnected from a lost head: ray.cancel would start a new Ray
                 raise
+            # A raylet killed mid-wait surfaces as an OSError (broken pipe) from ray.wait, sometimes before
+            # its process handle reads as exited. Any further call that reaches the object store
+            # (ray.cancel included) then makes Ray end this process, so decide first and disconnect.
+            what = head_lost(self.ray)
+            if what is None and isinstance(exc, OSError):
+                what = f"the connection to the local raylet failed ({type(exc).__name__}: {exc})"
+            if what is not None:
+                self.actors, self._sent = [], []
+                raise lost_error(self.ray, what) from exc
             for ref in running:
                 try:
                     ray.cancel(ref)
