@@ -4,6 +4,7 @@
     python benchmarks/exact_scale.py --only meta          # 3-, 4-, 5-player tables, 10^3 to 10^4 cells
     python benchmarks/exact_scale.py --only lh --seeds 3  # pbmarl Lemke-Howson vs pygambit lcp_solve
     python benchmarks/exact_scale.py --only mixture       # NashConv of 100-member mixtures on Leduc
+    python benchmarks/exact_scale.py --only then          # today's n-player Nash beside the one the issue timed
 
 games: per game, the tree walk (disk cache off) beside a bare Python walk over pyspiel states that
     collects nothing, the tree loaded from the disk cache, PSRO-Nash for 10 iterations, and OpenSpiel's
@@ -15,6 +16,9 @@ meta: per random table without a pure equilibrium (those are solved by the pure 
     (10^4 steps).
 lh: two-player general-sum m x m tables, pbmarl's `bimatrix_nash` (Lemke-Howson) vs pygambit's
     `lcp_solve`, time and NashConv.
+then: the n-player "nash" meta-solver as it was when the exact-engine issue timed it (the package at
+    `THEN_REV`, extracted with `git archive` and run in a subprocess) beside today's default without
+    pygambit, on the issue's table shapes (4 players x 9 strategies, 3 players x 12), same seeds.
 mixture: NashConv of a mixture of 100 random tabular policies per player on Leduc, plans cached
     (PSRO's case) and from scratch.
 
@@ -47,6 +51,9 @@ from pbmarl.solvers.nashconv import meta_nash_conv  # noqa: E402
 
 RESULTS = Path(__file__).with_name("results") / "exact_scale.csv"
 GAMES = "leduc_poker,liars_dice,kuhn_poker(players=4),goofspiel(num_cards=4),leduc_poker(players=3),goofspiel(num_cards=5)"
+#: the last commit whose n-player solver (nplayer.py, nash.py, dynamics, nashconv) is the one the issue timed
+THEN_REV = "5802071^"
+THEN_SHAPES = [(9, 9, 9, 9), (12, 12, 12)]
 TABLES = [(10, 10, 10), (22, 22, 22), (6, 6, 6, 6), (10, 10, 10, 10), (4, 4, 4, 4, 4), (6, 6, 6, 6, 6)]
 
 
@@ -258,6 +265,65 @@ def meta_section(report: Report, seeds: int, shapes: list[tuple[int, ...]], firs
                        f"{total / max(own, 1e-9):.1f}x the time of pbmarl's default without pygambit", met)
 
 
+_THEN_SCRIPT = """
+import json, sys, time
+import numpy as np
+sys.path.insert(0, sys.argv[1])
+from pbmarl.solvers.nash import nash_equilibrium
+from pbmarl.solvers.nashconv import meta_nash_conv
+for shape, seed in json.loads(sys.argv[2]):
+    U = np.random.default_rng(seed).normal(size=tuple(shape) + (len(shape),))
+    start = time.perf_counter()
+    res = nash_equilibrium(U)
+    t = time.perf_counter() - start
+    print(json.dumps({"shape": shape, "seed": seed, "seconds": t, "nash_conv": float(meta_nash_conv(U, res.distributions)),
+                      "converged": bool(res.info.get("converged", True))}), flush=True)
+"""
+
+
+def then_section(report: Report, seeds: int, first_seed: int) -> None:
+    """Today's n-player default without pygambit beside the solver at `THEN_REV`, on the same tables."""
+    import json
+    import tarfile
+    import tempfile
+
+    from pbmarl.solvers.nash import nplayer_nash
+    from pbmarl.solvers.nplayer import pure_equilibria
+
+    root = Path(__file__).resolve().parents[1]
+    rev = subprocess.run(["git", "rev-parse", "--short", THEN_REV], capture_output=True, text=True, check=True,
+                         cwd=root).stdout.strip()
+    jobs = []
+    for shape in THEN_SHAPES:
+        chosen = [s for s in range(first_seed, first_seed + 1000) if not pure_equilibria(_table(shape, s)).size][:seeds]
+        jobs += [(list(shape), s) for s in chosen]
+    with tempfile.TemporaryDirectory() as tmp:
+        archive = Path(tmp) / "then.tar"
+        subprocess.run(["git", "archive", "-o", str(archive), rev, "pbmarl"], check=True, cwd=root)
+        with tarfile.open(archive) as tar:
+            tar.extractall(Path(tmp) / "then", filter="data")
+        out = subprocess.run([sys.executable, "-c", _THEN_SCRIPT, str(Path(tmp) / "then"), json.dumps(jobs)],
+                             capture_output=True, text=True, check=True)
+    then = [json.loads(line) for line in out.stdout.splitlines() if line.startswith("{")]
+    nplayer_nash(_table((3, 3, 3), 0), gambit=False)  # one-time imports paid before the first table
+    totals = {"now": 0.0, "then": 0.0}
+    for old in then:
+        shape, seed = tuple(old["shape"]), old["seed"]
+        U = _table(shape, seed)
+        t, res = timed(lambda: nplayer_nash(U, gambit=False))
+        nc = meta_nash_conv(U, res.distributions)  # type: ignore[attr-defined]
+        totals["now"] += t
+        totals["then"] += old["seconds"]
+        label = f"{len(shape)}p {'x'.join(map(str, shape))} seed {seed}"
+        report.row(f"then-vs-now {label}: default without pygambit", f"{t:.3f} s", ">= 5x",
+                   f"NashConv {nc:.1e}, method {res.method}; at {rev}: {old['seconds']:.3f} s NashConv "  # type: ignore[attr-defined]
+                   f"{old['nash_conv']:.1e} (converged {old['converged']}); {old['seconds'] / max(t, 1e-9):.1f}x",
+                   "met" if old["seconds"] >= 5 * t else "not met")
+    ratio = totals["then"] / max(totals["now"], 1e-9)
+    report.row(f"then-vs-now, all {len(then)} tables: default without pygambit", f"{totals['now']:.2f} s", ">= 5x",
+               f"the solver at {rev} {totals['then']:.2f} s ({ratio:.1f}x)", "met" if ratio >= 5 else "not met")
+
+
 def lh_section(report: Report, seeds: int) -> None:
     from pbmarl.solvers.gambit import gambit_nash
     from pbmarl.solvers.nash import bimatrix_nash
@@ -293,7 +359,7 @@ def mixture_section(report: Report, members: int) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--only", choices=("games", "meta", "lh", "mixture"), action="append")
+    parser.add_argument("--only", choices=("games", "meta", "lh", "mixture", "then"), action="append")
     parser.add_argument("--games", default=GAMES, help="comma-separated game names for --only games")
     parser.add_argument("--seeds", type=int, default=2)
     parser.add_argument("--members", type=int, default=100)
@@ -302,11 +368,13 @@ def main() -> None:
     parser.add_argument("--skip-openspiel", action="store_true", help="games: leave OpenSpiel's nash_conv out (minutes)")
     args = parser.parse_args()
     report = Report()
-    sections = args.only or ["mixture", "lh", "meta", "games"]
+    sections = args.only or ["mixture", "lh", "then", "meta", "games"]
     if "mixture" in sections:
         mixture_section(report, args.members)
     if "lh" in sections:
         lh_section(report, args.seeds)
+    if "then" in sections:
+        then_section(report, args.seeds, args.first_seed)
     if "meta" in sections:
         shapes = TABLES if args.shapes is None else [tuple(int(n) for n in t.split("x")) for t in args.shapes.split(",")]
         meta_section(report, args.seeds, shapes, args.first_seed)

@@ -41,6 +41,23 @@ def test_psro_main_job_writes_a_run_folder(tmp_path):
     assert run["game"]["name"] == "kuhn_poker" and run["solver"]["name"] == "nash"
 
 
+@pytest.mark.slow
+@pytest.mark.parametrize("game", ["kuhn_poker(players=4)", "goofspiel(num_cards=4)"])
+def test_the_main_job_runs_n_player_and_recall_keyed_games_to_the_end(tmp_path, game):
+    """The exact-engine issue's two command lines: four players (n-player meta-solver), and goofspiel, whose
+    information states are keyed by action-observation histories; each runs to its end with the exact engine."""
+    out = tmp_path / "run"
+    result = _pbmarl("psro", "--game", game, "--out", out)
+    assert result.returncode == 0, result.stderr[-2000:]
+    history = pd.read_csv(out / "history.csv", index_col="iteration")
+    final = history["exploitability"].iloc[-1]
+    assert np.isfinite(history["exploitability"]).all()
+    assert final <= 1e-6 or len(history) == 51, history.tail()  # converged, or the default 50 iterations done
+    assert history["exploitability"].iloc[-1] < history["exploitability"].iloc[0]
+    run = json.loads((out / "run.json").read_text())
+    assert run["game"]["name"] == game and (out / "exploitability.png").stat().st_size > 1000
+
+
 def test_resume_continues_to_the_budget(tmp_path):
     out = tmp_path / "leduc"
     assert _pbmarl("psro", "--game", "leduc_poker", "--iterations", "2", "--out", out, "--quiet").returncode == 0
