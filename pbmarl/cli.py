@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from pbmarl.fmt import fmt
+from pbmarl.protocols import Specified
 
 ORACLES = ("exact", "dqn", "ppo", "a2c")
 SOLVERS = ("nash", "uniform", "last", "prd", "rm", "alpharank", "rectified_nash")
@@ -124,7 +125,7 @@ def _check_out(out: Path, game_name: str) -> None:
 
 def _describe(run: Any) -> str:
     """One line: what runs (algorithm, game, solver, oracle, evaluator)."""
-    evaluator = run.evaluator.spec().get("kind", "?") if hasattr(run.evaluator, "spec") else type(run.evaluator).__name__
+    evaluator = run.evaluator.spec().get("kind", "?") if isinstance(run.evaluator, Specified) else type(run.evaluator).__name__
     return (f"{type(run).__name__} on {run.game.name}: solver {getattr(run.solver, 'name', run.solver)}, "
             f"oracle {run.learner.name}, evaluator {'exact' if evaluator in ('exact', 'ExactEvaluator') else evaluator}")
 

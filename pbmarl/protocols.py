@@ -23,7 +23,7 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, NamedTuple, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, NamedTuple, Protocol, runtime_checkable
 
 import numpy as np
 
@@ -103,6 +103,15 @@ class Checkpointed(Protocol):
 
     def load(self, folder: str | os.PathLike[str]) -> object:
         """Restore the state `save` wrote."""
+        ...
+
+
+@runtime_checkable
+class Specified(Protocol):
+    """An oracle or evaluator that describes itself for a run folder (its name and options, JSON-ready)."""
+
+    def spec(self) -> dict[str, Any]:
+        """What rebuilds an equal object when a run folder is loaded."""
         ...
 
 

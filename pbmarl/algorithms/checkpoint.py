@@ -27,7 +27,7 @@ from pbmarl.games.registry import game_from_spec, game_spec
 from pbmarl.io import ensure_writable_folder, inside, read_json, remove_stray_tmp, write_atomic, write_json
 from pbmarl.payoffs import PayoffTable
 from pbmarl.population import Population
-from pbmarl.protocols import Checkpointed
+from pbmarl.protocols import Checkpointed, Specified
 
 if TYPE_CHECKING:  # pragma: no cover
     from pbmarl.algorithms.psro import PSRO
@@ -43,13 +43,13 @@ def _solver_spec(solver: Any) -> dict[str, Any]:
 
 
 def _learner_spec(learner: Any) -> dict[str, Any]:
-    if hasattr(learner, "spec"):
+    if isinstance(learner, Specified):
         return dict(learner.spec())
     return {"name": getattr(learner, "name", type(learner).__name__)}
 
 
 def _evaluator_spec(evaluator: Any) -> dict[str, Any]:
-    if hasattr(evaluator, "spec"):
+    if isinstance(evaluator, Specified):
         return dict(evaluator.spec())
     return {"kind": type(evaluator).__name__}
 

@@ -16,6 +16,7 @@ import numpy as np
 from pbmarl.games.base import Game
 from pbmarl.io import read_json, read_npz, write_json, write_npz
 from pbmarl.policies.base import Policy, new_policy_from_state
+from pbmarl.protocols import Checkpointed
 
 
 def save_policies(folder: Path, name: str, policies: Sequence[Policy]) -> list[dict[str, Any]]:
@@ -67,14 +68,14 @@ def make_factory(learner: Any) -> Callable[[int], Any]:
 
 def save_learner(learner: Any, folder: Path) -> str | None:
     """Save `learner` into `folder` if it keeps state; the folder name, or None."""
-    if hasattr(learner, "save"):
+    if isinstance(learner, Checkpointed):
         learner.save(folder)
         return folder.name
     return None
 
 
 def load_learner(learner: Any, folder: Path, saved: str | None) -> Any:
-    if saved and hasattr(learner, "load"):
+    if saved and isinstance(learner, Checkpointed):
         learner.load(folder / saved)
     return learner
 
