@@ -5,6 +5,7 @@
     python benchmarks/exact_scale.py --only lh --seeds 3  # pbmarl Lemke-Howson vs pygambit lcp_solve
     python benchmarks/exact_scale.py --only mixture       # NashConv of 100-member mixtures on Leduc
     python benchmarks/exact_scale.py --only then          # today's n-player Nash beside the one the issue timed
+    python benchmarks/exact_scale.py --only routes --games "leduc_poker(players=3)"  # ways to get a tree ready
 
 games: per game, the tree walk (disk cache off) beside a bare Python walk over pyspiel states that
     collects nothing, the tree loaded from the disk cache, PSRO-Nash for 10 iterations, and OpenSpiel's
@@ -19,6 +20,10 @@ lh: two-player general-sum m x m tables, pbmarl's `bimatrix_nash` (Lemke-Howson)
 then: the n-player "nash" meta-solver as it was when the exact-engine issue timed it (the package at
     `THEN_REV`, extracted with `git archive` and run in a subprocess) beside today's default without
     pygambit, on the issue's table shapes (4 players x 9 strategies, 3 players x 12), same seeds.
+routes: the candidate ways of having a tree ready, beside the bare walk in the same run: the bare
+    walk split over processes at the root's chance outcomes (an upper bound on what a split build
+    could gain: it only counts), pyspiel's own C++ enumeration (`load_game_as_cached_tree`) followed
+    by the same walk, the engine's walk, and the engine's disk cache.
 mixture: NashConv of a mixture of 100 random tabular policies per player on Leduc, plans cached
     (PSRO's case) and from scratch.
 
@@ -324,6 +329,54 @@ def then_section(report: Report, seeds: int, first_seed: int) -> None:
                f"the solver at {rev} {totals['then']:.2f} s ({ratio:.1f}x)", "met" if ratio >= 5 else "not met")
 
 
+def _walk_subtree(args: tuple[str, int]) -> int:
+    name, action = args
+    game = pb.load_game(name)
+    root = game.new_initial_state()
+    return _bare_from(root.child(action), game.num_players)
+
+
+def _bare_from(state: object, num_players: int) -> int:
+    game = type("G", (), {"new_initial_state": lambda self: state, "num_players": num_players})()
+    return bare_walk(game)  # type: ignore[arg-type]
+
+
+def routes_section(report: Report, names: list[str]) -> None:
+    import multiprocessing
+
+    import pyspiel
+
+    os.environ["PBMARL_TREE_CACHE"] = "0"
+    for name in names:
+        game = pb.load_game(name)
+        t_bare, nodes = timed(lambda: bare_walk(game))
+        report.row(f"routes {name}: bare pyspiel walk ({nodes:,} histories)", f"{t_bare:.2f} s", "-", "the reference")
+        root = game.new_initial_state()
+        if root.current_player() == -1:
+            workers = os.cpu_count() or 1
+            outcomes = [a for a, _ in root.chance_outcomes()]
+            with multiprocessing.get_context("fork").Pool(workers) as pool:
+                t_split, counts = timed(lambda: pool.map(_walk_subtree, [(name, a) for a in outcomes]))
+            report.row(f"routes {name}: bare walk split over {workers} processes at the root's {len(outcomes)} chance "
+                       "outcomes", f"{t_split:.2f} s", "-",
+                       f"{t_bare / t_split:.2f}x the bare walk; counts only, {1 + sum(counts):,} histories")  # type: ignore[arg-type]
+        t_cpp, cached = timed(lambda: pyspiel.load_game_as_cached_tree(str(game.pyspiel_game)))
+        t_walk, n_cached = timed(lambda: _bare_from(cached.new_initial_state(), game.num_players))
+        report.row(f"routes {name}: pyspiel load_game_as_cached_tree, then the bare walk on it",
+                   f"{t_cpp + t_walk:.2f} s", "-",
+                   f"C++ enumeration {t_cpp:.2f} s + walk {t_walk:.2f} s ({n_cached:,} histories); "
+                   f"{t_bare / (t_cpp + t_walk):.2f}x the bare walk")
+        t_build, tree = timed(lambda: build_tree(game))
+        report.row(f"routes {name}: the engine's tree walk", f"{t_build:.2f} s", "-", f"{t_bare / t_build:.2f}x the bare walk")
+        os.environ["PBMARL_TREE_CACHE"] = str(Path.home() / ".cache" / "pbmarl" / "bench-trees")
+        save_cached_tree(game, tree)  # type: ignore[arg-type]
+        t_load, _ = timed(lambda: load_cached_tree(pb.load_game(name)))
+        os.environ["PBMARL_TREE_CACHE"] = "0"
+        ok = t_load < 2.0 and t_bare / t_load >= 1.5
+        report.row(f"routes {name}: the engine's disk cache (kept)", f"{t_load:.3f} s", "< 2 s, >= 1.5x bare",
+                   f"{t_bare / t_load:.1f}x the bare walk", "met" if ok else "not met")
+
+
 def lh_section(report: Report, seeds: int) -> None:
     from pbmarl.solvers.gambit import gambit_nash
     from pbmarl.solvers.nash import bimatrix_nash
@@ -359,7 +412,7 @@ def mixture_section(report: Report, members: int) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--only", choices=("games", "meta", "lh", "mixture", "then"), action="append")
+    parser.add_argument("--only", choices=("games", "meta", "lh", "mixture", "then", "routes"), action="append")
     parser.add_argument("--games", default=GAMES, help="comma-separated game names for --only games")
     parser.add_argument("--seeds", type=int, default=2)
     parser.add_argument("--members", type=int, default=100)
@@ -378,7 +431,7 @@ def main() -> None:
     if "meta" in sections:
         shapes = TABLES if args.shapes is None else [tuple(int(n) for n in t.split("x")) for t in args.shapes.split(",")]
         meta_section(report, args.seeds, shapes, args.first_seed)
-    if "games" in sections:
+    if "games" in sections or "routes" in sections:
         names = []
         depth = 0
         current = ""
@@ -391,7 +444,11 @@ def main() -> None:
             else:
                 current += ch
         names.append(current.strip())
-        games_section(report, [n for n in names if n], args.skip_openspiel)
+        names = [n for n in names if n]
+        if "routes" in sections:
+            routes_section(report, names)
+        if "games" in sections:
+            games_section(report, names, args.skip_openspiel)
 
 
 if __name__ == "__main__":
