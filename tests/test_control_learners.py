@@ -90,7 +90,12 @@ def test_reaches_the_dynamic_programming_optimum_of_two_round_dmdp(make: Any) ->
     assert learner.evaluate(2)["mean"] == pytest.approx(optimum)
 
 
-@pytest.mark.parametrize("make", [m for _, m in _learners()[::2]], ids=[n for n, _ in _learners()[::2]])
+def _one_per_algorithm() -> list[tuple[str, Any]]:
+    """Every learner and variant once (the first seed of DDPG and TD3)."""
+    return [(n, m) for n, m in _learners() if not n.endswith(("seed1", "seed2"))]
+
+
+@pytest.mark.parametrize("make", [m for _, m in _one_per_algorithm()], ids=[n for n, _ in _one_per_algorithm()])
 def test_losses_fall_on_a_fixed_batch(make: Any) -> None:
     learner = make()
     learner.config = dataclasses.replace(learner.config, learning_starts=10_000)
@@ -98,7 +103,10 @@ def test_losses_fall_on_a_fixed_batch(make: Any) -> None:
     batch = learner.replay.sample(32, np.random.default_rng(1))
     with torch_threads(1):
         losses = [learner._update(batch)["loss"] for _ in range(60)]
-    assert np.mean(losses[-5:]) < 0.5 * np.mean(losses[:5])
+    # C51's cross-entropy cannot fall below the entropy of its projected targets (spread over neighbouring
+    # atoms): it is asked for a smaller, still unmistakable fall
+    factor = 0.8 if getattr(learner.config, "distributional", False) else 0.5
+    assert np.mean(losses[-5:]) < factor * np.mean(losses[:5])
 
 
 def test_hddpg_applies_the_smaller_rate_to_negative_td_errors_on_a_constructed_batch() -> None:
