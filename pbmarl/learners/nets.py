@@ -66,8 +66,10 @@ def adam(params: Iterator[nn.Parameter] | list[nn.Parameter], *, lr: float, eps:
 
 
 def to_tensor(array: np.ndarray, dtype: torch.dtype = torch.float32) -> torch.Tensor:
-    """A tensor of a numpy batch (sharing its memory where the dtype already matches)."""
-    t = torch.as_tensor(np.ascontiguousarray(array))
+    """A tensor of a numpy batch (sharing its memory where the dtype already matches and the batch is writable;
+    a read-only batch, as Ray hands to an actor, is copied so no tensor aliases memory it may not write)."""
+    array = np.ascontiguousarray(array)
+    t = torch.as_tensor(array if array.flags.writeable else array.copy())
     return t.to(dtype) if t.dtype != dtype else t
 
 
