@@ -377,7 +377,33 @@ def routes_section(report: Report, names: list[str]) -> None:
                    f"{t_bare / t_load:.1f}x the bare walk", "met" if ok else "not met")
 
 
-def lh_section(report: Report, seeds: int) -> None:
+def _in_subprocess(fn: Callable[[], object], limit_s: float) -> tuple[float, object] | str:
+    """(seconds, result) of `fn` run in a forked process, or why there is none (pygambit's lcp_solve ran for
+    minutes without answering on some 200x200 tables, and a crash in it must not end the benchmark)."""
+    import multiprocessing
+
+    ctx = multiprocessing.get_context("fork")
+    queue = ctx.Queue()
+
+    def target() -> None:
+        try:
+            queue.put(timed(fn))
+        except Exception as exc:  # noqa: BLE001 - reported as the row's value
+            queue.put(f"failed: {type(exc).__name__}: {exc}")
+
+    proc = ctx.Process(target=target)
+    proc.start()
+    try:
+        return queue.get(timeout=limit_s)  # type: ignore[no-any-return]
+    except Exception:  # noqa: BLE001 - queue.Empty: no answer in time, or the process died
+        return f"no answer in {limit_s:g} s" if proc.is_alive() else f"died with exit code {proc.exitcode}"
+    finally:
+        if proc.is_alive():
+            proc.kill()
+        proc.join()
+
+
+def lh_section(report: Report, seeds: int, limit_s: float = 120.0) -> None:
     from pbmarl.solvers.gambit import gambit_nash
     from pbmarl.solvers.nash import bimatrix_nash
 
@@ -387,11 +413,12 @@ def lh_section(report: Report, seeds: int) -> None:
             A, B = rng.normal(size=(m, m)), rng.normal(size=(m, m))
             U = np.stack([A, B], axis=-1)
             t_own, own = timed(lambda: bimatrix_nash(A, B).distributions)
-            try:
-                t_gb, res = timed(lambda: gambit_nash(U, method="lcp"))
-                ref = f"pygambit lcp_solve {t_gb:.3f} s NashConv {meta_nash_conv(U, res.distributions):.1e}"  # type: ignore[attr-defined]
-            except Exception as exc:
-                ref = f"pygambit lcp_solve failed: {type(exc).__name__}"
+            answer = _in_subprocess(lambda: gambit_nash(U, method="lcp").distributions, limit_s)
+            if isinstance(answer, str):
+                ref = f"pygambit lcp_solve {answer}"
+            else:
+                t_gb, sigma = answer
+                ref = f"pygambit lcp_solve {t_gb:.3f} s NashConv {meta_nash_conv(U, sigma):.1e}"  # type: ignore[arg-type]
             report.row(f"bimatrix {m}x{m} seed {seed}: pbmarl Lemke-Howson", f"{t_own:.3f} s", "-",
                        f"NashConv {meta_nash_conv(U, own):.1e}; {ref}")  # type: ignore[arg-type]
 
