@@ -65,12 +65,13 @@ def adam(params: Iterator[nn.Parameter] | list[nn.Parameter], *, lr: float, eps:
     return torch.optim.Adam(params, lr=lr, eps=eps, fused=True)
 
 
-def to_tensor(array: np.ndarray, dtype: torch.dtype = torch.float32) -> torch.Tensor:
+def to_tensor(array: np.ndarray, dtype: torch.dtype | None = torch.float32) -> torch.Tensor:
     """A tensor of a numpy batch (sharing its memory where the dtype already matches and the batch is writable;
-    a read-only batch, as Ray hands to an actor, is copied so no tensor aliases memory it may not write)."""
+    a read-only batch, as Ray hands to an actor, is copied so no tensor aliases memory it may not write).
+    ``dtype=None`` keeps the batch's own dtype (masks, action indices)."""
     array = np.ascontiguousarray(array)
     t = torch.as_tensor(array if array.flags.writeable else array.copy())
-    return t.to(dtype) if t.dtype != dtype else t
+    return t.to(dtype) if dtype is not None and t.dtype != dtype else t
 
 
 def masked_argmax(q: torch.Tensor, legal_mask: torch.Tensor) -> torch.Tensor:

@@ -187,7 +187,7 @@ class PPO(Learner):
             value = self.critic(obs).squeeze(-1).double().numpy()
             next_value = self.critic(to_tensor(traj.next_obs).reshape(T, -1)).squeeze(-1).double().numpy()
         adv, ret = gae(traj.reward, traj.done, value, next_value, gamma=self.config.gamma, lam=self.config.gae_lambda)
-        return RolloutBatch(obs=obs, legal_mask=torch.as_tensor(traj.legal_mask), action=torch.as_tensor(traj.action),
+        return RolloutBatch(obs=obs, legal_mask=to_tensor(traj.legal_mask, None), action=to_tensor(traj.action, None),
                             old_logp=to_tensor(np.log(traj.action_prob)), advantage=to_tensor(adv),
                             returns=to_tensor(ret))
 
