@@ -337,15 +337,8 @@ class RayBackend:
         except BaseException as exc:
             if not self.ray.is_initialized():  # disconnected from a lost head: ray.cancel would start a new Ray
                 raise
-            # A raylet killed mid-wait surfaces as an OSError (broken pipe) from ray.wait, sometimes before
-            # its process handle reads as exited. Any further call that reaches the object store
-            # (ray.cancel included) then makes Ray end this process, so decide first and disconnect.
-            what = head_lost(self.ray)
-            if what is None and isinstance(exc, OSError):
-                what = f"the connection to the local raylet failed ({type(exc).__name__}: {exc})"
-            if what is not None:
-                self.actors, self._sent = [], []
-                raise lost_error(self.ray, what) from exc
+            # decided before ray.cancel: after a lost raylet, a call that reaches the object store ends this process
+            self._check_head(exc)
             for ref in running:
                 try:
                     ray.cancel(ref)
@@ -353,12 +346,21 @@ class RayBackend:
                     pass
             raise
 
-    def _check_head(self) -> None:
-        """Raise `RayHeadLost` (after disconnecting, see `ray_liveness`) when the Ray head is gone."""
+    def _check_head(self, cause: BaseException | None = None) -> None:
+        """Raise `RayHeadLost` (after disconnecting, see `ray_liveness`) when the Ray head is gone.
+
+        `cause` is an exception a Ray call raised: a raylet killed mid-wait surfaces as an OSError
+        (broken pipe) from ``ray.wait``, sometimes before its process handle reads as exited, and
+        counts as a lost head by itself.
+        """
         what = head_lost(self.ray)
+        if what is None and isinstance(cause, OSError):
+            what = f"the connection to the local raylet failed ({type(cause).__name__}: {cause})"
         if what is not None:
             self.actors, self._sent = [], []
-            raise lost_error(self.ray, what)
+            error = lost_error(self.ray, what)
+            error.__cause__ = cause  # None where the check itself found the head gone
+            raise error
 
     def _replace(self, w: int) -> None:
         try:
