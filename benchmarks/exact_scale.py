@@ -45,6 +45,7 @@ import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -96,7 +97,12 @@ def timed(fn: Callable[[], object]) -> tuple[float, object]:
 
 
 def bare_walk(game: pb.Game) -> int:
-    stack, n = [game.new_initial_state()], 0
+    return walk_from(game.new_initial_state(), game.num_players)
+
+
+def walk_from(root: Any, num_players: int) -> int:
+    """Histories below `root` (itself included), stepping pyspiel states and collecting nothing."""
+    stack, n = [root], 0
     while stack:
         state = stack.pop()
         n += 1
@@ -106,7 +112,7 @@ def bare_walk(game: pb.Game) -> int:
         if kind == -1:
             actions = [a for a, _ in state.chance_outcomes()]
         elif kind == -2:
-            for joint in np.ndindex(*[len(state.legal_actions(p)) for p in range(game.num_players)]):
+            for joint in np.ndindex(*[len(state.legal_actions(p)) for p in range(num_players)]):
                 child = state.clone()
                 child.apply_actions([state.legal_actions(p)[i] for p, i in enumerate(joint)])
                 stack.append(child)
@@ -118,6 +124,18 @@ def bare_walk(game: pb.Game) -> int:
     return n
 
 
+def tree_timings(game: pb.Game, name: str) -> tuple[int, float, float, object, float]:
+    """(histories, bare walk s, the engine's walk s (disk cache off), the tree, load from the disk cache s)."""
+    os.environ["PBMARL_TREE_CACHE"] = "0"
+    t_bare, nodes = timed(lambda: bare_walk(game))
+    t_build, tree = timed(lambda: build_tree(game))
+    os.environ["PBMARL_TREE_CACHE"] = str(Path.home() / ".cache" / "pbmarl" / "bench-trees")
+    save_cached_tree(game, tree)  # type: ignore[arg-type]
+    t_load, _ = timed(lambda: load_cached_tree(pb.load_game(name)))
+    os.environ["PBMARL_TREE_CACHE"] = "0"
+    return nodes, t_bare, t_build, tree, t_load  # type: ignore[return-value]
+
+
 def games_section(report: Report, names: list[str], skip_openspiel: bool = False) -> None:
     import warnings
 
@@ -125,15 +143,9 @@ def games_section(report: Report, names: list[str], skip_openspiel: bool = False
     from open_spiel.python.algorithms import exploitability
 
     warnings.simplefilter("ignore", UserWarning)
-    os.environ["PBMARL_TREE_CACHE"] = "0"
     for name in names:
         game = pb.load_game(name)
-        t_bare, nodes = timed(lambda: bare_walk(game))
-        t_build, tree = timed(lambda: build_tree(game))
-        os.environ["PBMARL_TREE_CACHE"] = str(Path.home() / ".cache" / "pbmarl" / "bench-trees")
-        save_cached_tree(game, tree)  # type: ignore[arg-type]
-        t_load, _ = timed(lambda: load_cached_tree(pb.load_game(name)))
-        os.environ["PBMARL_TREE_CACHE"] = "0"
+        nodes, t_bare, t_build, tree, t_load = tree_timings(game, name)
         ratio = t_bare / t_build
         report.row(f"{name}: tree walk ({nodes:,} histories)", f"{t_build:.2f} s", "-",
                    f"bare pyspiel walk {t_bare:.2f} s (walk at {ratio:.2f}x its speed)")
@@ -189,6 +201,14 @@ def _table(shape: tuple[int, ...], seed: int) -> np.ndarray:
     return np.random.default_rng(seed).normal(size=shape + (len(shape),))
 
 
+def _seeds_without_pure(shape: tuple[int, ...], seeds: int, first_seed: int) -> list[int]:
+    """The first `seeds` seeds from `first_seed` whose random table has no pure equilibrium (a table with one
+    is solved by the pure check in a millisecond, which would say nothing about the solvers)."""
+    from pbmarl.solvers.nplayer import pure_equilibria
+
+    return [s for s in range(first_seed, first_seed + 1000) if not pure_equilibria(_table(shape, s)).size][:seeds]
+
+
 def meta_section(report: Report, seeds: int, shapes: list[tuple[int, ...]], first_seed: int) -> None:
     from open_spiel.python.algorithms import projected_replicator_dynamics as prd
 
@@ -202,14 +222,13 @@ def meta_section(report: Report, seeds: int, shapes: list[tuple[int, ...]], firs
     if gambit_available():
         nplayer_nash(warm, gambit=True)
         gambit_nash(warm, method="ipa")
-    from pbmarl.solvers.nplayer import pure_equilibria
 
     totals: dict[str, float] = {}
     for shape in shapes:
         cells = int(np.prod(shape))
         # random tables with a pure equilibrium are solved by the pure check in a millisecond: only
         # tables without one are timed (the seeds skipped are named)
-        chosen = [s for s in range(first_seed, first_seed + 1000) if not pure_equilibria(_table(shape, s)).size][:seeds]
+        chosen = _seeds_without_pure(shape, seeds, first_seed)
         skipped = sorted(set(range(first_seed, max(chosen, default=first_seed) + 1)) - set(chosen))
         report.row(f"meta {len(shape)}p {'x'.join(map(str, shape))}: seeds timed {chosen}", "-", "-",
                    f"seeds skipped (a pure equilibrium): {skipped}")
@@ -292,14 +311,13 @@ def then_section(report: Report, seeds: int, first_seed: int) -> None:
     import tempfile
 
     from pbmarl.solvers.nash import nplayer_nash
-    from pbmarl.solvers.nplayer import pure_equilibria
 
     root = Path(__file__).resolve().parents[1]
     rev = subprocess.run(["git", "rev-parse", "--short", THEN_REV], capture_output=True, text=True, check=True,
                          cwd=root).stdout.strip()
     jobs = []
     for shape in THEN_SHAPES:
-        chosen = [s for s in range(first_seed, first_seed + 1000) if not pure_equilibria(_table(shape, s)).size][:seeds]
+        chosen = _seeds_without_pure(shape, seeds, first_seed)
         jobs += [(list(shape), s) for s in chosen]
     with tempfile.TemporaryDirectory() as tmp:
         archive = Path(tmp) / "then.tar"
@@ -331,13 +349,7 @@ def then_section(report: Report, seeds: int, first_seed: int) -> None:
 def _walk_subtree(args: tuple[str, int]) -> int:
     name, action = args
     game = pb.load_game(name)
-    root = game.new_initial_state()
-    return _bare_from(root.child(action), game.num_players)
-
-
-def _bare_from(state: object, num_players: int) -> int:
-    game = type("G", (), {"new_initial_state": lambda self: state, "num_players": num_players})()
-    return bare_walk(game)  # type: ignore[arg-type]
+    return walk_from(game.new_initial_state().child(action), game.num_players)
 
 
 def routes_section(report: Report, names: list[str]) -> None:
@@ -345,10 +357,9 @@ def routes_section(report: Report, names: list[str]) -> None:
 
     import pyspiel
 
-    os.environ["PBMARL_TREE_CACHE"] = "0"
     for name in names:
         game = pb.load_game(name)
-        t_bare, nodes = timed(lambda: bare_walk(game))
+        nodes, t_bare, t_build, _, t_load = tree_timings(game, name)
         report.row(f"routes {name}: bare pyspiel walk ({nodes:,} histories)", f"{t_bare:.2f} s", "-", "the reference")
         root = game.new_initial_state()
         if root.current_player() == -1:
@@ -360,17 +371,12 @@ def routes_section(report: Report, names: list[str]) -> None:
                        "outcomes", f"{t_split:.2f} s", "-",
                        f"{t_bare / t_split:.2f}x the bare walk; counts only, {1 + sum(counts):,} histories")  # type: ignore[arg-type]
         t_cpp, cached = timed(lambda: pyspiel.load_game_as_cached_tree(str(game.pyspiel_game)))
-        t_walk, n_cached = timed(lambda: _bare_from(cached.new_initial_state(), game.num_players))
+        t_walk, n_cached = timed(lambda: walk_from(cached.new_initial_state(), game.num_players))
         report.row(f"routes {name}: pyspiel load_game_as_cached_tree, then the bare walk on it",
                    f"{t_cpp + t_walk:.2f} s", "-",
                    f"C++ enumeration {t_cpp:.2f} s + walk {t_walk:.2f} s ({n_cached:,} histories); "
                    f"{t_bare / (t_cpp + t_walk):.2f}x the bare walk")
-        t_build, tree = timed(lambda: build_tree(game))
         report.row(f"routes {name}: the engine's tree walk", f"{t_build:.2f} s", "-", f"{t_bare / t_build:.2f}x the bare walk")
-        os.environ["PBMARL_TREE_CACHE"] = str(Path.home() / ".cache" / "pbmarl" / "bench-trees")
-        save_cached_tree(game, tree)  # type: ignore[arg-type]
-        t_load, _ = timed(lambda: load_cached_tree(pb.load_game(name)))
-        os.environ["PBMARL_TREE_CACHE"] = "0"
         ok = t_load < 2.0 and t_bare / t_load >= 1.5
         report.row(f"routes {name}: the engine's disk cache (kept)", f"{t_load:.3f} s", "< 2 s, >= 1.5x bare",
                    f"{t_bare / t_load:.1f}x the bare walk", "met" if ok else "not met")
