@@ -221,7 +221,7 @@ class RainbowNet(nn.Module):
         layers: list[nn.Module] = []
         last = in_dim
         for width in hidden:
-            layers += [nn.Linear(last, int(width)), nn.ReLU()]
+            layers += [nn.Linear(last, int(width)), nn.ReLU(inplace=True)]
             last = int(width)
         self.torso = nn.Sequential(*layers)
 
