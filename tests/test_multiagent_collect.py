@@ -168,3 +168,25 @@ def test_a_worker_as_ray_builds_it_gives_the_same_data(spread):
     assert set(here.groups) == set(there.groups) == {"a", "b"}
     for g in here.groups:
         assert_same_fields(here.groups[g], there.groups[g])
+
+
+def test_the_one_seat_form_on_a_parallel_game_is_the_independent_group_collect_of_that_seat(spread):
+    """collect(player, policy, opponents, steps) on a PettingZoo Parallel game runs the multi-agent route (every
+    copy stepped at once): the same rows as the independent mapping's group of that seat, that seat's rows only,
+    whole episodes whose returns are the seat's summed rewards; a Mixture opponent still plays."""
+    pis = [pb.MLPPolicy(spread, hidden=(8,), seed=s) for s in range(3)]
+    mix = pb.Mixture([pis[0], pb.RandomPolicy(spread)], [0.5, 0.5])
+    mapping = pb.AgentMapping.independent(spread)
+    with pb.RolloutPool(spread, envs_per_worker=4, seed=0) as pool:
+        seat = pool.collect(1, pis[1], [mix, None, pis[2]], 40, seed=3)
+        group = pool.collect(policies={"agent_0": mix, "agent_1": pis[1], "agent_2": pis[2]}, mapping=mapping,
+                             learning={"agent_1"}, steps=40, seed=3)["agent_1"]
+        other_seed = pool.collect(1, pis[1], [mix, None, pis[2]], 40, seed=4)
+        with pytest.raises(TypeError, match="seat 2 must be played by a Policy or a Mixture"):
+            pool.collect(1, pis[1], [mix, None, None], 40)
+    assert_same_fields(seat, group)
+    assert not np.array_equal(seat.obs, other_seed.obs)
+    assert len(seat) >= 40 and set(np.unique(seat.agent)) == {1} and seat.player == 1
+    assert seat.done.sum() == len(seat.episode_lengths) and np.all(seat.episode_lengths == MAX_CYCLES)
+    summed = np.bincount(seat.episode, weights=seat.reward)
+    np.testing.assert_allclose(summed, seat.episode_returns[:, 1])

@@ -268,13 +268,34 @@ class RolloutPool:
             raise ValueError(f"opponents needs one entry per seat ({self.game.num_players}) for {self.game.name!r}, "
                              f"got {len(opponents)}")
         profile = [policy if p == player else opponents[p] for p in range(self.game.num_players)]
-        seats, tokens = self._seats(profile)
+        seats, tokens = self._seats(profile)  # every check of the profile, on either route
+        if self._seats_as_groups():
+            return self._collect_seat_as_group(player, profile, steps, seed=seed, progress=progress)
         entropy, call = self._begin(seed, tokens)
         units = [WorkUnit((COLLECT, j), entropy, seats, learner=player, min_learner_steps=n, call=call)
                  for j, n in enumerate(chunks(steps, self.unit_steps or _clamp(steps / 8, 512, 16_384)))]
         results = self._run(units, tokens, progress, steps, "collect",
                             unit_size=lambda r: 0 if r.trajectories is None else len(r.trajectories))
         return concat_trajectories([t for t in (results[u.key].trajectories for u in units) if t is not None])
+
+    def _seats_as_groups(self) -> bool:
+        """Whether the one-seat form of `collect` runs as a multi-agent collect: on PettingZoo Parallel games,
+        where the group route steps every copy at once through the pool's stepper (a numpy port where pbmarl
+        has one) instead of one AEC turn at a time. The data is the same kind either way: whole episodes of the
+        seat, one row per step, ``done`` at every episode end."""
+        from pbmarl.games.pettingzoo import PettingZooGame
+
+        return isinstance(self.game, PettingZooGame) and self.game.api == "parallel"
+
+    def _collect_seat_as_group(self, player: int, profile: Sequence[Policy | Mixture], steps: int, *,
+                               seed: int | np.random.Generator | None, progress: bool | None) -> Trajectories:
+        from pbmarl.rollout.mapping import AgentMapping
+
+        mapping = AgentMapping.independent(self.game)  # one group per seat
+        policies = {g: profile[mapping.seats_of(g)[0]] for g in mapping.groups}
+        (learner,) = [g for g in mapping.groups if mapping.seats_of(g) == (player,)]
+        out = self._collect_groups(policies, mapping, {learner}, steps, seed=seed, progress=progress)
+        return out[learner]
 
     def _collect_groups(self, policies: Mapping[str, Policy | Mixture], mapping: AgentMapping | None,
                         learning: Collection[str] | None, steps: int | None, *,
