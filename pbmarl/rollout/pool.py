@@ -287,12 +287,17 @@ class RolloutPool:
 
         return isinstance(self.game, PettingZooGame) and self.game.api == "parallel"
 
-    def _collect_seat_as_group(self, player: int, profile: Sequence[Policy | Mixture], steps: int, *,
+    def _collect_seat_as_group(self, player: int, profile: Sequence[Policy | Mixture | None], steps: int, *,
                                seed: int | np.random.Generator | None, progress: bool | None) -> Trajectories:
         from pbmarl.rollout.mapping import AgentMapping
 
         mapping = AgentMapping.independent(self.game)  # one group per seat
-        policies = {g: profile[mapping.seats_of(g)[0]] for g in mapping.groups}
+        policies: dict[str, Policy | Mixture] = {}
+        for g in mapping.groups:
+            entry = profile[mapping.seats_of(g)[0]]
+            if entry is None:  # `_seats` refused it already
+                raise TypeError(f"seat {mapping.seats_of(g)[0]} must be played by a Policy or a Mixture, got None")
+            policies[g] = entry
         (learner,) = [g for g in mapping.groups if mapping.seats_of(g) == (player,)]
         out = self._collect_groups(policies, mapping, {learner}, steps, seed=seed, progress=progress)
         return out[learner]
