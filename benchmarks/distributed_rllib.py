@@ -23,6 +23,9 @@ import os
 import time
 import traceback
 
+import gymnasium as gym
+import numpy as np
+
 os.environ.setdefault("RAY_AUTH_MODE", "disabled")
 # single-machine Ray: every Ray process listens on 127.0.0.1 only (read by Ray when it is imported)
 os.environ["RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"] = "0"
@@ -52,7 +55,10 @@ def build_config(algo: str, env: str, runners: int, seed: int):  # type: ignore[
               .env_runners(num_env_runners=runners, num_envs_per_env_runner=8, num_cpus_per_env_runner=1)
               .learners(num_learners=0 if algo == "dqn" else 1)  # IMPALA/APPO: RLlib's advice, one remote learner on CPU
               .debugging(seed=seed).reporting(min_time_s_per_iteration=1))
-    if env == "simple_spread_v3":
+    if env == "simple_spread_v3" and algo == "dqn":
+        config = config.environment("simple_spread_v3_seat0")  # RLlib's multi-agent DQN fails here: see env_name
+        config = config.rl_module(model_config=model)
+    elif env == "simple_spread_v3":
         from ray.rllib.core.rl_module.multi_rl_module import MultiRLModuleSpec
         from ray.rllib.core.rl_module.rl_module import RLModuleSpec
         from ray.rllib.examples.rl_modules.classes.random_rlm import RandomRLModule
@@ -76,7 +82,34 @@ def env_name(env: str) -> str:
     from ray.tune.registry import register_env
 
     register_env("simple_spread_v3", lambda _: ParallelPettingZooEnv(simple_spread_v3.parallel_env(N=3, max_cycles=25)))
+    register_env("simple_spread_v3_seat0", lambda _: SeatZero(simple_spread_v3.parallel_env(N=3, max_cycles=25)))
     return "simple_spread_v3"
+
+
+class SeatZero(gym.Env):  # type: ignore[misc]
+    """simple_spread_v3 as agent_0 sees it, agent_1 and agent_2 acting uniformly at random inside the env: a
+    single-agent Gymnasium env, for RLlib's DQN. Its multi-agent DQN (a RandomRLModule beside the learned one)
+    stops in its first iteration here with ``TypeError: unhashable type: 'slice'``; this is the same game for
+    the learning seat (pbmarl's run: seat 0 learns beside two random agents) with no multi-agent machinery."""
+
+    def __init__(self, parallel_env) -> None:  # type: ignore[no-untyped-def]
+        self.env = parallel_env
+        self.observation_space = parallel_env.observation_space("agent_0")
+        self.action_space = parallel_env.action_space("agent_0")
+        self.rng = np.random.default_rng()
+
+    def reset(self, *, seed=None, options=None):  # type: ignore[no-untyped-def]
+        if seed is not None:
+            self.rng = np.random.default_rng(seed)
+        obs, infos = self.env.reset(seed=seed, options=options)
+        return obs["agent_0"], infos.get("agent_0", {})
+
+    def step(self, action):  # type: ignore[no-untyped-def]
+        actions = {a: int(action) if a == "agent_0" else int(self.rng.integers(self.env.action_space(a).n))
+                   for a in self.env.agents}
+        obs, rew, term, trunc, infos = self.env.step(actions)
+        return (obs["agent_0"], float(rew["agent_0"]), bool(term["agent_0"]), bool(trunc["agent_0"]),
+                infos.get("agent_0", {}))
 
 
 def lookup(result: dict, *keys: str) -> float:

@@ -266,10 +266,10 @@ class NFSP:
         cfg = self.config
         b = self.replay[p].sample(cfg.batch_size, self.rng)
         n = len(b.action)
-        q = self.q_nets[p](to_tensor(b.obs).reshape(n, -1)).gather(1, torch.as_tensor(b.action)[:, None]).squeeze(1)
+        q = self.q_nets[p](to_tensor(b.obs).reshape(n, -1)).gather(1, to_tensor(b.action, dtype=None)[:, None]).squeeze(1)
         with torch.no_grad():
             q_next = self.target_nets[p](to_tensor(b.next_obs).reshape(n, -1))
-            bootstrap = masked_max_q(q_next, q_next, torch.as_tensor(b.next_legal_mask))
+            bootstrap = masked_max_q(q_next, q_next, to_tensor(b.next_legal_mask, dtype=None))
             target = to_tensor(b.reward) + cfg.gamma * (1.0 - to_tensor(b.done)) * bootstrap
         loss = F.mse_loss(q, target)
         self.rl_opts[p].zero_grad()

@@ -182,10 +182,10 @@ class DQN(Learner):
         B = len(batch.action)
         obs = to_tensor(batch.obs).reshape(B, -1)
         next_obs = to_tensor(batch.next_obs).reshape(B, -1)
-        action = torch.as_tensor(batch.action)
+        action = to_tensor(batch.action, dtype=None)
         q = self.q_net(obs).gather(1, action[:, None]).squeeze(1)
         with torch.no_grad():
-            next_mask = torch.as_tensor(batch.next_legal_mask)
+            next_mask = to_tensor(batch.next_legal_mask, dtype=None)
             q_next = self.target_net(next_obs)
             q_pick = self.q_net(next_obs) if cfg.double else q_next
             bootstrap = masked_max_q(q_pick, q_next, next_mask)

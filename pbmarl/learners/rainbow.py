@@ -204,7 +204,7 @@ class Rainbow(ControlLearner):
             self.net.reset_noise(self.gen)
             self.target.reset_noise(self.gen)
         obs, next_obs = to_tensor(batch.obs), to_tensor(batch.next_obs)
-        action = torch.as_tensor(batch.action)
+        action = to_tensor(batch.action, dtype=None)
         reward = to_tensor(batch.reward)
         discount = to_tensor(self.discount[batch.index])
         rows = torch.arange(len(action))

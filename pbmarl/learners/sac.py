@@ -135,7 +135,7 @@ class SAC(ControlLearner):
             action = to_tensor(batch.action)
             qs = [c(obs, action) for c in self.critics]
         else:
-            index = torch.as_tensor(batch.action)[:, None]
+            index = to_tensor(batch.action, dtype=None)[:, None]
             qs = [c(obs).gather(1, index).squeeze(1) for c in self.critics]
         critic_loss = torch.stack([(q - y).pow(2).mean() for q in qs]).sum()
         self.critic_opt.zero_grad()
