@@ -230,6 +230,57 @@ def test_a_cluster_that_does_not_answer_fails_fast():
     assert "INITIALIZED False" in proc.stdout
 
 
+def test_a_port_that_answers_but_is_not_ray_fails_with_what_answered():
+    """A TCP server that is not a Ray GCS (a proxy, another service): init_ray says so instead of Ray's own
+    'Failed to connect' after its ~20 s window: a gRPC handshake with timeout_s is part of the probe."""
+    proc = _python("""
+        import socket, threading
+        import pbmarl as pb
+        server = socket.socket(); server.bind(("127.0.0.1", 0)); server.listen(16)
+        port = server.getsockname()[1]
+        held = []
+        threading.Thread(target=lambda: [held.append(server.accept()) for _ in range(1000)], daemon=True).start()
+        try:
+            pb.init_ray(address=f"127.0.0.1:{port}", timeout_s=2)
+        except ConnectionError as exc:
+            print("ERROR", exc)
+        import ray
+        print("INITIALIZED", ray.is_initialized())
+    """, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    errors = [line for line in proc.stdout.splitlines() if line.startswith("ERROR")]
+    assert len(errors) == 1 and "is not a Ray cluster" in errors[0] and "within 2 s" in errors[0], proc.stdout
+    assert "INITIALIZED False" in proc.stdout
+
+
+def test_joining_bounds_rays_gcs_wait_by_timeout_s_and_restores_the_environment(monkeypatch):
+    from pbmarl.rollout import ray_backend
+
+    seen = []
+
+    class FakeRay:
+        @staticmethod
+        def is_initialized():
+            return False
+
+        @staticmethod
+        def init(**kwargs):
+            seen.append(os.environ.get(ray_backend.GCS_WAIT_VAR))
+            raise ConnectionError("Failed to connect to Ray cluster at 10.0.0.1:6379")
+
+    monkeypatch.setattr(ray_backend, "_import_ray", lambda: FakeRay)
+    monkeypatch.setattr(ray_backend, "_probe", lambda *a: None)
+    monkeypatch.delenv(ray_backend.GCS_WAIT_VAR, raising=False)
+    monkeypatch.delenv("RAY_ADDRESS", raising=False)
+    with pytest.raises(ConnectionError, match="no Ray cluster replied within about 2.5 s"):
+        ray_backend.init_ray("10.0.0.1:6379", timeout_s=2.5)
+    assert seen == ["3"] and ray_backend.GCS_WAIT_VAR not in os.environ
+    monkeypatch.setenv(ray_backend.GCS_WAIT_VAR, "40")  # the user's own value is kept
+    with pytest.raises(ConnectionError):
+        ray_backend.init_ray("10.0.0.1:6379", timeout_s=2.5)
+    assert seen[-1] == "40" and os.environ[ray_backend.GCS_WAIT_VAR] == "40"
+
+
 def make_population(pb):
     """Kuhn poker with policies that need no torch (sent to the cluster script as source)."""
     game = pb.load_game("kuhn_poker")

@@ -14,11 +14,13 @@ run again, so every unit's result arrives exactly once.
 
 from __future__ import annotations
 
+import contextlib
+import math
 import os
 import socket
 import time
 from collections import deque
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 from pbmarl.games.base import Game
@@ -88,7 +90,15 @@ def init_ray(
         )
     gcs = _resolve(target)
     _probe(gcs, target, timeout_s)
-    context = ray.init(address=target, **_logging(quiet))
+    try:
+        with _gcs_wait(timeout_s):
+            context = ray.init(address=target, **_logging(quiet))
+    except ConnectionError as exc:  # the port answers, but no Ray GCS behind it (or not within timeout_s)
+        raise ConnectionError(
+            f"something answers at {target!r} ({gcs}) but no Ray cluster replied within about {timeout_s:g} s "
+            f"({exc}). Check the address (`ray status` on the head prints it), or raise timeout_s for a head "
+            "that is still starting"
+        ) from None
     _CONTEXT = (str(ray.get_runtime_context().gcs_address), context)
     _summary(ray, f"joined the Ray cluster at {target}", quiet)
     return context
@@ -222,18 +232,64 @@ def _resolve(address: str) -> str:
     return address
 
 
+#: Ray's own setting (read when a driver connects): seconds, one try each, it asks a GCS for its cluster id
+GCS_WAIT_VAR = "RAY_gcs_server_port_wait_time_s"
+
+
+@contextlib.contextmanager
+def _gcs_wait(timeout_s: float) -> Iterator[None]:
+    """While joining a cluster: Ray gives up on a GCS that does not answer after about `timeout_s` seconds
+    (its default is about 20; a user's own ``RAY_gcs_server_port_wait_time_s`` is kept)."""
+    saved = os.environ.get(GCS_WAIT_VAR)
+    if saved is None:
+        os.environ[GCS_WAIT_VAR] = str(max(1, math.ceil(timeout_s)))
+    try:
+        yield
+    finally:
+        if saved is None:
+            os.environ.pop(GCS_WAIT_VAR, None)
+
+
 def _probe(gcs: str, address: str, timeout_s: float) -> None:
     host, sep, port = gcs.rpartition(":")
     if not sep or not port.isdigit():
         raise ValueError(f"cannot read a Ray address from {address!r}; expected 'host:port', 'ray://host:port' or 'auto'")
     try:
-        with socket.create_connection((host or "127.0.0.1", int(port)), timeout=timeout_s):
-            pass
+        with socket.create_connection((host or "127.0.0.1", int(port)), timeout=timeout_s) as conn:
+            speaks = _speaks_http2(conn)
     except OSError as exc:
         raise ConnectionError(
             f"no Ray cluster answers at {address!r} ({gcs}): {exc}. Start one with `ray start --head`, "
             "or call init_ray() without an address for a local instance"
         ) from None
+    if not speaks:
+        raise ConnectionError(
+            f"something listens at {address!r} ({gcs}) but it is not a Ray cluster: it did not answer gRPC's "
+            f"handshake within {timeout_s:g} s. Check the address (`ray status` on the head prints it)"
+        )
+
+
+#: an HTTP/2 client's connection preface and an empty SETTINGS frame (RFC 9113, sections 3.4 and 6.5)
+_HTTP2_HELLO = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n" + b"\x00\x00\x00\x04\x00\x00\x00\x00\x00"
+
+
+def _speaks_http2(conn: socket.socket) -> bool:
+    """Whether the server on `conn` answers an HTTP/2 preface with a frame (a Ray GCS is a gRPC server, and
+    gRPC servers send their SETTINGS frame first). A silent or non-HTTP/2 service fails it within the socket's
+    timeout. With ``RAY_USE_TLS`` set the server speaks TLS first, and the check is skipped."""
+    if os.environ.get("RAY_USE_TLS", "0").lower() in ("1", "true"):
+        return True
+    try:
+        conn.sendall(_HTTP2_HELLO)
+        head = b""
+        while len(head) < 9:
+            chunk = conn.recv(9 - len(head))
+            if not chunk:
+                return False
+            head += chunk
+    except OSError:  # a time-out or a reset: not an HTTP/2 server
+        return False
+    return head[3] == 0x04  # the frame type: SETTINGS
 
 
 class _RayWorker(RolloutWorker):
