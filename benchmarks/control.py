@@ -56,12 +56,13 @@ HEADER = ["date", "commit", "command", "env", "algo", "seed", "budget", "pbmarl_
 RESULTS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "results", "control.csv")
 EVAL_SEEDS = [10_000 + i for i in range(10)]
 
-#: rl-zoo's Pendulum-v1 settings of TD3 and DDPG (the same for both); noise_sigma is in half action ranges
-#: (0.05 * 2 = the zoo's noise_std 0.1). SB3 trains once *more than* learning_starts steps are in, pbmarl from
+#: rl-zoo's Pendulum-v1 settings of TD3 and DDPG (the same for both). noise_sigma is the zoo's noise_std 0.1, in
+#: both libraries' normalised action units: SB3 adds its action noise to the action scaled to [-1, 1], pbmarl's
+#: `pb.noise` works in half action ranges, the same thing. SB3 trains once *more than* learning_starts steps are in, pbmarl from
 #: learning_starts on: 10_001 here and the zoo's 10_000 there both give 50 bursts of 200 updates
 PENDULUM_TD3: dict[str, Any] = {"hidden": (400, 300), "lr": 1e-3, "batch_size": 256, "learning_starts": 10_001,
                                 "buffer_size": 200_000, "train_freq": 200, "gradient_steps": 200, "gamma": 0.98,
-                                "tau": 0.005, "noise_sigma": 0.05}
+                                "tau": 0.005, "noise_sigma": 0.1}
 #: (env, algo) -> (budget, shared hyperparameters in pbmarl's names, SB3 class)
 CASES: dict[tuple[str, str], tuple[int, dict[str, Any], str]] = {
     ("Pendulum-v1", "sac"): (20_000, {"hidden": (256, 256), "lr": 1e-3, "batch_size": 256, "learning_starts": 100,
@@ -183,9 +184,9 @@ for ours, theirs in (("buffer_size", "buffer_size"), ("tau", "tau"), ("train_fre
 if params.get("use_sde"):
     kw["use_sde"] = True
     kw["policy_kwargs"]["log_std_init"] = params["log_std_init"]
-if algo in ("TD3", "DDPG"):
-    half = (env.action_space.high - env.action_space.low) / 2
-    kw["action_noise"] = NormalActionNoise(np.zeros(env.action_space.shape), params["noise_sigma"] * half)
+if algo in ("TD3", "DDPG"):  # SB3 adds it to the action scaled to [-1, 1]: sigma is in half action ranges already
+    kw["action_noise"] = NormalActionNoise(np.zeros(env.action_space.shape),
+                                           params["noise_sigma"] * np.ones(env.action_space.shape))
 if algo == "SAC" and "alpha" in params and not params.get("autotune", True):
     kw["ent_coef"] = params["alpha"]
 model = getattr(sb3, algo)("MlpPolicy", env, **kw)
