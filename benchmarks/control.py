@@ -8,7 +8,9 @@ SB3 in its own virtual environment (a subprocess of ``--sb3-python``, default
 /work/venvs/sb3/bin/python; SB3 is never a pbmarl dependency), with the same
 hyperparameters, then report
 
-- the final deterministic return, mean over 10 episodes with the same reset seeds for both;
+- the final deterministic return, mean over 10 episodes of Gymnasium's own environment started with
+  ``reset(seed=s)`` for the same 10 seeds on both sides (rows before 2026-11-25 17:30 evaluated pbmarl with
+  ``learner.evaluate(1, seed=s)``, which draws its episode seed from ``s``: other start states than SB3's);
 - wall time per 1,000 env steps of training (evaluation not timed), and CPU time of the
   training process per 1,000 steps: on a machine shared with other jobs the CPU time is the
   fairer comparison, since the two runs happen one after the other under different loads.
@@ -122,10 +124,29 @@ def run_pbmarl(env: str, algo: str, seed: int, budget: int) -> dict[str, float]:
     t0, c0 = time.perf_counter(), time.process_time()
     learner.train(progress=False)
     seconds, cpu = time.perf_counter() - t0, time.process_time() - c0
-    returns = [learner.evaluate(1, seed=s)["mean"] for s in EVAL_SEEDS]
+    returns = gymnasium_returns(env, lambda obs: learner.act(obs, deterministic=True))
     return {"return": float(np.mean(returns)), "return_std": float(np.std(returns)),
             "seconds_per_1000": 1000 * seconds / learner.env_steps, "cpu_per_1000": 1000 * cpu / learner.env_steps,
             "env_steps": learner.env_steps}
+
+
+def gymnasium_returns(env: str, act: Any) -> list[float]:
+    """Returns of `act` (raw observation -> action) on Gymnasium's own `env`, one episode per EVAL_SEEDS
+    entry, each started with ``reset(seed=s)``: the start states SB3's evaluation below gets.
+    (`learner.evaluate(seed=s)` draws its episodes' seeds from `s`, so it would start elsewhere.)"""
+    import gymnasium
+
+    returns = []
+    for s in EVAL_SEEDS:
+        e = gymnasium.make(env)
+        obs, _ = e.reset(seed=s)
+        total, over = 0.0, False
+        while not over:
+            obs, r, term, trunc, _ = e.step(act(obs))
+            total += float(r)
+            over = term or trunc
+        returns.append(total)
+    return returns
 
 
 def _run_pbmarl_ppo(env: str, seed: int, budget: int, params: dict[str, Any]) -> dict[str, float]:
@@ -139,18 +160,9 @@ def _run_pbmarl_ppo(env: str, seed: int, budget: int, params: dict[str, Any]) ->
     policy = learner.best_response(0, [None])
     seconds, cpu = time.perf_counter() - t0, time.process_time() - c0
     steps = int(learner.history["learner_steps"].iloc[-1])
-    returns = []
-    for s in EVAL_SEEDS:
-        e = game.make_env()
-        raw, _ = e.reset(seed=s)
-        total, over = 0.0, False
-        while not over:
-            obs = game.flatten_observation(raw)[None]
-            action = int(policy.action_probabilities(obs, np.ones((1, game.num_actions), bool))[0].argmax())
-            raw, r, term, trunc, _ = e.step(action)
-            total += float(r)
-            over = term or trunc
-        returns.append(total)
+    legal = np.ones((1, game.num_actions), bool)
+    returns = gymnasium_returns(env, lambda raw: int(policy.action_probabilities(
+        game.flatten_observation(raw)[None], legal)[0].argmax()))
     return {"return": float(np.mean(returns)), "return_std": float(np.std(returns)),
             "seconds_per_1000": 1000 * seconds / steps, "cpu_per_1000": 1000 * cpu / steps, "env_steps": steps}
 
