@@ -46,6 +46,7 @@ import os
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -124,21 +125,21 @@ def run_pbmarl(env: str, algo: str, seed: int, budget: int) -> dict[str, float]:
     t0, c0 = time.perf_counter(), time.process_time()
     learner.train(progress=False)
     seconds, cpu = time.perf_counter() - t0, time.process_time() - c0
-    returns = gymnasium_returns(env, lambda obs: learner.act(obs, deterministic=True))
+    returns = gymnasium_returns(env, lambda obs: learner.act(obs, deterministic=True), EVAL_SEEDS)
     return {"return": float(np.mean(returns)), "return_std": float(np.std(returns)),
             "seconds_per_1000": 1000 * seconds / learner.env_steps, "cpu_per_1000": 1000 * cpu / learner.env_steps,
             "env_steps": learner.env_steps}
 
 
-def gymnasium_returns(env: str, act: Any) -> list[float]:
-    """Returns of `act` (raw observation -> action) on Gymnasium's own `env`, one episode per EVAL_SEEDS
-    entry, each started with ``reset(seed=s)``: the start states SB3's evaluation below gets.
-    (`learner.evaluate(seed=s)` draws its episodes' seeds from `s`, so it would start elsewhere.)"""
+#: the evaluation, run as this text by both sides (SB3's side is a script in its own venv): `act` (raw
+#: observation -> action) on Gymnasium's own environment, one episode per seed, each started with
+#: ``reset(seed=s)``. (`learner.evaluate(seed=s)` draws its episodes' seeds from `s`: other start states.)
+EVAL_LOOP = """
+def gymnasium_returns(env_id, act, seeds):
     import gymnasium
-
     returns = []
-    for s in EVAL_SEEDS:
-        e = gymnasium.make(env)
+    for s in seeds:
+        e = gymnasium.make(env_id)
         obs, _ = e.reset(seed=s)
         total, over = 0.0, False
         while not over:
@@ -147,6 +148,10 @@ def gymnasium_returns(env: str, act: Any) -> list[float]:
             over = term or trunc
         returns.append(total)
     return returns
+"""
+_EVAL: dict[str, Any] = {}
+exec(EVAL_LOOP, _EVAL)
+gymnasium_returns: Callable[[str, Callable[[Any], Any], list[int]], list[float]] = _EVAL["gymnasium_returns"]
 
 
 def _run_pbmarl_ppo(env: str, seed: int, budget: int, params: dict[str, Any]) -> dict[str, float]:
@@ -162,7 +167,7 @@ def _run_pbmarl_ppo(env: str, seed: int, budget: int, params: dict[str, Any]) ->
     steps = int(learner.history["learner_steps"].iloc[-1])
     legal = np.ones((1, game.num_actions), bool)
     returns = gymnasium_returns(env, lambda raw: int(policy.action_probabilities(
-        game.flatten_observation(raw)[None], legal)[0].argmax()))
+        game.flatten_observation(raw)[None], legal)[0].argmax()), EVAL_SEEDS)
     return {"return": float(np.mean(returns)), "return_std": float(np.std(returns)),
             "seconds_per_1000": 1000 * seconds / steps, "cpu_per_1000": 1000 * cpu / steps, "env_steps": steps}
 
@@ -205,17 +210,7 @@ model = getattr(sb3, algo)("MlpPolicy", env, **kw)
 t0, c0 = time.perf_counter(), time.process_time()
 model.learn(total_timesteps=budget)
 seconds, cpu = time.perf_counter() - t0, time.process_time() - c0
-returns = []
-for s in eval_seeds:
-    e = gym.make(env_id)
-    obs, _ = e.reset(seed=s)
-    total, over = 0.0, False
-    while not over:
-        action, _ = model.predict(obs, deterministic=True)
-        obs, r, term, trunc, _ = e.step(action)
-        total += float(r)
-        over = term or trunc
-    returns.append(total)
+returns = gymnasium_returns(env_id, lambda obs: model.predict(obs, deterministic=True)[0], eval_seeds)
 print(json.dumps({"return": float(np.mean(returns)), "return_std": float(np.std(returns)),
                   "seconds_per_1000": 1000 * seconds / budget, "cpu_per_1000": 1000 * cpu / budget,
                   "env_steps": budget, "version": sb3.__version__}))
@@ -228,7 +223,7 @@ def run_sb3(python: str, env: str, algo: str, seed: int, budget: int) -> dict[st
         params, algo = CASES[(env, "dqn")][1], "dqn"
     params = {**params, **SB3_OVERRIDES.get((env, algo), {})}
     arg = json.dumps([env, sb3_algo, seed, budget, params, EVAL_SEEDS])
-    out = subprocess.run([python, "-c", SB3_SCRIPT, arg], capture_output=True, text=True, check=False)
+    out = subprocess.run([python, "-c", EVAL_LOOP + SB3_SCRIPT, arg], capture_output=True, text=True, check=False)
     if out.returncode != 0:
         raise RuntimeError(f"SB3 run failed ({env}/{algo}, seed {seed}):\n{out.stderr[-2000:]}")
     return json.loads(out.stdout.strip().splitlines()[-1])  # type: ignore[no-any-return]
