@@ -14,7 +14,7 @@ import itertools
 import time
 import weakref
 from collections.abc import Callable, Collection, Mapping, Sequence
-from typing import TYPE_CHECKING, Any, overload
+from typing import TYPE_CHECKING, Any, cast, overload
 
 import numpy as np
 
@@ -292,12 +292,8 @@ class RolloutPool:
         from pbmarl.rollout.mapping import AgentMapping
 
         mapping = AgentMapping.independent(self.game)  # one group per seat
-        policies: dict[str, Policy | Mixture] = {}
-        for g in mapping.groups:
-            entry = profile[mapping.seats_of(g)[0]]
-            if entry is None:  # `_seats` refused it already
-                raise TypeError(f"seat {mapping.seats_of(g)[0]} must be played by a Policy or a Mixture, got None")
-            policies[g] = entry
+        # `_seats` has refused a profile with None in it
+        policies = {g: cast("Policy | Mixture", profile[mapping.seats_of(g)[0]]) for g in mapping.groups}
         (learner,) = [g for g in mapping.groups if mapping.seats_of(g) == (player,)]
         out = self._collect_groups(policies, mapping, {learner}, steps, seed=seed, progress=progress)
         return out[learner]

@@ -20,12 +20,12 @@ import os
 import socket
 import time
 from collections import deque
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from pbmarl.games.base import Game
 from pbmarl.policies.base import Policy
-from pbmarl.rollout.ray_liveness import CHECK_EVERY_S, head_lost, lost_error, patient_gcs_clients
+from pbmarl.rollout.ray_liveness import CHECK_EVERY_S, env_default, head_lost, lost_error, patient_gcs_clients
 from pbmarl.rollout.units import UnitResult, WorkUnit
 from pbmarl.rollout.worker import RolloutWorker, game_for_worker
 
@@ -236,18 +236,10 @@ def _resolve(address: str) -> str:
 GCS_WAIT_VAR = "RAY_gcs_server_port_wait_time_s"
 
 
-@contextlib.contextmanager
-def _gcs_wait(timeout_s: float) -> Iterator[None]:
+def _gcs_wait(timeout_s: float) -> contextlib.AbstractContextManager[None]:
     """While joining a cluster: Ray gives up on a GCS that does not answer after about `timeout_s` seconds
     (its default is about 20; a user's own ``RAY_gcs_server_port_wait_time_s`` is kept)."""
-    saved = os.environ.get(GCS_WAIT_VAR)
-    if saved is None:
-        os.environ[GCS_WAIT_VAR] = str(max(1, math.ceil(timeout_s)))
-    try:
-        yield
-    finally:
-        if saved is None:
-            os.environ.pop(GCS_WAIT_VAR, None)
+    return env_default(GCS_WAIT_VAR, str(max(1, math.ceil(timeout_s))))
 
 
 def _probe(gcs: str, address: str, timeout_s: float) -> None:

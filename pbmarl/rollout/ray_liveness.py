@@ -20,6 +20,7 @@ then ended the process first. An embedded instance is therefore started with
 
 from __future__ import annotations
 
+import contextlib
 import os
 import socket
 from collections.abc import Iterator
@@ -34,20 +35,25 @@ RECONNECT_VAR = "RAY_gcs_rpc_server_reconnect_timeout_s"
 
 
 @contextmanager
-def patient_gcs_clients() -> Iterator[None]:
-    """While Ray starts inside: Ray's processes (this one included) wait `GCS_RECONNECT_S` for a lost GCS.
+def env_default(name: str, value: str) -> Iterator[None]:
+    """Within the block, environment variable `name` is `value` unless the user set it; restored after.
 
-    Ray reads ``RAY_<setting>`` from the environment when each process initialises its config; the
-    user's own value is kept, and the environment is restored after the start.
+    Ray reads its ``RAY_<setting>`` variables when a process initialises its config or connects.
     """
-    saved = os.environ.get(RECONNECT_VAR)
+    saved = os.environ.get(name)
     if saved is None:
-        os.environ[RECONNECT_VAR] = str(GCS_RECONNECT_S)
+        os.environ[name] = value
     try:
         yield
     finally:
         if saved is None:
-            os.environ.pop(RECONNECT_VAR, None)
+            os.environ.pop(name, None)
+
+
+def patient_gcs_clients() -> contextlib.AbstractContextManager[None]:
+    """While Ray starts inside: Ray's processes (this one included) wait `GCS_RECONNECT_S` for a lost GCS
+    (the user's own ``RAY_gcs_rpc_server_reconnect_timeout_s`` is kept)."""
+    return env_default(RECONNECT_VAR, str(GCS_RECONNECT_S))
 
 
 class RayHeadLost(RuntimeError):
