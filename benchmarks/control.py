@@ -21,7 +21,8 @@ then not comparable with the bar, only with SB3 at the same budget); the CSV rec
 Both run torch with one thread: on the shared 2-core machine two threads made one SAC update 18x
 slower in CPU time (282 ms against 15.4 ms at load average ~9).
 Both sides use rl-zoo's hyperparameters for each row, equal where the algorithms match
-(`SB3_OVERRIDES` lists the values that differ only in name or unit, and gSDE, which pbmarl lacks).
+(`SB3_OVERRIDES` lists the values that differ only in name or unit). Rows before 2026-11-25 20:00 ran
+MountainCarContinuous with gSDE on SB3's side only; pbmarl's SAC has had ``sde=True`` since.
 SB3 has no Rainbow, so the Rainbow row is compared with SB3's DQN; pbmarl's DQN row is
 `Rainbow` with every part switched off (no double Q, dueling, n-step, PER, noise, C51).
 The table of the issue, with its bars and SB3 zoo references:
@@ -29,7 +30,7 @@ The table of the issue, with its bars and SB3 zoo references:
     Pendulum-v1             20k   SAC, TD3, DDPG   mean >= -200   SAC -157, TD3 -152, DDPG -152
     CartPole-v1             50k   DQN, Rainbow     500            DQN 500
     CartPole-v1            100k   PPO              500            PPO 500   (pbmarl's PPO plays whole episodes)
-    MountainCarContinuous   50k   SAC              >= 90          94.7 (the zoo uses gSDE, which pbmarl lacks)
+    MountainCarContinuous   50k   SAC              >= 90          94.7 (gSDE on both sides, as the zoo)
 
 Every seed's row is printed, with the ratios pbmarl / SB3 (return difference, time ratio;
 the time target is <= 0.7), and appended to benchmarks/results/control.csv with the date,
@@ -89,7 +90,8 @@ CASES: dict[tuple[str, str], tuple[int, dict[str, Any], str]] = {
     ("MountainCarContinuous-v0", "sac"): (50_000, {"hidden": (64, 64), "lr": 3e-4, "batch_size": 512,
                                                    "buffer_size": 50_000, "learning_starts": 0, "gamma": 0.9999,
                                                    "tau": 0.01, "train_freq": 32, "gradient_steps": 32,
-                                                   "alpha": 0.1, "autotune": False}, "SAC"),
+                                                   "alpha": 0.1, "autotune": False, "sde": True,
+                                                   "log_std_init": -3.67}, "SAC"),
 }
 #: SB3-side values that differ in name or unit only. rl-zoo's CartPole DQN syncs its target every 10 env
 #: steps; SB3 checks that between env steps, so during each burst of 128 gradient steps the target is the
@@ -100,8 +102,6 @@ SB3_OVERRIDES: dict[tuple[str, str], dict[str, Any]] = {
     # are always 200 steps, so pbmarl's train_freq=200, gradient_steps=200 is the same schedule
     ("Pendulum-v1", "td3"): {"train_freq": [1, "episode"], "gradient_steps": -1, "learning_starts": 10_000},
     ("Pendulum-v1", "ddpg"): {"train_freq": [1, "episode"], "gradient_steps": -1, "learning_starts": 10_000},
-    # rl-zoo's MountainCarContinuous SAC explores with gSDE, which pbmarl lacks: SB3 keeps it (its zoo setting)
-    ("MountainCarContinuous-v0", "sac"): {"use_sde": True, "log_std_init": -3.67},
 }
 DQN_OFF = {"double": False, "dueling": False, "n_step": 1, "prioritized": False, "noisy": False,
            "distributional": False}
@@ -198,7 +198,7 @@ for ours, theirs in (("buffer_size", "buffer_size"), ("tau", "tau"), ("train_fre
                      ("exploration_fraction", "exploration_fraction"), ("epsilon_end", "exploration_final_eps")):
     if ours in params:
         kw[theirs] = tuple(params[ours]) if isinstance(params[ours], list) else params[ours]
-if params.get("use_sde"):
+if params.get("sde"):  # gSDE (rl-zoo's MountainCarContinuous SAC), the same option on both sides
     kw["use_sde"] = True
     kw["policy_kwargs"]["log_std_init"] = params["log_std_init"]
 if algo in ("TD3", "DDPG"):  # SB3 adds it to the action scaled to [-1, 1]: sigma is in half action ranges already

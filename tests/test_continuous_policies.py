@@ -178,3 +178,58 @@ def test_discrete_act_without_a_mask_allows_every_action():
     game = pb.load_game("gym:CartPole-v1")
     out = pb.MLPPolicy(game, hidden=(8,), seed=0).act(_obs(300, 4), None, rng=0)
     assert set(out.action.tolist()) == {0, 1} and np.all(out.log_prob < 0)
+
+
+def _features(pi, obs):
+    """The last hidden layer's output, computed layer by layer from the weights."""
+    x = torch.as_tensor(obs)
+    for layer in list(pi.net)[:-1]:
+        x = layer(x)
+    return x.detach()
+
+
+def test_gsde_density_and_noise_follow_the_features(pendulum):
+    """gSDE (Raffin et al. 2022): pre-squash noise z(o) @ (exp(log_std) * W) with W fixed between draws, and the
+    density N(m, z^2 @ exp(log_std)^2 + eps) per dimension, checked against torch's own distributions."""
+    pi = pb.GaussianPolicy(pendulum, hidden=(16, 8), seed=0, sde=True, log_std_init=-1.0, clip_mean=2.0)
+    assert pi.log_std.shape == (8, 1) and not pi.state_dependent_std
+    with torch.no_grad():
+        pi.log_std.copy_(torch.linspace(-2.0, 0.0, 8)[:, None])  # a different std per feature
+    obs = torch.as_tensor(_obs(32))
+    gen = torch.Generator().manual_seed(0)
+    pi.reset_noise(gen)
+    with torch.no_grad():
+        a1, lp1 = pi.sample(obs)
+        a2, _ = pi.sample(obs)  # the same matrix: the same actions
+        z = _features(pi, obs)
+        mean = pi.net(obs).clamp(-2.0, 2.0)
+        std = (z.pow(2) @ pi.log_std.exp().pow(2) + 1e-6).sqrt()
+        u = mean + z @ (pi.log_std.exp() * pi.noise_weights)
+        np.testing.assert_allclose(a1.numpy(), (2.0 * torch.tanh(u)).numpy(), rtol=1e-5, atol=1e-6)
+        torch.testing.assert_close(a1, a2)
+        ref = TransformedDistribution(Independent(Normal(mean, std), 1), [TanhTransform(), AffineTransform(0.0, 2.0)])
+        np.testing.assert_allclose(lp1.numpy(), ref.log_prob(a1).numpy(), rtol=1e-3, atol=1e-3)
+        np.testing.assert_allclose(pi.log_prob(obs, a1).numpy(), lp1.numpy(), rtol=1e-3, atol=1e-3)
+        pi.reset_noise(gen)
+        assert not torch.allclose(pi.sample(obs)[0], a1)
+        det = pi.sample(obs, deterministic=True)[0]
+        torch.testing.assert_close(det, 2.0 * torch.tanh(mean))
+    action, log_prob = pi.sample(obs)  # gradients reach the network and every noise log-std
+    (action.sum() + log_prob.sum()).backward()
+    live = (z != 0).any(0)  # a feature that is 0 (ReLU) on every observation carries no noise, hence no gradient
+    assert pi.log_std.grad is not None and bool(live.any()) and bool((pi.log_std.grad[:, 0] != 0).eq(live).all())
+    assert all(p.grad is not None for p in pi.net.parameters())
+
+
+def test_gsde_policy_saves_loads_and_names_bad_settings(pendulum):
+    pi = pb.GaussianPolicy(pendulum, hidden=(8,), seed=1, sde=True, log_std_init=-2.0)
+    obs = _obs(5)
+    back = new_policy_from_state(pendulum, pi.arrays(), pi.meta())
+    assert back.sde and back.log_std.shape == (8, 1)
+    np.testing.assert_allclose(back.act(obs, None, rng=3).action, pi.act(obs, None, rng=3).action)
+    with pytest.raises(ValueError, match="sde=True.*hidden=\\(\\) has none"):
+        pb.GaussianPolicy(pendulum, hidden=(), sde=True)
+    with pytest.raises(ValueError, match="clip_mean must be a positive number or None, got -1.0"):
+        pb.GaussianPolicy(pendulum, hidden=(8,), sde=True, clip_mean=-1.0)
+    with pytest.raises(ValueError, match="reset_noise\\(\\) is for GaussianPolicy\\(sde=True\\)"):
+        pb.GaussianPolicy(pendulum, hidden=(8,)).reset_noise()

@@ -68,6 +68,10 @@ def _learners() -> list[tuple[str, Any]]:
         *[(f"td3-seed{s}", lambda s=s: TD3(BoxDMDP(), seed=s, **det)) for s in range(3)],
         ("hddpg", lambda: HDDPG(BoxDMDP(), seed=0, **det)),
         ("sac-box", lambda: SAC(BoxDMDP(), seed=0, lr=3e-3, budget=400, **TINY)),
+        # gSDE keeps one noise matrix per state for a rollout: it needs more steps here than per-step noise
+        # (train_freq=2, log_std_init=-1, 800 steps reached 3.0 on seeds 0-9)
+        ("sac-gsde", lambda: SAC(BoxDMDP(), seed=0, lr=3e-3, sde=True, train_freq=2, gradient_steps=2,
+                                 log_std_init=-1.0, **{**TINY, "budget": 800})),
         ("sac-discrete", lambda: SAC(dmdp, seed=0, lr=3e-3, budget=400, **TINY)),
         # n-step returns are those of the exploring behaviour (no off-policy correction), which on this tiny
         # budget still mixes the second move: one-step targets here, n-step in the save/load test below
@@ -135,9 +139,10 @@ def _comparable(learner: ControlLearner) -> Any:
 
 @pytest.mark.parametrize("cls,game,extra", [
     (SAC, BoxDMDP, {}),
+    (SAC, BoxDMDP, {"sde": True, "train_freq": 7, "gradient_steps": 3}),
     (DDPG, BoxDMDP, {"noise": "ornstein_uhlenbeck", "prioritized": True}),
     (Rainbow, lambda: "mdp:two_round_dmdp", {"v_min": 0.0, "v_max": 4.0, "atoms": 11}),
-], ids=["sac", "ddpg-ou-per", "rainbow-nstep"])
+], ids=["sac", "sac-gsde", "ddpg-ou-per", "rainbow-nstep"])
 def test_save_load_is_exact_and_resumed_training_identical(tmp_path: Any, cls: Any, game: Any, extra: dict) -> None:
     opts = {**TINY, "steps_per_round": 60, "learning_starts": 20, **extra}
     whole = cls(game(), seed=3, **opts)
@@ -222,6 +227,43 @@ def test_bad_input_gets_clear_errors() -> None:
         SAC("kuhn_poker")
     with pytest.raises(TypeError, match="unknown option 'learning_rate'"):
         SAC("gym:Pendulum-v1", learning_rate=1e-3)
+    with pytest.raises(ValueError, match="SAC\\(sde=True\\) explores Box actions.*'mdp:two_round_dmdp' has Discrete"):
+        SAC("mdp:two_round_dmdp", sde=True)
+    with pytest.raises(ValueError, match=r"sde_sample_freq must be -1 \(once per rollout\) or a positive int, got 0"):
+        SAC("gym:Pendulum-v1", sde=True, sde_sample_freq=0)
+
+
+@pytest.mark.parametrize("sample_freq", [-1, 5])
+def test_sac_gsde_draws_its_noise_per_rollout_or_every_n_steps_and_per_update(sample_freq: int) -> None:
+    """Acting keeps one gSDE noise matrix for `sde_sample_freq` env steps (-1: the `train_freq` steps of a
+    rollout, SB3's -1); every gradient step draws its own."""
+    learner = SAC(BoxDMDP(), seed=0, sde=True, sde_sample_freq=sample_freq, train_freq=8, gradient_steps=2,
+                  **{**TINY, "learning_starts": 16, "steps_per_round": 60})
+    acting: list[int] = []
+    in_update = [0]
+    draw, update = learner.gaussian.reset_noise, learner._update
+
+    def spy_draw(generator: Any = None) -> None:
+        if in_update[0]:
+            in_update[0] += 1
+        else:
+            acting.append(learner.env_steps)
+        draw(generator)
+
+    def spy_update(batch: Batch) -> dict[str, float]:
+        in_update[0] = 1
+        try:
+            return update(batch)
+        finally:
+            assert in_update[0] == 2, "one draw per gradient step"
+            in_update[0] = 0
+
+    learner.gaussian.reset_noise = spy_draw  # type: ignore[method-assign]
+    learner._update = spy_update  # type: ignore[method-assign]
+    learner.step()
+    every = 8 if sample_freq == -1 else sample_freq
+    assert learner.updates > 0 and learner.env_steps >= 60
+    assert acting == [s for s in range(16, learner.env_steps) if s % every == 0]
 
 
 def test_pbmarl_train_writes_a_run_folder_that_resume_continues(tmp_path: Any, capsys: Any) -> None:

@@ -51,10 +51,24 @@ class SACConfig(ControlConfig):
     """Tune the temperature towards `target_entropy` (automatic entropy tuning)."""
     target_entropy: float | None = None
     """Entropy the tuning aims for; None: ``-dim(A)`` for Box, ``0.89 log |A|`` for Discrete actions."""
+    sde: bool = False
+    """Box actions: explore with generalised state-dependent exploration (gSDE; Raffin, Kober and Stulp 2022,
+    "Smooth exploration for robotic reinforcement learning"): the noise is a linear function of the actor's last
+    hidden features, its weights ``~ N(0, exp(log_std)^2)`` redrawn every `sde_sample_freq` env steps and at
+    every gradient step (as SB3 does). rl-zoo solves MountainCarContinuous with it."""
+    sde_sample_freq: int = -1
+    """gSDE: env steps between noise draws while acting; -1: once per rollout of `train_freq` steps (SB3's -1)."""
+    log_std_init: float = -3.0
+    """gSDE: initial log-std of every noise weight (SB3's default -3; rl-zoo's MountainCarContinuous -3.67)."""
+    clip_mean: float = 2.0
+    """gSDE: the actor's pre-squash mean is clipped to ``[-clip_mean, clip_mean]`` (SB3's 2.0 under gSDE)."""
 
     checks: ClassVar[dict[str, Rule]] = {
         "alpha": POSITIVE, "autotune": FLAG,
         "target_entropy": (lambda v: v is None or _is_real(v), "None or a finite number"),
+        "sde": FLAG, "sde_sample_freq": (lambda v: bool(isinstance(v, (int, np.integer)) and not isinstance(v, bool)
+                                              and (v == -1 or v >= 1)), "-1 (once per rollout) or a positive int"),
+        "log_std_init": (_is_real, "a finite number"), "clip_mean": POSITIVE,
     }
 
 
@@ -87,8 +101,12 @@ class SAC(ControlLearner):
 
     def _build(self) -> None:
         cfg = self.config
+        if cfg.sde and self.space != "box":
+            raise ValueError(f"SAC(sde=True) explores Box actions with state-dependent noise; {self.game.name!r} has "
+                             f"Discrete actions: drop sde (discrete SAC samples its softmax)")
         if self.space == "box":
-            self.gaussian = GaussianPolicy(self.game, cfg.hidden, seed=self._seeded())
+            self.gaussian = GaussianPolicy(self.game, cfg.hidden, seed=self._seeded(), sde=cfg.sde,
+                                           log_std_init=cfg.log_std_init, clip_mean=cfg.clip_mean if cfg.sde else None)
             self.actor: nn.Module = self.gaussian.net
             self.critics = nn.ModuleList(seeded(self._seeded(), lambda: Critic(self.obs_dim, self.act_dim, cfg.hidden))
                                          for _ in range(2))
@@ -102,13 +120,17 @@ class SAC(ControlLearner):
         self.target_entropy = default_target if cfg.target_entropy is None else float(cfg.target_entropy)
         self.critics_target = copy.deepcopy(self.critics)
         self.log_alpha = nn.Parameter(torch.tensor(math.log(cfg.alpha)), requires_grad=cfg.autotune)
-        self.actor_opt = adam(self.actor.parameters(), lr=cfg.lr)
+        self.actor_opt = adam(self.gaussian.parameters() if self.space == "box" else self.actor.parameters(), lr=cfg.lr)
         self.critic_opt = adam(self.critics.parameters(), lr=cfg.lr)
         self.alpha_opt = adam([self.log_alpha], lr=cfg.lr)
 
     # -- acting ----------------------------------------------------------------------------
     def _act(self, obs: torch.Tensor, *, deterministic: bool) -> np.ndarray | int:
         if self.space == "box":
+            if self.config.sde and not deterministic:
+                every = self.config.train_freq if self.config.sde_sample_freq == -1 else self.config.sde_sample_freq
+                if self.env_steps % every == 0 or self.gaussian.noise_weights is None:
+                    self.gaussian.reset_noise(self.gen)
             return self.gaussian.sample(obs, generator=self.gen, deterministic=deterministic)[0][0].numpy()
         logits = self.actor(obs)[0]
         if deterministic:
@@ -122,6 +144,8 @@ class SAC(ControlLearner):
         reward, live = to_tensor(batch.reward), 1.0 - to_tensor(batch.done)
         alpha = self.log_alpha.exp().detach()
         box = self.space == "box"
+        if box and cfg.sde:  # one noise matrix per gradient step, for the targets and the actor (as SB3)
+            self.gaussian.reset_noise(self.gen)
         with torch.no_grad():
             if box:
                 next_action, next_logp = self.gaussian.sample(next_obs, generator=self.gen)
@@ -168,9 +192,19 @@ class SAC(ControlLearner):
 
     # -- state -----------------------------------------------------------------------------
     def _modules(self) -> dict[str, Any]:
-        return {"actor": self.actor, "critics": self.critics, "critics_target": self.critics_target,
+        sde = {"sde_log_std": _ParamBox(self.gaussian.log_std)} if self.config.sde and self.gaussian.log_std is not None else {}
+        return {"actor": self.actor, "critics": self.critics, "critics_target": self.critics_target, **sde,
                 "log_alpha": _ParamBox(self.log_alpha), "actor_opt": self.actor_opt,
                 "critic_opt": self.critic_opt, "alpha_opt": self.alpha_opt}
+
+    def _extra_arrays(self) -> dict[str, np.ndarray]:
+        weights = self.gaussian.noise_weights if self.config.sde else None
+        return {} if weights is None else {"sde_noise_weights": weights.numpy().copy()}
+
+    def _load_extra_arrays(self, arrays: dict[str, np.ndarray]) -> None:
+        if self.config.sde:
+            weights = arrays.get("sde_noise_weights")
+            self.gaussian.noise_weights = None if weights is None else torch.as_tensor(np.array(weights))
 
     def _policy(self) -> GaussianPolicy | MLPPolicy:
         """A copy of the actor: a `GaussianPolicy` (Box) or an `MLPPolicy` over the logits (Discrete)."""

@@ -27,6 +27,8 @@ from pbmarl.policies.neural import build_mlp
 from pbmarl.policies.noise import AdaptiveParameterNoise, Noise, action_distance, noise_from_state
 
 LOG_STD_MIN, LOG_STD_MAX = -20.0, 2.0
+SDE_EPS = 1e-6
+"""Added to gSDE's variance (SB3's epsilon), so a state whose features are all zero keeps a density."""
 
 
 def _box_of(game: Game, player: int, who: str) -> Any:
@@ -126,18 +128,45 @@ class GaussianPolicy(BoxPolicy):
         seed: seeds the initial weights (None: torch's current state).
         state_dependent_std: True (SAC): the MLP outputs the log-std too; False (PPO):
             one learned log-std per dimension (`log_std`), starting at `log_std_init`.
-        log_std_init: the initial log-std where it is state-independent.
+        log_std_init: the initial log-std where it is state-independent (or of every gSDE weight).
+        sde: generalised state-dependent exploration (gSDE; Raffin, Kober and Stulp 2022, "Smooth exploration
+            for robotic reinforcement learning"): the pre-squash noise is ``z(o) @ W`` with ``z(o)`` the last
+            hidden layer's features (gradient-free) and ``W ~ N(0, exp(log_std)^2)`` a matrix ``[h, d]``
+            drawn by `reset_noise` and kept until the next draw, so the exploration is a smooth function of
+            the observation. Its density is ``N(m, sum_j z_j^2 exp(log_std_j)^2)`` per action dimension.
+            Needs ``state_dependent_std=False`` (implied) and at least one hidden layer.
+        clip_mean: with `sde`, the pre-squash mean is clipped to ``[-clip_mean, clip_mean]`` (SB3's 2.0),
+            keeping it where tanh still has gradient; None: no clip.
     """
 
     kind = "gaussian"
 
     def __init__(self, game: Game, hidden: Sequence[int] = (64, 64), *, player: int = 0, seed: int | None = 0,
-                 state_dependent_std: bool = True, log_std_init: float = 0.0) -> None:
-        self.state_dependent_std = bool(state_dependent_std)
+                 state_dependent_std: bool = True, log_std_init: float = 0.0, sde: bool = False,
+                 clip_mean: float | None = None) -> None:
+        self.sde = bool(sde)
+        self.state_dependent_std = bool(state_dependent_std) and not self.sde
+        if self.sde and not tuple(hidden):
+            raise ValueError("GaussianPolicy(sde=True) draws its noise from the last hidden layer's features; "
+                             "hidden=() has none: give at least one hidden layer")
+        if clip_mean is not None and not (math.isfinite(float(clip_mean)) and float(clip_mean) > 0):
+            raise ValueError(f"clip_mean must be a positive number or None, got {clip_mean!r}")
+        self.clip_mean = None if clip_mean is None else float(clip_mean)
         super().__init__(game, hidden, player=player, seed=seed, out_mult=2 if self.state_dependent_std else 1)
         self.log_std: nn.Parameter | None = None
-        if not self.state_dependent_std:
+        self.noise_weights: torch.Tensor | None = None
+        """gSDE's standard-normal draw ``[h, d]`` (the noise matrix is ``exp(log_std) * noise_weights``)."""
+        if self.sde:
+            self.log_std = nn.Parameter(torch.full((self.hidden[-1], self.act_dim), float(log_std_init)))
+        elif not self.state_dependent_std:
             self.log_std = nn.Parameter(torch.full((self.act_dim,), float(log_std_init)))
+
+    def reset_noise(self, generator: torch.Generator | None = None) -> None:
+        """gSDE: draw a new noise matrix, used by every exploring `sample` until the next draw."""
+        if not self.sde:
+            raise ValueError("reset_noise() is for GaussianPolicy(sde=True); this policy draws fresh noise per sample")
+        assert self.log_std is not None
+        self.noise_weights = torch.randn(self.log_std.shape, generator=generator, dtype=self.log_std.dtype)
 
     def parameters(self) -> list[nn.Parameter]:
         """Everything an optimiser should train: the MLP's weights and, if separate, `log_std`."""
@@ -145,6 +174,9 @@ class GaussianPolicy(BoxPolicy):
 
     def distribution(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """Mean and log-std ``[B, d]`` each of the pre-squash Gaussian, for a float tensor ``[B, in_dim]``."""
+        if self.sde:
+            mean, std, _ = self._sde_parts(x)
+            return mean, std.log()
         out = self.net(x.reshape(len(x), -1))
         if self.log_std is None:
             mean, log_std = out.chunk(2, dim=-1)
@@ -155,13 +187,36 @@ class GaussianPolicy(BoxPolicy):
     def sample(self, x: torch.Tensor, *, generator: torch.Generator | None = None,
                deterministic: bool = False) -> tuple[torch.Tensor, torch.Tensor]:
         """Reparameterised action ``[B, d]`` (in the Box) and its log-density ``[B]``, with gradients."""
-        mean, log_std = self.distribution(x)
-        std = log_std.exp()
-        eps = torch.zeros_like(mean) if deterministic else torch.randn(mean.shape, generator=generator, dtype=mean.dtype)
+        if self.sde:
+            mean, std, latent = self._sde_parts(x)
+            log_std = std.log()
+            if deterministic:
+                eps = torch.zeros_like(mean)
+            else:
+                if self.noise_weights is None:
+                    self.reset_noise(generator)
+                assert self.log_std is not None and self.noise_weights is not None
+                eps = (latent @ (self.log_std.exp() * self.noise_weights)) / std
+        else:
+            mean, log_std = self.distribution(x)
+            std = log_std.exp()
+            eps = torch.zeros_like(mean) if deterministic else torch.randn(mean.shape, generator=generator,
+                                                                           dtype=mean.dtype)
         u = mean + std * eps
         base = (-0.5 * eps**2 - log_std - 0.5 * math.log(2 * math.pi)).sum(-1)
         log_prob = base - tanh_log_det(u) - float(np.log(self.scale).sum())
         return self.rescale(torch.tanh(u)), log_prob
+
+    def _sde_parts(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """gSDE: the (clipped) mean ``[B, d]``, the std ``[B, d]`` and the gradient-free features ``[B, h]``."""
+        assert self.log_std is not None
+        latent = self.net[:-1](x.reshape(len(x), -1))
+        mean = self.net[-1](latent)
+        if self.clip_mean is not None:
+            mean = mean.clamp(-self.clip_mean, self.clip_mean)
+        latent = latent.detach()
+        std = (latent.pow(2) @ (2.0 * self.log_std).exp() + SDE_EPS).sqrt()
+        return mean, std, latent
 
     def log_prob(self, obs: np.ndarray | torch.Tensor, action: np.ndarray | torch.Tensor) -> torch.Tensor:
         """Log-density ``[B]`` of given Box actions (clipped just inside the bounds to invert tanh)."""
@@ -180,6 +235,8 @@ class GaussianPolicy(BoxPolicy):
         x = self._obs_tensor(obs)
         gen = torch.Generator().manual_seed(int(as_rng(rng).integers(2**63 - 1)))
         with torch.no_grad():
+            if self.sde and not deterministic:
+                self.reset_noise(gen)  # a gSDE policy played on its own draws its noise matrix per call
             action, log_prob = self.sample(x, generator=gen, deterministic=deterministic)
         return self._output(action, log_prob)
 
@@ -190,12 +247,14 @@ class GaussianPolicy(BoxPolicy):
         return out
 
     def meta(self) -> dict[str, Any]:
-        return {**super().meta(), "state_dependent_std": self.state_dependent_std}
+        return {**super().meta(), "state_dependent_std": self.state_dependent_std, "sde": self.sde,
+                "clip_mean": self.clip_mean}
 
     @classmethod
     def from_state(cls, game: Game, arrays: dict[str, np.ndarray], meta: dict[str, Any]) -> GaussianPolicy:
         policy = cls(game, hidden=meta["hidden"], player=int(meta.get("player", 0)), seed=None,
-                     state_dependent_std=bool(meta.get("state_dependent_std", True)))
+                     state_dependent_std=bool(meta.get("state_dependent_std", True)), sde=bool(meta.get("sde", False)),
+                     clip_mean=meta.get("clip_mean"))
         policy._load_net(arrays)
         if policy.log_std is not None:
             policy.log_std.data = torch.as_tensor(np.array(arrays["log_std"]), dtype=torch.float32)
