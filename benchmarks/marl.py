@@ -20,7 +20,8 @@ Env steps per second are whole training runs (collect and train) for pbmarl and 
 peer's return is its own training return (BenchMARL's mean return of the last batch's episodes), set
 beside pbmarl's last-round training return per agent at the same env steps.
 
-Slices (``--only``): ``random`` (``random_continuous``: the reference for MADDPG), ``mappo``, ``ippo``, ``qmix``, ``maddpg`` (continuous actions), ``peer``
+Slices (``--only``): ``random`` (``random_continuous``: the reference for MADDPG), ``scripted`` (a scripted
+landmark-assignment policy and a full-speed bound no policy can beat: what the bar asks for is reachable), ``mappo``, ``ippo``, ``qmix``, ``maddpg`` (continuous actions), ``peer``
 (BenchMARL 1.5's MAPPO from its own venv /work/venvs/benchmarl; the reason is printed where it cannot run).
 Every seed appends a row (date, commit, command) to ``benchmarks/results/marl.csv``.
 
@@ -46,7 +47,7 @@ import pbmarl as pb  # noqa: E402
 RESULTS = Path(__file__).resolve().parent / "results" / "marl.csv"
 FIELDS = ["date", "commit", "command", "load_avg", "slice", "game", "method", "seed", "env_steps", "per_agent_x25",
           "summed_return", "mappo_paper", "env_steps_per_s", "wall_s", "reference"]
-SLICES = ("random", "random_continuous", "mappo", "ippo", "qmix", "maddpg", "peer")
+SLICES = ("random", "random_continuous", "scripted", "mappo", "ippo", "qmix", "maddpg", "peer")
 BAR = -135.0
 PEER_VENV = Path("/work/venvs/benchmarl")
 ENV: dict[str, Any] = dict(N=3, local_ratio=0.5, max_cycles=25)
@@ -124,6 +125,66 @@ def run_slice(slice_: str, seed: int, steps: int, eval_episodes: int) -> dict[st
             "wall_s": round(wall, 1), "reference": f"MAPPO paper curve about -120; bar {BAR} (paper convention){said}"}
 
 
+#: MPE's motion for one agent pushing one way from rest: force 5 (the agents' default sensitivity), mass 1,
+#: damping 0.25, dt 0.1: how far it can have moved after each of the 25 steps (about 0.2 a step at full speed)
+def _full_speed_travel(steps: int = ENV["max_cycles"]) -> list[float]:
+    v, x, out = 0.0, 0.0, []
+    for _ in range(steps):
+        v = 0.75 * v + 0.5
+        x += 0.1 * v
+        out.append(x)
+    return out
+
+
+def scripted(seed: int, episodes: int) -> dict[str, Any]:
+    """Two references no learner is needed for, on the same environment (discrete actions):
+
+    * a scripted policy: at the first step each agent is assigned a landmark (the assignment of least total
+      distance), then every step it takes the move that brings it closest to its landmark, counting where
+      its momentum carries it (one step of MPE's dynamics looked ahead);
+    * a bound no policy can beat: each landmark's distance to its nearest agent can shrink at most at full
+      speed from the start, as if every agent ran to every landmark at once, with no collisions.
+    """
+    import itertools
+
+    import numpy as np
+    from mpe2 import simple_spread_v3
+
+    env = simple_spread_v3.parallel_env(continuous_actions=False, **ENV)
+    travel = np.array(_full_speed_travel())
+    moves = [np.array(m, float) for m in ((0, 0), (-1, 0), (1, 0), (0, -1), (0, 1))]  # MPE's discrete actions
+    rng = np.random.default_rng(seed)
+    summed, bound = [], []
+    t0 = time.perf_counter()
+    for _ in range(episodes):
+        env.reset(seed=int(rng.integers(2**31)))
+        world = env.unwrapped.world
+        agents, marks = world.agents, [lm.state.p_pos.copy() for lm in world.landmarks]
+        d0 = np.array([[np.linalg.norm(a.state.p_pos - m) for m in marks] for a in agents])
+        reach = sum(np.maximum(d0[:, j][:, None] - travel[None, :], 0).min(0) for j in range(len(marks)))
+        bound.append(-0.5 * len(agents) * float(reach.sum()))  # PettingZoo's summed return with l = 0.5, no collisions
+        n = len(agents)
+        perm = min(itertools.permutations(range(n)), key=lambda p: sum(d0[i, p[i]] for i in range(n)))
+        total = 0.0
+        while env.agents:
+            acts = {}
+            for i, name in enumerate(env.agents):
+                pos, vel, goal = agents[i].state.p_pos, agents[i].state.p_vel, marks[perm[i]]
+                vs = [0.75 * vel + 0.5 * m for m in moves]  # the velocity, then the position, after each move
+                acts[name] = int(np.argmin([np.linalg.norm(pos + 0.1 * v - goal)
+                                            + 0.3 * np.linalg.norm(pos + 0.1 * v + 0.3 * v - goal) for v in vs]))
+            _, rewards, _, _, _ = env.step(acts)
+            total += sum(rewards.values())
+        summed.append(total)
+    mean, best = float(np.mean(summed)), float(np.mean(bound))
+    return {"slice": "scripted", "game": "pettingzoo:simple_spread_v3 (mpe2, discrete actions)",
+            "method": "scripted assignment", "seed": seed, "env_steps": 0, "per_agent_x25": mean / ENV["N"],
+            "summed_return": mean, "mappo_paper": mappo_paper(mean), "env_steps_per_s": None,
+            "wall_s": round(time.perf_counter() - t0, 1),
+            "reference": f"{episodes} episodes; no policy beats the full-speed bound: summed {best:.1f}, "
+                         f"paper convention {mappo_paper(best):.1f}"}
+
+
 def peer(seed: int, steps: int) -> dict[str, Any] | None:
     """BenchMARL's MAPPO in its own venv (benchmarks/peers/benchmarl_mappo.py); None, with the reason printed, if it cannot run."""
     import json
@@ -181,7 +242,12 @@ def main(argv: list[str] | None = None) -> int:
     rows = []
     for slice_ in args.only:
         for seed in args.seeds:
-            row = peer(seed, args.steps) if slice_ == "peer" else run_slice(slice_, seed, args.steps, args.eval_episodes)
+            if slice_ == "peer":
+                row = peer(seed, args.steps)
+            elif slice_ == "scripted":
+                row = scripted(seed, args.eval_episodes)
+            else:
+                row = run_slice(slice_, seed, args.steps, args.eval_episodes)
             if row is None:
                 continue
             load = " ".join(f"{x:.2f}" for x in os.getloadavg())
