@@ -83,9 +83,11 @@ CASES: dict[tuple[str, str], tuple[int, dict[str, Any], str]] = {
                                           "v_min": 0.0, "v_max": 100.0}, "DQN"),
     # rl-zoo's CartPole PPO: 8 envs x 32 steps, one minibatch of 256, 20 epochs, lr 1e-3 and clip 0.2 decayed
     # linearly. pbmarl's PPO collects whole episodes (at least steps_per_round steps over num_envs games, so its
-    # rounds grow as episodes get longer) and decays lr to 5% with a fixed clip: the closest settings it has
+    # rounds grow as episodes get longer: up to 8 x 500) and decays lr to 5% with a fixed clip: the closest
+    # settings it has. minibatch_size 256 keeps SB3's updates per sample as the rounds grow (rows before
+    # 2026-11-25 20:00 took one minibatch per round: 20 updates per round of up to 4,000 steps)
     ("CartPole-v1", "ppo"): (100_000, {"hidden": (64, 64), "lr": 1e-3, "anneal_lr": True, "num_envs": 8,
-                                       "steps_per_round": 256, "minibatches": 1, "epochs": 20, "gae_lambda": 0.8,
+                                       "steps_per_round": 256, "minibatch_size": 256, "epochs": 20, "gae_lambda": 0.8,
                                        "gamma": 0.98, "ent_coef": 0.0, "clip_coef": 0.2}, "PPO"),
     ("MountainCarContinuous-v0", "sac"): (50_000, {"hidden": (64, 64), "lr": 3e-4, "batch_size": 512,
                                                    "buffer_size": 50_000, "learning_starts": 0, "gamma": 0.9999,

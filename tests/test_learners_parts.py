@@ -135,6 +135,7 @@ def test_unknown_option_lists_the_valid_ones():
     (DQNConfig, "prioritized", "yes", "True or False"),
     (PPOConfig, "clip_coef", 0, "a positive number"),
     (PPOConfig, "minibatches", 0, "a positive int"),
+    (PPOConfig, "minibatch_size", 0, "None or a positive int"),
     (A2CConfig, "gae_lambda", 2.0, r"a number in \[0, 1\]"),
 ])
 def test_bad_config_values_name_the_field_and_what_is_accepted(cls, field, value, accepted):
@@ -169,3 +170,22 @@ def test_make_learner_round_trips_the_spec_and_names_unknown_learners():
 def test_importing_learners_does_not_import_torch():
     code = "import sys, pbmarl.learners as L; L.ExactBestResponse; assert 'torch' not in sys.modules; L.make_learner"
     subprocess.run([sys.executable, "-c", code], check=True, cwd=Path(__file__).resolve().parents[1])
+
+
+@pytest.mark.parametrize("size", [None, 16])
+def test_ppo_minibatch_size_cuts_each_round_by_its_length(size):
+    """A fixed `minibatch_size` gives ``epochs * ceil(T / size)`` updates for a round of T samples (so longer
+    rounds take more steps); without it every round takes ``epochs * minibatches``."""
+    game = pb.load_game("gym:CartPole-v1")
+    learner = pb.PPO(game, seed=0, steps_per_round=64, num_envs=2, epochs=3, minibatches=2, minibatch_size=size,
+                     budget=200)
+    learner.start(0, [None])
+    before = 0
+    for _ in range(3):
+        learner.step()
+        task = learner.task
+        rows = int(learner.history["learner_steps"].iloc[-1]) - (int(learner.history["learner_steps"].iloc[-2])
+                                                                 if len(learner.history) > 1 else 0)
+        expected = 3 * (2 if size is None else -(-rows // size))
+        assert task.updates - before == expected and rows >= 64
+        before = task.updates

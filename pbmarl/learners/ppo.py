@@ -69,7 +69,12 @@ class PPOConfig(LearnerConfig, ParallelOptions):
     epochs: int = 4
     """Passes over each round's batch."""
     minibatches: int = 4
-    """Minibatches per pass."""
+    """Minibatches per pass (ignored when `minibatch_size` is set)."""
+    minibatch_size: int | None = None
+    """Samples per minibatch instead of a fixed count: a round of T samples is cut into ``ceil(T / size)``
+    minibatches, so updates grow with the round. Rounds are whole episodes, so they lengthen as episodes
+    do (CartPole: 8 copies of 500 steps); this keeps the updates per sample of a fixed-size rollout
+    (SB3's ``batch_size``) where a fixed count would take ever fewer steps. None: `minibatches`."""
     ent_coef: float = 0.01
     """Weight of the entropy bonus."""
     vf_coef: float = 0.5
@@ -89,6 +94,7 @@ class PPOConfig(LearnerConfig, ParallelOptions):
 
     checks: ClassVar[dict[str, Rule]] = {
         **ACTOR_CRITIC_CHECKS, "clip_coef": POSITIVE, "epochs": POSITIVE_INT, "minibatches": POSITIVE_INT,
+        "minibatch_size": (lambda v: v is None or POSITIVE_INT[0](v), "None or a positive int"),
         "target_kl": (lambda v: v is None or POSITIVE[0](v), "None or a positive number"),
     }
 
@@ -219,7 +225,8 @@ class PPO(Learner):
         n, approx_kl = 0, math.nan
         for _ in range(cfg.epochs):
             order = self.rng.permutation(T)
-            for index in np.array_split(order, min(cfg.minibatches, T)):
+            parts = cfg.minibatches if cfg.minibatch_size is None else -(-T // cfg.minibatch_size)
+            for index in np.array_split(order, min(parts, T)):
                 mb = batch.take(index)
                 logp, entropy, value = self._evaluate(mb)
                 log_ratio = logp - mb.old_logp
