@@ -37,6 +37,7 @@ import shlex
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -96,7 +97,11 @@ def _learner(slice_: str, seed: int) -> Any:
     raise ValueError(slice_)
 
 
-def run_slice(slice_: str, seed: int, steps: int, eval_episodes: int) -> dict[str, Any]:
+def run_slice(slice_: str, seed: int, steps: int, eval_episodes: int, *, every: int | None = None,
+              checkpoint: Callable[[dict[str, Any]], None] | None = None) -> dict[str, Any]:
+    """Train (or, for the random slices, only evaluate) and return the row; with `every`, evaluate every
+    `every` env steps on the way and hand each of those rows to `checkpoint` (so a long run that is
+    stopped keeps its curve)."""
     continuous = slice_ in ("maddpg", "random_continuous")
     game = pb.load_game("pettingzoo:simple_spread_v3", continuous_actions=continuous, **ENV)
     mapping = pb.AgentMapping.shared(game, agent_id=True)
@@ -104,16 +109,24 @@ def run_slice(slice_: str, seed: int, steps: int, eval_episodes: int) -> dict[st
     if slice_.startswith("random"):
         marl = pb.MARL(game, {"shared": pb.MADDPG(seed=seed) if continuous else pb.MAPPO(seed=seed)}, mapping, seed=seed)
         result = marl.evaluate(eval_episodes, policies={"shared": pb.RandomPolicy(mapping.group_game("shared"))})
-        env_steps = 0
-    else:
-        marl = pb.MARL(game, {"shared": _learner(slice_, seed)}, mapping, seed=seed)
-        while marl.total_env_steps < steps:
-            rec = marl.step()
-            print(f"  {slice_} seed {seed}: {rec.total_env_steps} env steps, train return {rec.returns['shared']:.1f}",
-                  flush=True)
-        result = marl.evaluate(eval_episodes)
-        env_steps = marl.total_env_steps
-    wall = time.perf_counter() - t0
+        return _row(slice_, seed, game, marl, result, time.perf_counter() - t0)
+    marl = pb.MARL(game, {"shared": _learner(slice_, seed)}, mapping, seed=seed)
+    next_check = every
+    while marl.total_env_steps < steps:
+        rec = marl.step()
+        print(f"  {slice_} seed {seed}: {rec.total_env_steps} env steps, train return {rec.returns['shared']:.1f}",
+              flush=True)
+        if next_check is not None and checkpoint is not None and next_check <= marl.total_env_steps < steps:
+            checkpoint(_row(slice_, seed, game, marl, marl.evaluate(eval_episodes), time.perf_counter() - t0,
+                            note="checkpoint"))
+            next_check += every * (1 + (marl.total_env_steps - next_check) // every)
+    result = marl.evaluate(eval_episodes)
+    return _row(slice_, seed, game, marl, result, time.perf_counter() - t0)
+
+
+def _row(slice_: str, seed: int, game: Any, marl: Any, result: dict[str, Any], wall: float, *,
+         note: str = "") -> dict[str, Any]:
+    env_steps = 0 if slice_.startswith("random") else marl.total_env_steps
     busy = sum(r.seconds["collect"] + r.seconds["train"] for r in marl.records) if marl.records else 0.0
     train_return = marl.records[-1].returns["shared"] / ENV["N"] if marl.records else None
     summed = float(result["return/shared"])
@@ -122,7 +135,8 @@ def run_slice(slice_: str, seed: int, steps: int, eval_episodes: int) -> dict[st
             "seed": seed, "env_steps": env_steps, "per_agent_x25": 25 * result["mean_step_reward"],
             "summed_return": summed, "mappo_paper": mappo_paper(summed),
             "env_steps_per_s": env_steps / busy if busy else None, "train_return": train_return,
-            "wall_s": round(wall, 1), "reference": f"MAPPO paper curve about -120; bar {BAR} (paper convention){said}"}
+            "wall_s": round(wall, 1),
+            "reference": f"{note + '; ' if note else ''}MAPPO paper curve about -120; bar {BAR} (paper convention){said}"}
 
 
 #: MPE's motion for one agent pushing one way from rest: force 5 (the agents' default sensitivity), mass 1,
@@ -233,6 +247,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--steps", type=int, default=200_000, help="env steps per learner run")
     parser.add_argument("--eval-episodes", type=int, default=100)
     parser.add_argument("--no-record", action="store_true")
+    parser.add_argument("--eval-every", type=int, default=None,
+                        help="also evaluate every N env steps and append that row at once (a stopped run keeps its curve)")
     args = parser.parse_args(argv)
     command = "python benchmarks/marl.py " + " ".join(shlex.quote(a) for a in (argv or sys.argv[1:]))
     import os
@@ -240,6 +256,14 @@ def main(argv: list[str] | None = None) -> int:
     base = {"date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M"), "commit": git_commit(),
             "command": command}
     rows = []
+
+    def checkpoint(row: dict[str, Any]) -> None:
+        load = " ".join(f"{x:.2f}" for x in os.getloadavg())
+        print(f"  checkpoint {row['method']} seed {row['seed']}: {row['env_steps']} env steps, MAPPO paper convention "
+              f"{row['mappo_paper']:.1f}, summed {row['summed_return']:.1f}", flush=True)
+        if not args.no_record:
+            append_rows([{**base, "load_avg": load, **row}])
+
     for slice_ in args.only:
         for seed in args.seeds:
             if slice_ == "peer":
@@ -247,7 +271,8 @@ def main(argv: list[str] | None = None) -> int:
             elif slice_ == "scripted":
                 row = scripted(seed, args.eval_episodes)
             else:
-                row = run_slice(slice_, seed, args.steps, args.eval_episodes)
+                row = run_slice(slice_, seed, args.steps, args.eval_episodes, every=args.eval_every,
+                                checkpoint=checkpoint)
             if row is None:
                 continue
             load = " ".join(f"{x:.2f}" for x in os.getloadavg())
