@@ -227,8 +227,10 @@ def test_a_group_learner_is_a_psro_oracle() -> None:
     from pbmarl.protocols import Oracle
 
     rps = pb.MatrixGame([[0, -1, 1], [1, 0, -1], [-1, 1, 0]], name="rps")
-    oracle = GroupOracle(rps, lambda s: pb.IPPO(seed=s, steps_per_round=256, epochs=4, lr=1e-2, gamma=0.0),
-                         steps=1024, eval_episodes=100)
+    # the one-step game's observation is a 2-dim seat one-hot: the MAPPO code's LayerNorm (the default, for MPE)
+    # only slows these 1,024-step answers (exploitability after 3 iterations 0.37 with it, 0.05 without)
+    oracle = GroupOracle(rps, lambda s: pb.IPPO(seed=s, steps_per_round=256, epochs=4, lr=1e-2, gamma=0.0,
+                                                layer_norm=False), steps=1024, eval_episodes=100)
     assert isinstance(oracle, Oracle) and oracle.name == "marl-ippo"
     br = oracle.respond(0, [None, pb.FixedPolicy(rps, [1.0, 0.0, 0.0])])   # against rock: paper
     assert br.value > 0.8 and br.env_steps >= 1024

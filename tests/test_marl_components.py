@@ -129,3 +129,33 @@ def test_group_learner_bad_input() -> None:
     cont = pb.load_game("pettingzoo:simple_spread_v3", N=2, continuous_actions=True, max_cycles=5)
     with pytest.raises(ValueError, match="QMIX .* needs Discrete actions.*use MADDPG"):
         pb.MARL(cont, {"team": pb.QMIX(agent="gru")})
+
+
+# -- MAPPO's networks as the MAPPO code builds them -------------------------------------------------------
+def test_mappo_networks_carry_layer_norm_and_orthogonal_init_and_export_with_them(spread: pb.Game) -> None:
+    from pbmarl.policies.base import new_policy_from_state
+
+    mapping = pb.AgentMapping.shared(spread, agent_id=True)
+    mappo = pb.MAPPO(seed=0, steps_per_round=24)
+    pb.MARL(spread, {"shared": mappo}, mapping, num_envs=2)
+    actor, critic = mappo.actor.net, mappo.critic
+    for net in (actor, critic):  # a LayerNorm on the input and after each hidden block
+        kinds = [type(m).__name__ for m in net]
+        assert kinds == ["LayerNorm", "Linear", "ReLU", "LayerNorm", "Linear", "ReLU", "LayerNorm", "Linear"]
+    head, hidden = actor[-1].weight.detach(), actor[1].weight.detach()
+    # orthogonal rows (fewer rows than columns): W W^T = gain^2 I, gain 0.01 on the actor's head, sqrt(2) inside
+    torch.testing.assert_close(head @ head.T, 1e-4 * torch.eye(head.shape[0]), atol=1e-7, rtol=0)
+    gram = hidden.T @ hidden if hidden.shape[0] > hidden.shape[1] else hidden @ hidden.T
+    torch.testing.assert_close(gram, 2.0 * torch.eye(gram.shape[0]), atol=1e-4, rtol=0)
+    assert float(actor[-1].bias.detach().abs().max()) == 0.0 and float(critic[-1].weight.detach().norm()) > 0.5
+    plain = pb.MAPPO(seed=0, steps_per_round=24, layer_norm=False, orthogonal_init=False)
+    pb.MARL(spread, {"shared": plain}, mapping, num_envs=2)
+    assert not any(isinstance(m, torch.nn.LayerNorm) for m in plain.actor.net)
+    policy = mappo.policy()  # the exported policy keeps its LayerNorms through a save and load
+    view = mapping.group_game("shared")
+    back = new_policy_from_state(view, policy.arrays(), policy.meta())
+    obs = np.random.default_rng(0).normal(size=(5, policy.in_dim)).astype(np.float32)
+    mask = np.ones((5, view.num_actions), bool)
+    np.testing.assert_allclose(back.action_probabilities(obs, mask), policy.action_probabilities(obs, mask))
+    with pytest.raises(ValueError, match="MAPPOConfig.layer_norm must be True or False, got 1"):
+        pb.MAPPO(layer_norm=1)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from typing import Any
 
@@ -13,18 +14,32 @@ from pbmarl.games.base import Game
 from pbmarl.policies.base import Policy
 
 
-def build_mlp(in_dim: int, hidden: Sequence[int], out_dim: int, *, activation: type[nn.Module] = nn.ReLU) -> nn.Sequential:
+def build_mlp(in_dim: int, hidden: Sequence[int], out_dim: int, *, activation: type[nn.Module] = nn.ReLU,
+              layer_norm: bool = False) -> nn.Sequential:
     """A plain MLP: Linear-activation blocks, then a Linear head.
 
     ReLU works in place on its Linear's fresh output (which nothing else holds): the same values and
-    gradients, one buffer and one pass over it less per layer."""
-    layers: list[nn.Module] = []
+    gradients, one buffer and one pass over it less per layer. ``layer_norm=True`` puts a LayerNorm on the
+    input and after every hidden block (the MAPPO code's feature normalisation and layer norm)."""
+    layers: list[nn.Module] = [nn.LayerNorm(in_dim)] if layer_norm else []
     last = in_dim
     for width in hidden:
         layers += [nn.Linear(last, int(width)), nn.ReLU(inplace=True) if activation is nn.ReLU else activation()]
+        if layer_norm:
+            layers.append(nn.LayerNorm(int(width)))
         last = int(width)
     layers.append(nn.Linear(last, out_dim))
     return nn.Sequential(*layers)
+
+
+def orthogonal_init_(net: nn.Sequential, head_gain: float) -> nn.Sequential:
+    """Orthogonal weights and zero biases in place (the MAPPO and PPO codes' init): gain sqrt(2) (ReLU) on the
+    hidden Linears, `head_gain` on the last one (0.01 for an actor: near-uniform first policies)."""
+    linears = [m for m in net if isinstance(m, nn.Linear)]
+    for i, layer in enumerate(linears):
+        nn.init.orthogonal_(layer.weight, gain=head_gain if i == len(linears) - 1 else math.sqrt(2.0))
+        nn.init.zeros_(layer.bias)
+    return net
 
 
 def masked_logits(logits: torch.Tensor, legal_mask: torch.Tensor) -> torch.Tensor:
@@ -42,7 +57,8 @@ class MLPPolicy(Policy):
 
     kind = "mlp"
 
-    def __init__(self, game: Game, hidden: Sequence[int] = (128, 128), *, seed: int | None = 0) -> None:
+    def __init__(self, game: Game, hidden: Sequence[int] = (128, 128), *, seed: int | None = 0,
+                 layer_norm: bool = False) -> None:
         super().__init__(game)
         if game.num_actions < 1:
             raise ValueError(
@@ -50,11 +66,12 @@ class MLPPolicy(Policy):
                 "(use pb.GaussianPolicy or pb.DeterministicPolicy)"
             )
         self.hidden = tuple(int(h) for h in hidden)
+        self.layer_norm = bool(layer_norm)
         self.in_dim = int(np.prod(game.observation_shape))
         with torch.random.fork_rng(devices=[]):
             if seed is not None:
                 torch.manual_seed(int(seed))  # scoped by fork_rng: no global seeding leaks
-            self.net = build_mlp(self.in_dim, self.hidden, game.num_actions)
+            self.net = build_mlp(self.in_dim, self.hidden, game.num_actions, layer_norm=self.layer_norm)
 
     def logits(self, obs: torch.Tensor) -> torch.Tensor:
         return self.net(obs.reshape(obs.shape[0], -1))
@@ -69,11 +86,11 @@ class MLPPolicy(Policy):
         return {k: v.detach().cpu().numpy() for k, v in self.net.state_dict().items()}
 
     def meta(self) -> dict[str, Any]:
-        return {**super().meta(), "hidden": list(self.hidden)}
+        return {**super().meta(), "hidden": list(self.hidden), **({"layer_norm": True} if self.layer_norm else {})}
 
     @classmethod
     def from_state(cls, game: Game, arrays: dict[str, np.ndarray], meta: dict[str, Any]) -> MLPPolicy:
-        policy = cls(game, hidden=meta["hidden"], seed=None)
+        policy = cls(game, hidden=meta["hidden"], seed=None, layer_norm=bool(meta.get("layer_norm", False)))
         policy.net.load_state_dict({k: torch.as_tensor(np.array(v)) for k, v in arrays.items()})
         policy.version = int(meta.get("version", 0))
         return policy
