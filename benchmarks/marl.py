@@ -139,13 +139,17 @@ def _row(slice_: str, seed: int, game: Any, marl: Any, result: dict[str, Any], w
             "reference": f"{note + '; ' if note else ''}MAPPO paper curve about -120; bar {BAR} (paper convention){said}"}
 
 
-#: MPE's motion for one agent pushing one way from rest: force 5 (the agents' default sensitivity), mass 1,
-#: damping 0.25, dt 0.1: how far it can have moved after each of the 25 steps (about 0.2 a step at full speed)
+#: MPE's motion of one agent per step: ``v <- KEEP * v + PUSH * move``, ``p <- p + DT * v`` (damping 0.25,
+#: force 5 = the agents' default sensitivity, mass 1, dt 0.1)
+KEEP, PUSH, DT = 0.75, 0.5, 0.1
+
+
 def _full_speed_travel(steps: int = ENV["max_cycles"]) -> list[float]:
+    """How far an agent pushing one way from rest can have moved after each step (about 0.2 a step at full speed)."""
     v, x, out = 0.0, 0.0, []
     for _ in range(steps):
-        v = 0.75 * v + 0.5
-        x += 0.1 * v
+        v = KEEP * v + PUSH
+        x += DT * v
         out.append(x)
     return out
 
@@ -184,9 +188,9 @@ def scripted(seed: int, episodes: int) -> dict[str, Any]:
             acts = {}
             for i, name in enumerate(env.agents):
                 pos, vel, goal = agents[i].state.p_pos, agents[i].state.p_vel, marks[perm[i]]
-                vs = [0.75 * vel + 0.5 * m for m in moves]  # the velocity, then the position, after each move
-                acts[name] = int(np.argmin([np.linalg.norm(pos + 0.1 * v - goal)
-                                            + 0.3 * np.linalg.norm(pos + 0.1 * v + 0.3 * v - goal) for v in vs]))
+                vs = [KEEP * vel + PUSH * m for m in moves]  # the velocity, then the position, after each move
+                acts[name] = int(np.argmin([np.linalg.norm(pos + DT * v - goal)
+                                            + 0.3 * np.linalg.norm(pos + DT * v + 0.3 * v - goal) for v in vs]))
             _, rewards, _, _, _ = env.step(acts)
             total += sum(rewards.values())
         summed.append(total)

@@ -223,10 +223,10 @@ class PPO(Learner):
         T = len(batch)
         sums = {"loss": 0.0, "policy_loss": 0.0, "value_loss": 0.0, "entropy": 0.0, "clip_fraction": 0.0}
         n, approx_kl = 0, math.nan
+        parts = min(cfg.minibatches if cfg.minibatch_size is None else -(-T // cfg.minibatch_size), T)
         for _ in range(cfg.epochs):
             order = self.rng.permutation(T)
-            parts = cfg.minibatches if cfg.minibatch_size is None else -(-T // cfg.minibatch_size)
-            for index in np.array_split(order, min(parts, T)):
+            for index in np.array_split(order, parts):
                 mb = batch.take(index)
                 logp, entropy, value = self._evaluate(mb)
                 log_ratio = logp - mb.old_logp

@@ -32,7 +32,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from pbmarl.learners.base import FLAG, POSITIVE, Rule, _is_real
+from pbmarl.learners.base import FLAG, POSITIVE, Rule, _is_int, _is_real
 from pbmarl.learners.buffers import Batch
 from pbmarl.learners.control import ControlConfig, ControlLearner, ControlRecord
 from pbmarl.learners.nets import Critic, adam, build_mlp, frozen, seeded, to_tensor
@@ -66,8 +66,8 @@ class SACConfig(ControlConfig):
     checks: ClassVar[dict[str, Rule]] = {
         "alpha": POSITIVE, "autotune": FLAG,
         "target_entropy": (lambda v: v is None or _is_real(v), "None or a finite number"),
-        "sde": FLAG, "sde_sample_freq": (lambda v: bool(isinstance(v, (int, np.integer)) and not isinstance(v, bool)
-                                              and (v == -1 or v >= 1)), "-1 (once per rollout) or a positive int"),
+        "sde": FLAG, "sde_sample_freq": (lambda v: _is_int(v) and (v == -1 or v >= 1),
+                                         "-1 (once per rollout) or a positive int"),
         "log_std_init": (_is_real, "a finite number"), "clip_mean": POSITIVE,
     }
 
@@ -129,7 +129,7 @@ class SAC(ControlLearner):
         if self.space == "box":
             if self.config.sde and not deterministic:
                 every = self.config.train_freq if self.config.sde_sample_freq == -1 else self.config.sde_sample_freq
-                if self.env_steps % every == 0 or self.gaussian.noise_weights is None:
+                if self.env_steps % every == 0:  # (`sample` draws the first matrix itself)
                     self.gaussian.reset_noise(self.gen)
             return self.gaussian.sample(obs, generator=self.gen, deterministic=deterministic)[0][0].numpy()
         logits = self.actor(obs)[0]
