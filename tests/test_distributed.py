@@ -46,11 +46,88 @@ def test_bsp_with_n_workers_equals_one_worker_with_n_times_the_batch(cartpole, c
     assert learner.staleness == [0, 0, 0] and list(learner.history["max_staleness"]) == [0]
 
 
+DQN_SMALL = {**SMALL, "learning_starts": 0, "batch_size": 32}
+
+
+def test_dqn_bsp_averages_the_td_gradients_of_every_workers_own_replay(cartpole) -> None:
+    """Gorila: each worker fills its own replay; BSP's update is the gradient of one loss over all their minibatches."""
+    import torch
+
+    from pbmarl.distributed.workers import ReplayGradientWorker
+
+    n = 3
+    learner = pb.DQN(cartpole, workers=n, sync="bsp", seed=3, **DQN_SMALL)
+    learner.start(0, [None])
+    w0 = get_vector(list(learner.q_net.parameters()))
+    learner.step()
+    workers = learner._rounds.executor.inner.workers
+    assert all(isinstance(w, ReplayGradientWorker) for w in workers)
+    results = learner._rounds.last
+    assert [len(w.learner.replay) for w in workers] == [len(r.traj) for r in results]  # its own data only
+    assert all(r.count == 32 for r in results) and learner.history["buffer"].iloc[-1] == sum(
+        len(r.traj) for r in results)
+    # redraw each worker's minibatch (same seed, same replay) and take one loss over all of them
+    single = pb.DQN(cartpole, seed=3, **DQN_SMALL)
+    single.start(0, [None])
+    np.testing.assert_array_equal(get_vector(list(single.q_net.parameters())), w0)
+    batches = [w.learner.replay.sample(32, np.random.default_rng(r.seeds[0])) for w, r in zip(workers, results)]
+    losses = [single._td_loss(b)[0] for b in batches]
+    single.optimizer.zero_grad()
+    torch.stack(losses).mean().backward()  # equal batch sizes: the mean over all n * 32 samples
+    big = torch.cat([p.grad.reshape(-1) for p in single.q_net.parameters()]).numpy()
+    mean = np.mean([r.grad for r in results], axis=0)
+    np.testing.assert_allclose(mean, big, rtol=1e-6, atol=1e-6)
+    ParameterServer(list(single.q_net.parameters()), single.optimizer, max_grad_norm=single.config.max_grad_norm
+                    ).apply([big], [n * 32], [0])
+    np.testing.assert_allclose(get_vector(list(learner.q_net.parameters())),
+                               get_vector(list(single.q_net.parameters())), atol=1e-6)
+    assert learner.staleness == [0] * n and learner.history["updates"].iloc[-1] == 1
+    learner.finish()
+
+
+def test_dqn_workers_only_collect_before_learning_starts_and_the_target_follows_the_server(cartpole) -> None:
+    learner = pb.DQN(cartpole, workers=2, sync="bsp", seed=1, target_update_interval=2,
+                     **{**DQN_SMALL, "learning_starts": 200})
+    learner.start(0, [None])
+    weights, targets = [], []
+    for _ in range(6):
+        record = learner.step()
+        weights.append(get_vector(list(learner.q_net.parameters())))
+        targets.append(get_vector(list(learner.target_net.parameters())))
+    updates = list(learner.history["updates"])
+    first = next(i for i, u in enumerate(updates) if u > 0)
+    assert first >= 1 and np.isnan(learner.history["loss"].iloc[0])  # the first rounds only filled replays
+    assert record.learner_steps == sum(e[3] for e in learner._rounds.log)  # every job counted, applied or not
+    for i, u in enumerate(updates):  # BSP: one update a round, computed at version u - 1 against the target
+        if u >= 1:  # of the last even version (target_update_interval 2) before it
+            j = updates.index((u - 1) - (u - 1) % 2)
+            np.testing.assert_array_equal(targets[i], weights[j])
+    assert any(u >= 3 for u in updates)  # the target moved at least once
+    for w in learner._rounds.executor.inner.workers:  # the workers used the target the learner holds
+        np.testing.assert_array_equal(get_vector(w.target_params), targets[-1])
+    learner.finish()
+
+
+def test_dqn_on_the_parameter_server_learns_a_best_response() -> None:
+    kuhn = pb.load_game("kuhn_poker")
+    opponents = [None, pb.Mixture([pb.RandomPolicy(kuhn), pb.FixedPolicy.pure(kuhn, 1)], [0.3, 0.7])]
+    _, best = pb.ExactBestResponse(kuhn).best_response_with_value(0, opponents)
+    learner = pb.DQN(kuhn, workers=2, sync="bsp", seed=0, steps_per_round=16, batch_size=64, learning_starts=200,
+                     budget=8000, target_update_interval=25)
+    policy = learner.best_response(0, opponents)
+    profile = list(opponents)
+    profile[0] = policy
+    assert best - float(pb.ExactEvaluator(kuhn).evaluate(profile)[0]) < 0.05
+    assert learner.history["updates"].iloc[-1] == len(learner.history) - (learner.history["loss"].isna()).sum()
+
+
+@pytest.mark.parametrize("cls", ["A2C", "DQN"])
 @pytest.mark.parametrize("k", [1, 2])
-def test_bap_staleness_never_exceeds_the_bound_and_asp_records_it(cartpole, k) -> None:
+def test_bap_staleness_never_exceeds_the_bound_and_asp_records_it(cartpole, k, cls) -> None:
     measured = {}
     for sync in ("bap", "asp"):
-        learner = pb.A2C(cartpole, workers=4, sync=sync, staleness=k, seed=0, **SMALL)
+        options = DQN_SMALL if cls == "DQN" else SMALL
+        learner = getattr(pb, cls)(cartpole, workers=4, sync=sync, staleness=k, seed=0, **options)
         learner.start(0, [None])
         for _ in range(5):
             record = learner.step()

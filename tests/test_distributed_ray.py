@@ -51,6 +51,27 @@ def test_bap_on_ray_workers_keeps_its_bound(ray_session) -> None:
         learner.finish()
 
 
+def test_dqn_replay_workers_on_ray_push_asynchronously_with_exact_counts(ray_session) -> None:
+    import numpy as np
+
+    from pbmarl.distributed.server import get_vector
+
+    game = pb.load_game("gym:CartPole-v1")
+    learner = pb.DQN(game, workers=2, sync="asp", backend="ray", steps_per_round=32, num_envs=4, hidden=(16,),
+                     learning_starts=0, batch_size=16, target_update_interval=2, seed=0)
+    learner.start(0, [None])
+    try:
+        before = get_vector(list(learner.q_net.parameters()))
+        records = [learner.step() for _ in range(3)]
+        assert len(learner.staleness) == 6 == records[-1].updates  # ASP: every gradient applied on arrival
+        assert records[-1].learner_steps == sum(e[3] for e in learner._rounds.log)
+        assert records[-1].buffer == records[-1].learner_steps  # all data sits in the two workers' replays
+        assert np.abs(get_vector(list(learner.q_net.parameters())) - before).max() > 0  # pulled from the server
+        assert not np.array_equal(get_vector(list(learner.target_net.parameters())), before)  # a later target
+    finally:
+        learner.finish()
+
+
 def test_the_parameter_server_is_a_ray_actor_and_bsp_matches_the_local_run(ray_session) -> None:
     import numpy as np
 

@@ -1,7 +1,8 @@
 """Where gradient workers run: `LocalExecutor` (in-process, simulated arrival order) or `RayExecutor`.
 
-Both answer the `Executor` seam: ``submit(w, weights, version, seeds)`` hands worker
-`w` a job, ``next()`` returns ``(w, result)`` of the job that finishes first. The local
+Both answer the `Executor` seam: ``submit(w, weights, version, seeds, *extra)`` hands worker
+`w` a job (``compute(weights, version, seeds, *extra)``; on Ray, object references among the
+arguments reach the worker resolved), ``next()`` returns ``(w, result)`` of the job that finishes first. The local
 executor computes a job when it is submitted (so it sees exactly the weights it was
 given) and releases results in the order of a simulated clock in which worker ``w``
 takes ``1 + skew * w`` time units a job: slower workers come back later, which is what
@@ -31,8 +32,8 @@ class Executor(Protocol):
 
     num_workers: int
 
-    def submit(self, w: int, weights: np.ndarray, version: int, seeds: Sequence[int]) -> None:
-        """Start worker `w` on a job: `weights` (at `version`) and one collection per seed."""
+    def submit(self, w: int, weights: np.ndarray, version: int, seeds: Sequence[int], *extra: Any) -> None:
+        """Start worker `w` on a job: `weights` (at `version`), one collection per seed, the learner's `extra`."""
 
     def next(self) -> tuple[int, Any]:
         """``(worker, result)`` of the first job to finish (a `GradientResult` for gradient workers)."""
@@ -53,8 +54,8 @@ class LocalExecutor:
         self._queue: list[tuple[float, int, int, Any]] = []
         self._seq = 0
 
-    def submit(self, w: int, weights: np.ndarray, version: int, seeds: Sequence[int]) -> None:
-        result = self.workers[w].compute(weights, version, seeds)
+    def submit(self, w: int, weights: np.ndarray, version: int, seeds: Sequence[int], *extra: Any) -> None:
+        result = self.workers[w].compute(weights, version, seeds, *extra)
         self._seq += 1
         heapq.heappush(self._queue, (self.clock + 1.0 + self.skew * w, self._seq, w, result))
 
@@ -83,13 +84,13 @@ class RayExecutor:
         self._class = self.ray.remote(worker_class).options(num_cpus=worker_cpus, max_restarts=0,
                                                                max_task_retries=0, scheduling_strategy="SPREAD")
         self.actors = [self._class.remote(*args(w)) for w in range(num_workers)]
-        self._running: dict[Any, tuple[int, np.ndarray, int, tuple[int, ...]]] = {}
+        self._running: dict[Any, tuple[int, np.ndarray, int, tuple[int, ...], tuple[Any, ...]]] = {}
         self.replacements = 0
         self.max_replacements = 2 * num_workers + 2 if max_replacements is None else max_replacements
 
-    def submit(self, w: int, weights: np.ndarray, version: int, seeds: Sequence[int]) -> None:
-        job = (w, weights, int(version), tuple(int(s) for s in seeds))
-        self._running[self.actors[w].compute.remote(weights, version, job[3])] = job
+    def submit(self, w: int, weights: np.ndarray, version: int, seeds: Sequence[int], *extra: Any) -> None:
+        job = (w, weights, int(version), tuple(int(s) for s in seeds), extra)
+        self._running[self.actors[w].compute.remote(weights, version, job[3], *extra)] = job
 
     def next(self) -> tuple[int, Any]:
         from ray.exceptions import RayActorError, RayTaskError
@@ -98,7 +99,7 @@ class RayExecutor:
             if not self._running:
                 raise RuntimeError("no job in flight: submit one first")
             (ref,), _ = self.ray.wait(list(self._running), num_returns=1)
-            w, weights, version, seeds = self._running.pop(ref)
+            w, weights, version, seeds, extra = self._running.pop(ref)
             try:
                 return w, self.ray.get(ref)
             except RayActorError as exc:
@@ -106,7 +107,7 @@ class RayExecutor:
                 if self.replacements > self.max_replacements:
                     raise RuntimeError(f"gradient workers died {self.replacements} times (last: {exc}); giving up") from None
                 self.replace(w)
-                self.submit(w, weights, version, seeds)
+                self.submit(w, weights, version, seeds, *extra)
             except RayTaskError as exc:
                 raise exc.as_instanceof_cause() from None
 
@@ -154,8 +155,8 @@ class Restartable:
             self.inner = self.build()
         return self.inner
 
-    def submit(self, w: int, weights: np.ndarray, version: int, seeds: Sequence[int]) -> None:
-        self._get().submit(w, weights, version, seeds)
+    def submit(self, w: int, weights: np.ndarray, version: int, seeds: Sequence[int], *extra: Any) -> None:
+        self._get().submit(w, weights, version, seeds, *extra)
 
     def next(self) -> tuple[int, Any]:
         return self._get().next()

@@ -9,6 +9,12 @@ are a single-process feature).
 
 With ``norm_adv=False`` the gradient of one batch made of several seeds' data equals the
 sample-weighted mean of the per-seed gradients, which is what BSP relies on.
+
+`ReplayGradientWorker` is DQN's (Gorila's, Nair et al. 2015): each worker keeps its own
+replay, filled by its own epsilon-greedy collection, and returns the TD-loss gradient of
+one minibatch drawn from it (or no gradient while the task is before ``learning_starts``).
+The target network is whatever weights the learner sends with the job: the server's
+weights as of the last multiple of ``target_update_interval`` updates.
 """
 
 from __future__ import annotations
@@ -25,23 +31,29 @@ from pbmarl.distributed.server import get_vector, set_vector
 from pbmarl.games.base import Game
 from pbmarl.rollout.trajectories import Trajectories, concat_trajectories
 
-__all__ = ["GradientResult", "GradientWorker"]
+__all__ = ["GradientResult", "GradientWorker", "ReplayGradientWorker"]
 
 
 @dataclass(frozen=True)
 class GradientResult:
     """What a worker pushes: the gradient, the version it was computed at, the data behind it."""
 
-    grad: np.ndarray
+    grad: np.ndarray | None
+    """The flat gradient; None when the job only collected (nothing to apply)."""
     version: int
     seeds: tuple[int, ...]
     traj: Trajectories
+    """The data the job collected (counted into the task when the result is consumed)."""
     stats: dict[str, float]
+    batch: int | None = None
+    """Samples the gradient averages over when they are not `traj` (a replay minibatch)."""
 
     @property
     def count(self) -> int:
-        """Learner transitions the gradient averages over."""
-        return len(self.traj)
+        """Samples the gradient averages over (0 without a gradient)."""
+        if self.grad is None:
+            return 0
+        return len(self.traj) if self.batch is None else self.batch
 
 
 class GradientWorker:
@@ -61,7 +73,7 @@ class GradientWorker:
             game = game_from_spec(game)
         self.learner = learner_class(game, config=replace(config, workers=1), seed=0)
         self.learner.start(player, list(opponents))
-        self.params = list(self.learner.actor.net.parameters()) + list(self.learner.critic.parameters())
+        self.params = [p for m in self.learner._server_modules() for p in m.parameters()]
 
     def weights(self) -> np.ndarray:
         return get_vector(self.params)
@@ -82,13 +94,17 @@ class GradientWorker:
         v_loss = 0.5 * (value - batch.returns).pow(2).mean()
         ent = entropy.mean()
         loss = pg_loss + cfg.vf_coef * v_loss - cfg.ent_coef * ent
+        stats = {"loss": loss.item(), "policy_loss": pg_loss.item(), "value_loss": v_loss.item(),
+                 "entropy": ent.item(), "approx_kl": 0.0, "clip_fraction": 0.0}
+        return GradientResult(self._gradient(loss), int(version), tuple(int(s) for s in seeds), traj, stats)
+
+    def _gradient(self, loss: torch.Tensor) -> np.ndarray:
+        """The flat gradient of `loss` over `params` (zeros where it does not reach)."""
         for p in self.params:
             p.grad = None
         loss.backward()
         grad = torch.cat([(p.grad if p.grad is not None else torch.zeros_like(p)).reshape(-1) for p in self.params])
-        stats = {"loss": loss.item(), "policy_loss": pg_loss.item(), "value_loss": v_loss.item(),
-                 "entropy": ent.item(), "approx_kl": 0.0, "clip_fraction": 0.0}
-        return GradientResult(grad.detach().numpy().copy(), int(version), tuple(int(s) for s in seeds), traj, stats)
+        return grad.detach().numpy().copy()
 
     def ping(self) -> bool:
         return True
@@ -99,9 +115,48 @@ class GradientWorker:
         return str(ray.get_runtime_context().get_node_id())
 
 
+class ReplayGradientWorker(GradientWorker):
+    """A DQN gradient worker with its own replay (see the module doc)."""
+
+    def __init__(self, game: Any, learner_class: type, config: Any, player: int, opponents: Sequence[Any]) -> None:
+        super().__init__(game, learner_class, config, player, opponents)
+        self.target_params = list(self.learner.target_net.parameters())
+
+    def compute(self, weights: np.ndarray, version: int, seeds: Sequence[int],
+                epsilon: float = 0.0, learn: bool = True, target: np.ndarray | None = None) -> GradientResult:
+        """Collect with epsilon-greedy `weights` into this worker's replay; the TD gradient of one minibatch.
+
+        The minibatch is drawn with a generator seeded by ``seeds[0]``; `target` (default:
+        `weights`) is the target network. Without `learn` the job only collects.
+        """
+        learner = self.learner
+        set_vector(self.params, weights)
+        set_vector(self.target_params, weights if target is None else target)
+        learner.behaviour.epsilon = float(epsilon)
+        learner.behaviour.version += 1  # new weights: pools cache policies by version
+        task, cfg = learner.task, learner.config
+        parts = [learner.pool.collect(task.player, learner.behaviour, task.opponents, cfg.steps_per_round,
+                                      seed=int(s)) for s in seeds]
+        traj = concat_trajectories(parts)
+        learner.replay.add(traj)
+        seeds = tuple(int(s) for s in seeds)
+        stats = {"loss": math.nan, "q_mean": math.nan, "buffer": float(len(learner.replay))}
+        if not learn:
+            return GradientResult(None, int(version), seeds, traj, stats)
+        batch = learner.replay.sample(cfg.batch_size, np.random.default_rng(seeds[0]))
+        loss, q, td = learner._td_loss(batch)
+        grad = self._gradient(loss)
+        learner.replay.update_priorities(batch.index, td.detach().numpy())
+        stats.update(loss=float(loss.detach()), q_mean=float(q.detach().mean()))
+        return GradientResult(grad, int(version), seeds, traj, stats, batch=len(batch.action))
+
+
 def mean_stats(results: Sequence[GradientResult]) -> dict[str, float]:
-    """Sample-weighted means of the workers' statistics (NaN where there are none)."""
-    if not results:
-        return {k: math.nan for k in ("loss", "policy_loss", "value_loss", "entropy", "approx_kl", "clip_fraction")}
-    n = np.array([r.count for r in results], dtype=float)
-    return {k: float(np.dot(n, [r.stats[k] for r in results]) / n.sum()) for k in results[0].stats}
+    """Sample-weighted means of the statistics of the results with a gradient (NaN where there are none)."""
+    keys = list(results[0].stats) if results else [
+        "loss", "policy_loss", "value_loss", "entropy", "approx_kl", "clip_fraction"]
+    used = [r for r in results if r.count > 0]
+    if not used:
+        return {k: math.nan for k in keys}
+    n = np.array([r.count for r in used], dtype=float)
+    return {k: float(np.dot(n, [r.stats[k] for r in used]) / n.sum()) for k in keys}

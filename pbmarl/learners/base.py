@@ -159,6 +159,16 @@ class Learner(Recorded, abc.ABC):
                                      backend="local", seed=self.seed)
         return self._pool
 
+    @property
+    def staleness(self) -> list[int]:
+        """With ``workers > 1``: staleness of every gradient the parameter server applied this task, in order.
+
+        (Server version at apply minus the version the gradient was computed at; empty for one worker
+        and for learners without a parameter server.)
+        """
+        rounds = getattr(self, "_rounds", None)
+        return list(rounds.staleness) if rounds is not None else []
+
     def _collect(self, policy: Policy, steps: int) -> Trajectories:
         """At least `steps` learner transitions (whole episodes) against the task's opponents."""
         task = self._require_task()

@@ -11,6 +11,14 @@ One round of `DQN.step()`:
    (the bootstrap never looks at an illegal next action), syncing the target
    network every ``target_update_interval`` updates.
 
+With ``workers > 1`` (`ParallelOptions`) the round runs on a parameter server instead
+(Gorila, Nair et al. 2015; `pbmarl.distributed.modes`): every worker collects
+``steps_per_round`` transitions into its own replay and returns the TD gradient of one
+``batch_size`` minibatch, applied under ``sync`` ("bsp", "asp" or "bap");
+``updates_per_round`` is then a single-process option. The target network follows the
+server's weights every ``target_update_interval`` applied updates. The workers' replays
+live in the workers, so a checkpoint of such a task holds the weights and optimiser only.
+
 The best response handed back is an `MLPPolicy` that plays ``softmax(Q / policy_temperature)``
 over the legal actions: greedy in Q, mixing only near-ties.
 
@@ -31,6 +39,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
+from pbmarl.distributed.options import ParallelOptions
 from pbmarl.learners.base import (
     FLAG,
     NON_NEGATIVE_INT,
@@ -61,8 +70,8 @@ LOSSES = ("huber", "mse")
 
 
 @dataclass(frozen=True)
-class DQNConfig(LearnerConfig):
-    """DQN options (plus the shared ones of `LearnerConfig`)."""
+class DQNConfig(LearnerConfig, ParallelOptions):
+    """DQN options (plus the shared ones of `LearnerConfig`, and `ParallelOptions`: workers, sync, staleness)."""
 
     buffer_size: int = 50_000
     """Replay capacity in transitions (oldest overwritten first)."""
@@ -116,7 +125,9 @@ class DQNRecord(StepRecord):
     updates: int
     """Gradient steps taken in the task so far."""
     buffer: int
-    """Transitions in the replay buffer."""
+    """Transitions in the replay buffer (with ``workers > 1``: in all workers' replays)."""
+    max_staleness: int = 0
+    """With ``workers > 1``: most versions a gradient applied this round lagged behind the server (0 otherwise)."""
 
 
 class DQN(Learner):
@@ -148,6 +159,12 @@ class DQN(Learner):
         else:
             self.replay = ReplayBuffer(cfg.buffer_size, self.game.observation_shape, A)
         self.behaviour = EpsilonGreedy(self.game, self.q_net, hidden=cfg.hidden, epsilon=cfg.epsilon_start)
+        self._rounds: Any = None
+        self._target: tuple[int, Any] | None = None  # (server version, its weights) the target follows
+        if cfg.workers > 1:  # a parameter server and replay gradient workers (pbmarl.distributed)
+            from pbmarl.distributed.modes import ParameterRounds
+
+            self._rounds = ParameterRounds(self)
 
     def epsilon(self, learner_steps: int, budget: int) -> float:
         """The exploration rate after `learner_steps` of a `budget`-step best response."""
@@ -161,6 +178,8 @@ class DQN(Learner):
         eps = self.epsilon(task.learner_steps, task.budget)
         self.behaviour.epsilon = eps
         self.behaviour.version += 1  # workers cache policies by version
+        if self._rounds is not None:
+            return self._server_round(task, eps)
         traj = self._collect(self.behaviour, cfg.steps_per_round)
         self.replay.add(traj)
         losses, qs = [], []
@@ -175,10 +194,43 @@ class DQN(Learner):
             "epsilon": eps, "updates": task.updates, "buffer": len(self.replay),
         }
 
-    def _update(self, task: Task) -> tuple[float, float]:
-        """One gradient step on a replay minibatch; returns (loss, mean Q of the taken actions)."""
+    def _server_round(self, task: Task, eps: float) -> tuple[Trajectories, dict[str, float]]:
+        """`workers` jobs on the parameter server; the target network follows the server."""
+        rounds = self._rounds
+        traj, stats = rounds.round()
+        task.updates = rounds.version
+        if self._target is not None:
+            from pbmarl.distributed.server import set_vector
+
+            set_vector(list(self.target_net.parameters()), rounds.server.host.get(self._target[1]))
+        return traj, {"loss": stats["loss"], "q_mean": stats["q_mean"], "epsilon": eps, "updates": task.updates,
+                      "buffer": int(sum(r.stats["buffer"] for r in rounds.latest.values())),
+                      "max_staleness": stats["max_staleness"]}
+
+    # -- the parameter server's view (pbmarl.distributed.modes.ServerLearner) ---------------------
+    def _server_modules(self) -> list[torch.nn.Module]:
+        return [self.q_net]
+
+    def _worker_class(self) -> type:
+        from pbmarl.distributed.workers import ReplayGradientWorker
+
+        return ReplayGradientWorker
+
+    def _job_args(self, rounds: Any) -> tuple[Any, ...]:
+        """(epsilon, whether the task learns yet, the target weights) of the next job."""
+        cfg, task = self.config, self._require_task()
+        version, weights = rounds.server.weights()
+        if self._target is None or version // cfg.target_update_interval > self._target[0] // cfg.target_update_interval:
+            self._target = (version, weights)
+        return (self.epsilon(task.learner_steps, task.budget), task.learner_steps >= cfg.learning_starts,
+                self._target[1])
+
+    def _weights_changed(self) -> None:
+        self.behaviour.version += 1  # pools cache policies by version
+
+    def _td_loss(self, batch: Any) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """(importance-weighted TD loss, Q of the taken actions, TD errors) of a replay minibatch."""
         cfg = self.config
-        batch = self.replay.sample(cfg.batch_size, self.rng)
         B = len(batch.action)
         obs = to_tensor(batch.obs).reshape(B, -1)
         next_obs = to_tensor(batch.next_obs).reshape(B, -1)
@@ -193,7 +245,13 @@ class DQN(Learner):
             target = to_tensor(batch.reward) + cfg.gamma * live * bootstrap
         td = q - target
         per_sample = F.smooth_l1_loss(q, target, reduction="none") if cfg.loss == "huber" else td.pow(2)
-        loss = (to_tensor(batch.weight) * per_sample).mean()
+        return (to_tensor(batch.weight) * per_sample).mean(), q, td
+
+    def _update(self, task: Task) -> tuple[float, float]:
+        """One gradient step on a replay minibatch; returns (loss, mean Q of the taken actions)."""
+        cfg = self.config
+        batch = self.replay.sample(cfg.batch_size, self.rng)
+        loss, q, td = self._td_loss(batch)
         self.optimizer.zero_grad()
         loss.backward()
         torch.nn.utils.clip_grad_norm_(self.q_net.parameters(), cfg.max_grad_norm)
@@ -217,4 +275,6 @@ class DQN(Learner):
         return self.replay
 
     def _end_task(self) -> None:
-        del self.q_net, self.target_net, self.optimizer, self.replay, self.behaviour
+        if self._rounds is not None:
+            self._rounds.close()
+        del self.q_net, self.target_net, self.optimizer, self.replay, self.behaviour, self._rounds, self._target

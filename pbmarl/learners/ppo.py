@@ -176,14 +176,20 @@ class PPO(Learner):
         self.actor.version += 1  # workers cache policies by version
         return traj, stats
 
-    @property
-    def staleness(self) -> list[int]:
-        """With ``workers > 1``: staleness of every gradient the parameter server applied this task, in order.
+    # -- the parameter server's view (pbmarl.distributed.modes.ServerLearner) ---------------------
+    def _server_modules(self) -> list[torch.nn.Module]:
+        return [self.actor.net, self.critic]
 
-        (Server version at apply minus the version the gradient was computed at; empty for one worker.)
-        """
-        rounds = getattr(self, "_rounds", None)
-        return list(rounds.staleness) if rounds is not None else []
+    def _worker_class(self) -> type:
+        from pbmarl.distributed.workers import GradientWorker
+
+        return GradientWorker
+
+    def _job_args(self, rounds: Any) -> tuple[Any, ...]:
+        return ()
+
+    def _weights_changed(self) -> None:
+        self.actor.version += 1  # pools cache policies by version
 
     def _prepare(self, traj: Trajectories) -> RolloutBatch:
         """Tensors of the round, with GAE advantages from the critic's values."""
