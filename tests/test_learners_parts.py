@@ -121,7 +121,7 @@ def test_seeded_builds_are_repeatable_and_leave_global_rng_alone():
 # -- configs and registry ------------------------------------------------------
 def test_unknown_option_lists_the_valid_ones():
     game = pb.load_game("kuhn_poker")
-    with pytest.raises(TypeError, match="unknown option 'learning_rate' for DQN; valid options: hidden, lr"):
+    with pytest.raises(TypeError, match="unknown option 'learning_rate' for DQN; valid options: .*hidden, lr, gamma"):
         pb.DQN(game, learning_rate=1e-3)
 
 
