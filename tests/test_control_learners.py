@@ -54,6 +54,9 @@ class BoxDMDP(MDPGame):
     def make_env(self) -> Any:
         return _BoxActions(super().make_env())
 
+    def __reduce__(self) -> tuple[Any, ...]:  # copies (parameter-server workers) stay Box games
+        return (BoxDMDP, ())
+
 
 def _learners() -> list[tuple[str, Any]]:
     # deterministic actors follow the critic's local slope: early on Q(start, a) rises with a (the better

@@ -72,6 +72,25 @@ def test_dqn_replay_workers_on_ray_push_asynchronously_with_exact_counts(ray_ses
         learner.finish()
 
 
+def test_sac_workers_on_ray_push_per_optimiser_gradients_with_exact_counts(ray_session) -> None:
+    import numpy as np
+
+    from pbmarl.distributed.control_rounds import get_state
+
+    learner = pb.SAC("gym:Pendulum-v1", workers=2, sync="asp", backend="ray", hidden=(16,), batch_size=16,
+                     learning_starts=10, steps_per_round=40, seed=0)
+    try:
+        before = get_state(learner)
+        record = learner.step()
+        assert learner._rounds.server.host.actor is not None  # the server is a Ray actor
+        assert record.env_steps == learner.env_steps == sum(e[4] for e in learner._rounds.log) >= 40
+        assert record.updates == len(learner.staleness) > 0  # ASP: each gradient applied on arrival
+        assert not np.array_equal(get_state(learner), before)  # pulled back from the server
+        assert np.isfinite(record.loss) and np.isfinite(record.actor_loss)
+    finally:
+        learner.close()
+
+
 def test_the_parameter_server_is_a_ray_actor_and_bsp_matches_the_local_run(ray_session) -> None:
     import numpy as np
 

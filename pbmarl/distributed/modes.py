@@ -44,7 +44,7 @@ from pbmarl.distributed.workers import GradientResult, mean_stats
 from pbmarl.rollout.trajectories import Trajectories, concat_trajectories
 from pbmarl.rollout.worker import game_for_worker
 
-__all__ = ["ParameterRounds", "ServerLearner"]
+__all__ = ["ParameterRounds", "Rounds", "ServerLearner"]
 
 
 class ServerLearner(Protocol):
@@ -80,33 +80,43 @@ class ServerLearner(Protocol):
         """The server applied an update (policies cached by version must be refreshed)."""
 
 
-class ParameterRounds:
-    """The server side of a distributed PPO/A2C/DQN task (built by the learner; see the module doc)."""
+class Rounds:
+    """BSP, ASP or BAP over a server handle and an executor (see the module doc).
 
-    def __init__(self, learner: ServerLearner, *, executor: Executor | None = None) -> None:
-        cfg = learner.config
-        task = learner.task
+    Subclasses say how a consumed result is counted (`_count`), what a job's extra
+    arguments are (`_job_args`), what follows an applied update (`_weights_changed`)
+    and what a round returns (`_summary`). Results answer ``grad`` (None: nothing to
+    apply), ``count``, ``version`` and ``seeds``.
+    """
+
+    def __init__(self, learner: Any, server: Any, executor: Executor, *, mode: str, staleness: int,
+                 workers: int) -> None:
         self.learner = learner
-        self.mode, self.k, self.n = cfg.sync, cfg.staleness, cfg.workers
-        self.server = RemoteServer(learner._server_modules(), learner.optimizer, backend=cfg.backend,
-                                   max_grad_norm=cfg.max_grad_norm)
-        spec = game_for_worker(learner.game)
-        opponents = list(task.opponents)
-
-        def args(w: int) -> tuple[Any, ...]:
-            return (spec, type(learner), cfg, task.player, opponents)
-
-        self.executor = (make_executor(cfg.backend, args, self.n, learner._worker_class()) if executor is None
-                         else executor)
+        self.server = server
+        self.executor = executor
+        self.mode, self.k, self.n = mode, staleness, workers
         self.inflight: dict[int, int] = {}  # worker -> version it computes at
-        self.pending: list[GradientResult] = []
+        self.pending: list[Any] = []
         self.idle: list[int] = []  # BAP: workers whose gradient waits in `pending`
-        #: every consumed gradient: (worker, version, seeds, learner transitions, env steps)
+        #: every consumed job: (worker, version, seeds, learner transitions, env steps)
         self.log: list[tuple[int, int, tuple[int, ...], int, int]] = []
         #: the results consumed by the last round
-        self.last: list[GradientResult] = []
+        self.last: list[Any] = []
         #: each worker's latest result (its statistics describe its own state, e.g. its replay size)
-        self.latest: dict[int, GradientResult] = {}
+        self.latest: dict[int, Any] = {}
+
+    def _count(self, result: Any) -> tuple[int, int]:
+        """Count a consumed result into the learner; ``(learner transitions, env steps)`` it brought."""
+        raise NotImplementedError
+
+    def _job_args(self) -> tuple[Any, ...]:
+        return ()
+
+    def _weights_changed(self) -> None:
+        pass
+
+    def _summary(self, got: list[Any], staleness: list[int]) -> Any:
+        raise NotImplementedError
 
     @property
     def staleness(self) -> list[int]:
@@ -121,28 +131,30 @@ class ParameterRounds:
     def _dispatch(self, w: int) -> None:
         version, weights = self.server.weights()
         seed = int(self.learner.rng.integers(2**63 - 1))
-        self.executor.submit(w, weights, version, [seed], *self.learner._job_args(self))
+        self.executor.submit(w, weights, version, [seed], *self._job_args())
         self.inflight[w] = version
 
-    def _receive(self) -> tuple[int, GradientResult]:
+    def _receive(self) -> tuple[int, Any]:
         w, result = self.executor.next()
         del self.inflight[w]
-        task = self.learner.task
-        task.learner_steps += len(result.traj)
-        task.env_steps += int(result.traj.steps)
-        self.log.append((w, result.version, result.seeds, len(result.traj), int(result.traj.steps)))
+        transitions, steps = self._count(result)
+        self.log.append((w, result.version, result.seeds, transitions, steps))
         self.latest[w] = result
         return w, result
 
-    def _apply(self, results: list[GradientResult]) -> None:
+    def _apply(self, results: list[Any]) -> None:
         grads = [(r.grad, r.count, r.version) for r in results if r.grad is not None]
         if not grads:  # data only (an off-policy worker still filling its replay)
             return
         self.server.apply([g for g, _, _ in grads], [n for _, n, _ in grads], [v for _, _, v in grads])
-        self.learner._weights_changed()
+        self._weights_changed()
 
-    def round(self) -> tuple[Trajectories, dict[str, float]]:
-        """Consume `workers` gradients under the mode; the data and its statistics."""
+    def round(self, *, pull: bool = True) -> Any:
+        """Consume `workers` jobs' results under the mode; what `_summary` makes of them.
+
+        With `pull` the server's weights and optimiser state reach the learner after the
+        round (always on Ctrl-C); without, the caller pulls (``server.pull()``) when it needs them.
+        """
         try:
             out = self._round()
         except KeyboardInterrupt:  # stop the workers; the next round starts fresh ones
@@ -150,12 +162,12 @@ class ParameterRounds:
             self.inflight = {}
             self.server.pull()  # the updates already applied (their data is counted) reach the learner
             raise
-        self.server.pull()
+        if pull:
+            self.server.pull()
         return out
 
-    def _round(self) -> tuple[Trajectories, dict[str, float]]:
-        """Consume `workers` jobs' results (one per worker under BSP)."""
-        got: list[GradientResult] = []
+    def _round(self) -> Any:
+        got: list[Any] = []
         applied = len(self.server.staleness)
         if self.mode == "bsp":
             for w in range(self.n):
@@ -181,8 +193,7 @@ class ParameterRounds:
                 if self.pending and all(self.server.version + 1 - v <= self.k for v in self.inflight.values()):
                     self._apply_pending()
         self.last = got
-        new = self.server.staleness[applied:]
-        return concat_trajectories([r.traj for r in got]), {**mean_stats(got), "max_staleness": max(new, default=0)}
+        return self._summary(got, self.server.staleness[applied:])
 
     def _apply_pending(self) -> None:
         self._apply(self.pending)
@@ -194,3 +205,38 @@ class ParameterRounds:
     def close(self) -> None:
         self.executor.close()
         self.server.close()
+
+
+class ParameterRounds(Rounds):
+    """The server side of a distributed PPO/A2C/DQN task (built by the learner; see the module doc)."""
+
+    def __init__(self, learner: ServerLearner, *, executor: Executor | None = None) -> None:
+        cfg = learner.config
+        task = learner.task
+        server = RemoteServer(learner._server_modules(), learner.optimizer, backend=cfg.backend,
+                              max_grad_norm=cfg.max_grad_norm)
+        spec = game_for_worker(learner.game)
+        opponents = list(task.opponents)
+
+        def args(w: int) -> tuple[Any, ...]:
+            return (spec, type(learner), cfg, task.player, opponents)
+
+        if executor is None:
+            executor = make_executor(cfg.backend, args, cfg.workers, learner._worker_class())
+        super().__init__(learner, server, executor, mode=cfg.sync, staleness=cfg.staleness, workers=cfg.workers)
+
+    def _count(self, result: GradientResult) -> tuple[int, int]:
+        task = self.learner.task
+        task.learner_steps += len(result.traj)
+        task.env_steps += int(result.traj.steps)
+        return len(result.traj), int(result.traj.steps)
+
+    def _job_args(self) -> tuple[Any, ...]:
+        return tuple(self.learner._job_args(self))
+
+    def _weights_changed(self) -> None:
+        self.learner._weights_changed()
+
+    def _summary(self, got: list[GradientResult], staleness: list[int]) -> tuple[Trajectories, dict[str, float]]:
+        """The round's data and its statistics."""
+        return concat_trajectories([r.traj for r in got]), {**mean_stats(got), "max_staleness": max(staleness, default=0)}

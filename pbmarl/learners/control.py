@@ -22,6 +22,11 @@ An algorithm fills in `_build` (networks, optimisers), `_act` (one action),
 `_update` (one gradient step, returning its losses), `_modules` (what `save` keeps)
 and `_policy` (the policy handed back).
 
+With ``workers > 1`` a round runs on a parameter server (``sync`` "bsp", "asp" or "bap";
+`pbmarl.distributed.control_rounds`): workers with their own environments and replays push
+per-optimiser gradients, the server applies them and moves the targets. ``backend="ray"``
+makes the workers and the server Ray actors; `close()` stops them.
+
 The same learner is also an oracle (`best_response` / `respond`): on a one-player game
 it trains itself; built on a game of several seats it is an oracle only, and each
 answer trains a fresh learner for the seat asked (`pbmarl.learners.seat_oracle`).
@@ -96,7 +101,11 @@ class ControlLearner(Recorded, abc.ABC):
         #: a game of several seats: this learner is an oracle only (`best_response` trains a fresh one per seat)
         self.multi_seat = game.num_players > 1
         self.responses = 0
+        self._rounds: Any = None  # the parameter server's rounds (workers > 1), built by the first step
         if self.multi_seat:
+            if self.config.workers > 1:
+                raise ValueError(f"workers={self.config.workers}: a parameter server trains a one-player game; "
+                                 f"{game.name!r} has {game.num_players} seats (use workers=1)")
             from pbmarl.learners.seat_oracle import seat_game
 
             seat_game(game, who=type(self).__name__)  # a game the multi-agent rollout path can step, or a clear error now
@@ -157,6 +166,12 @@ class ControlLearner(Recorded, abc.ABC):
     def _update(self, batch: Batch) -> dict[str, float]:
         """One gradient step on `batch`; the losses by name."""
 
+    def _after_update(self) -> None:
+        """What follows update number ``updates + 1``'s optimiser steps (the target networks' move).
+
+        `_update` calls it last; a parameter server calls it after applying the workers' gradients.
+        """
+
     @abc.abstractmethod
     def _modules(self) -> dict[str, Any]:
         """Everything with ``state_dict`` / ``load_state_dict`` that `save` keeps."""
@@ -185,6 +200,8 @@ class ControlLearner(Recorded, abc.ABC):
         as they come. A round asked for after the budget is spent runs ``steps_per_round`` steps."""
         self._one_seat("step()")
         cfg = self.config
+        if cfg.workers > 1:
+            return self._server_step()
         t0 = time.perf_counter()
         returns: list[float] = []
         losses: dict[str, list[float]] = {}
@@ -201,6 +218,45 @@ class ControlLearner(Recorded, abc.ABC):
         )
         self.records.append(record)
         return record
+
+    def _server_step(self) -> ControlRecord:
+        """One round on the parameter server: rounds of `workers` jobs until ``steps_per_round`` env steps."""
+        from pbmarl.distributed.control_rounds import ControlRounds
+
+        cfg = self.config
+        t0 = time.perf_counter()
+        start = self.env_steps
+        goal = cfg.steps_per_round if self.done else min(cfg.steps_per_round, cfg.budget - self.env_steps)
+        returns: list[float] = []
+        losses: dict[str, list[float]] = {}
+        with torch_threads(cfg.num_threads):
+            if self._rounds is None:
+                self._rounds = ControlRounds(self)
+            while self.env_steps - start < goal:
+                done, stats = self._rounds.round(pull=False)
+                returns.extend(done)
+                for k, v in stats.items():
+                    losses.setdefault(k, []).append(v)
+            self._rounds.server.pull()  # networks, optimisers and `updates` back into this learner
+        record = self.record_class(
+            task=0, player=0, round=len(self.records) + 1, learner_steps=self.env_steps, env_steps=self.env_steps,
+            episodes=len(returns), mean_return=_mean(returns), seconds=time.perf_counter() - t0,
+            updates=self.updates, loss=_mean(losses.get("loss")), **{
+                f.name: _mean(losses.get(f.name)) for f in dataclasses.fields(self.record_class) if f.name not in _BASE},
+        )
+        self.records.append(record)
+        return record
+
+    @property
+    def staleness(self) -> list[int]:
+        """With ``workers > 1``: staleness of every gradient the parameter server applied, in order (else empty)."""
+        return list(self._rounds.staleness) if self._rounds is not None else []
+
+    def close(self) -> None:
+        """Stop the parameter server's workers and server (``workers > 1``); the next `step` starts fresh ones."""
+        if self.__dict__.get("_rounds") is not None:
+            self._rounds.close()
+            self._rounds = None
 
     def _episode(self, losses: dict[str, list[float]]) -> float:
         cfg = self.config
@@ -403,6 +459,7 @@ class ControlLearner(Recorded, abc.ABC):
         self.rng.bit_generator.state = data["rng"]
         self.env_steps, self.updates, self.episodes = int(data["env_steps"]), int(data["updates"]), int(data["episodes"])
         self.records = [self.record_class(**r) for r in data["records"]]
+        self.close()  # a parameter server (workers > 1) restarts from the loaded state
         return self
 
 

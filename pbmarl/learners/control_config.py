@@ -11,6 +11,7 @@ import math
 from dataclasses import dataclass
 from typing import ClassVar
 
+from pbmarl.distributed.options import ParallelOptions
 from pbmarl.learners.base import (
     FLAG,
     NON_NEGATIVE_INT,
@@ -28,8 +29,9 @@ TAU: Rule = (lambda v: isinstance(v, (int, float)) and math.isfinite(v) and 0 < 
 
 
 @dataclass(frozen=True)
-class ControlConfig(LearnerConfig):
-    """Options of every control learner (plus the shared ones of `LearnerConfig`).
+class ControlConfig(LearnerConfig, ParallelOptions):
+    """Options of every control learner (plus the shared ones of `LearnerConfig`, and `ParallelOptions`:
+    ``workers > 1`` puts it on a parameter server, `pbmarl.distributed.control_rounds`).
 
     `budget` and `steps_per_round` count environment steps here; the plateau stop is not
     used by the step-by-step loop, and `num_envs` only by a best response on a game of

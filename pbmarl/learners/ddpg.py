@@ -138,7 +138,6 @@ class DDPG(ControlLearner):
         return True
 
     def _update(self, batch: Batch) -> dict[str, float]:
-        cfg = self.config
         obs, next_obs = to_tensor(batch.obs), to_tensor(batch.next_obs)
         action = to_tensor(batch.action)
         with torch.no_grad():
@@ -158,10 +157,14 @@ class DDPG(ControlLearner):
             self.actor_opt.zero_grad()
             actor_loss.backward()
             self.actor_opt.step()
-            soft_update(self.actor_target, self.actor.net, cfg.tau)
-            soft_update(self.critics_target, self.critics, cfg.tau)
             stats["actor_loss"] = float(actor_loss.detach())
+        self._after_update()
         return stats
+
+    def _after_update(self) -> None:
+        if self._actor_due():  # the targets move with the actor (TD3: every `policy_delay` updates)
+            soft_update(self.actor_target, self.actor.net, self.config.tau)
+            soft_update(self.critics_target, self.critics, self.config.tau)
 
     # -- state -----------------------------------------------------------------------------
     def _modules(self) -> dict[str, Any]:

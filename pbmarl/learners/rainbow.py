@@ -233,9 +233,12 @@ class Rainbow(ControlLearner):
         self.optimizer.step()
         if cfg.prioritized:
             self.replay.update_priorities(batch.index, priority.numpy())
-        if (self.updates + 1) % cfg.target_update_interval == 0:
-            soft_update(self.target, self.net, cfg.tau)
+        self._after_update()
         return {"loss": float(loss.detach()), "q_mean": float(q.detach().mean()), "epsilon": self.epsilon()}
+
+    def _after_update(self) -> None:
+        if (self.updates + 1) % self.config.target_update_interval == 0:
+            soft_update(self.target, self.net, self.config.tau)
 
     # -- state -----------------------------------------------------------------------------
     def _modules(self) -> dict[str, Any]:

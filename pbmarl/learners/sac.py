@@ -186,9 +186,12 @@ class SAC(ControlLearner):
             self.alpha_opt.zero_grad()
             alpha_loss.backward()
             self.alpha_opt.step()
-        soft_update(self.critics_target, self.critics, cfg.tau)
+        self._after_update()
         return {"loss": float(critic_loss.detach()), "actor_loss": float(actor_loss.detach()), "alpha": float(alpha),
                 "entropy": float(-neg_entropy.mean())}
+
+    def _after_update(self) -> None:
+        soft_update(self.critics_target, self.critics, self.config.tau)
 
     # -- state -----------------------------------------------------------------------------
     def _modules(self) -> dict[str, Any]:
