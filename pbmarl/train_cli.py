@@ -11,6 +11,7 @@ A train folder::
 
 Example:
     $ pbmarl train --game gym:Pendulum-v1 --algo sac --steps 20000
+    $ pbmarl train --game gym:Pendulum-v1 --algo td3 --workers 4 --sync bap --staleness 1
     $ pbmarl resume runs/Pendulum-v1-sac-... --steps 10000
 """
 
@@ -40,6 +41,13 @@ def add_train_parser(sub: Any, positive: Any) -> None:
     train.add_argument("--seed", type=positive(0, "--seed"), default=0)
     train.add_argument("--eval-episodes", type=positive(1, "--eval-episodes"), default=10,
                        help="deterministic episodes of the final evaluation (default: 10)")
+    train.add_argument("--workers", type=positive(1, "--workers"), default=1,
+                       help="gradient workers; more than 1 trains on a parameter server (default: 1)")
+    train.add_argument("--sync", choices=("bsp", "asp", "bap"), default="bsp",
+                       help="how the server applies the workers' gradients (with --workers > 1)")
+    train.add_argument("--staleness", type=positive(0, "--staleness"), default=1, help="the BAP bound")
+    train.add_argument("--backend", choices=("local", "ray"), default="local",
+                       help="workers in this process or as Ray actors (default: local)")
     train.add_argument("--out", type=Path, default=None, help="run folder (default: runs/GAME-ALGO-TIME)")
     train.add_argument("--quiet", action="store_true", help="only the first and the final line")
 
@@ -61,7 +69,9 @@ def cmd_train(args: argparse.Namespace, argv: Sequence[str]) -> int:
         from pbmarl.cli import CliError
 
         raise CliError(f"run folder {str(out)!r} already holds a run; continue it with: pbmarl resume {out}")
-    learner = make_learner(game, {"name": args.algo, "seed": args.seed, "budget": args.steps})
+    learner = make_learner(game, {"name": args.algo, "seed": args.seed, "budget": args.steps,
+                                  "workers": args.workers, "sync": args.sync, "staleness": args.staleness,
+                                  "backend": args.backend})
     if isinstance(learner, ControlLearner) and learner.multi_seat:
         from pbmarl.cli import CliError
 
@@ -70,7 +80,8 @@ def cmd_train(args: argparse.Namespace, argv: Sequence[str]) -> int:
     ensure_writable_folder(out, what="run folder")
     write_json(out / MARKER, {"argv": ["pbmarl", *argv], "game": game.name, "algo": args.algo,
                               "eval_episodes": args.eval_episodes})
-    first = f"{type(learner).__name__} on {game.name}: {args.steps} env steps, seed {args.seed}"
+    first = f"{type(learner).__name__} on {game.name}: {args.steps} env steps, seed {args.seed}" + (
+        f", {args.workers} workers ({args.sync}, {args.backend})" if args.workers > 1 else "")
     return _drive(learner, out, args.quiet, first, args.eval_episodes)
 
 
@@ -105,12 +116,15 @@ def _drive(learner: Any, out: Path, quiet: bool, first: str, eval_episodes: int)
     from pbmarl.io import write_json
 
     print(f"{first}; run folder {out}", flush=True)
-    for record in learner.run(progress=None if not quiet else False):
-        learner.save(out / "learner")
-        _write_history(learner, out)
-        if not quiet:
-            print(f"env steps {record.env_steps}: mean return {fmt(record.mean_return)}, loss {fmt(record.loss)}, "
-                  f"{record.seconds:.1f} s", flush=True)
+    try:
+        for record in learner.run(progress=None if not quiet else False):
+            learner.save(out / "learner")
+            _write_history(learner, out)
+            if not quiet:
+                print(f"env steps {record.env_steps}: mean return {fmt(record.mean_return)}, loss {fmt(record.loss)}, "
+                      f"{record.seconds:.1f} s", flush=True)
+    finally:
+        learner.close()  # a parameter server's workers (--workers > 1) stop
     _write_plot(learner, out)
     policy = learner.policy()
     written = ["train.json", "learner/", "history.csv", "learning_curve.png"]
