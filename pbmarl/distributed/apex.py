@@ -27,7 +27,7 @@ import numpy as np
 
 from pbmarl.distributed.executors import make_executor
 from pbmarl.distributed.impala import RolloutResult
-from pbmarl.distributed.options import BACKENDS
+from pbmarl.distributed.options import ACTORS_NOT_WORKERS, BACKENDS
 from pbmarl.distributed.replay import RemoteReplay
 from pbmarl.distributed.server import get_vector, set_vector
 from pbmarl.games.base import Game
@@ -71,6 +71,7 @@ class ApeXConfig(DQNConfig):
     checks: ClassVar[dict[str, Rule]] = {
         "actors": POSITIVE_INT, "apex_epsilon": UNIT, "apex_alpha": POSITIVE, "publish_interval": POSITIVE_INT,
         "backend": (lambda v: v in BACKENDS, f"one of {BACKENDS}"),
+        "workers": ACTORS_NOT_WORKERS,
     }
 
 

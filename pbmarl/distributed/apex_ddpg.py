@@ -26,7 +26,7 @@ import torch
 
 from pbmarl.distributed.apex import apex_epsilons
 from pbmarl.distributed.executors import make_executor
-from pbmarl.distributed.options import BACKENDS
+from pbmarl.distributed.options import ACTORS_NOT_WORKERS, BACKENDS
 from pbmarl.distributed.replay import RemoteReplay
 from pbmarl.distributed.server import get_vector, set_vector
 from pbmarl.learners.base import POSITIVE, POSITIVE_INT, UNIT, Rule
@@ -57,6 +57,7 @@ class ApeXDDPGConfig(DDPGConfig):
     checks: ClassVar[dict[str, Rule]] = {
         "actors": POSITIVE_INT, "apex_epsilon": UNIT, "apex_alpha": POSITIVE, "publish_interval": POSITIVE_INT,
         "backend": (lambda v: v in BACKENDS, f"one of {BACKENDS}"),
+        "workers": ACTORS_NOT_WORKERS,
     }
 
 

@@ -28,6 +28,7 @@ import numpy as np
 import torch
 
 from pbmarl.distributed.executors import make_executor
+from pbmarl.distributed.options import ACTORS_NOT_WORKERS
 from pbmarl.distributed.workers import GradientWorker
 from pbmarl.learners.a2c import A2C, A2CConfig, A2CRecord
 from pbmarl.learners.base import POSITIVE, POSITIVE_INT, Rule, Task
@@ -52,7 +53,8 @@ class IMPALAConfig(A2CConfig):
     c_bar: float = 1.0
     """Truncation of V-trace's trace coefficients."""
 
-    checks: ClassVar[dict[str, Rule]] = {"actors": POSITIVE_INT, "rho_bar": POSITIVE, "c_bar": POSITIVE}
+    checks: ClassVar[dict[str, Rule]] = {"actors": POSITIVE_INT, "rho_bar": POSITIVE, "c_bar": POSITIVE,
+                                         "workers": ACTORS_NOT_WORKERS}
 
 
 @dataclass(frozen=True)

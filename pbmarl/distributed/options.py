@@ -40,3 +40,7 @@ class ParallelOptions:
         "sync": (lambda v: v in SYNC_MODES, f"one of {SYNC_MODES}"),
         "backend": (lambda v: v in BACKENDS, f"one of {BACKENDS}"),
     }
+
+#: the `workers` rule of the actor-learner set-ups (Ape-X, IMPALA), which scale with their own `actors`
+ACTORS_NOT_WORKERS: Rule = (lambda v: v == 1 and isinstance(v, int) and not isinstance(v, bool),
+                            "1: this learner scales with actors=N, not with parameter-server workers")
