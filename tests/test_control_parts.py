@@ -81,6 +81,27 @@ def test_prioritized_probabilities_and_importance_weights() -> None:
     assert buf.priority[4] == pytest.approx(4.0)
 
 
+def test_prioritized_sum_tree_draws_what_the_cumulative_sum_draws_through_wraparound_and_reload() -> None:
+    rng = np.random.default_rng(3)
+    buf = PrioritizedReplayBuffer(37, (2,), 1, alpha=0.6, beta=0.4)  # not a power of two: padded leaves stay 0
+    for step in range(200):  # appends past capacity (overwrites), batched priority updates with repeats
+        _filled(buf, 1)
+        if step % 7 == 0 and len(buf) > 3:
+            index = rng.integers(len(buf), size=5)
+            buf.update_priorities(np.r_[index, index[:1]], rng.normal(size=6) * 3)
+    scaled = buf.priority[: len(buf)] ** buf.alpha
+    assert buf._tree[1] == pytest.approx(scaled.sum(), rel=1e-12)  # the root holds the total mass
+    batch = buf.sample(5000, np.random.default_rng(11))
+    u = np.random.default_rng(11).random(5000) * buf._tree[1]
+    expected = np.searchsorted(np.cumsum(scaled), u, side="right")  # the O(capacity) draw
+    assert np.mean(batch.index == np.minimum(expected, len(buf) - 1)) > 0.999  # (ties at float rounding aside)
+    other = PrioritizedReplayBuffer(37, (2,), 1, alpha=0.6, beta=0.4)
+    other.load_state_arrays(buf.state_arrays())
+    np.testing.assert_allclose(other._tree, buf._tree, rtol=1e-12)
+    again = other.sample(64, np.random.default_rng(5))
+    assert np.array_equal(again.index, buf.sample(64, np.random.default_rng(5)).index)
+
+
 def test_uniform_buffer_box_actions_round_trip() -> None:
     buf = ReplayBuffer(3, (2,), 1, action_shape=(2,), action_dtype=np.float32)
     for i in range(5):

@@ -67,11 +67,16 @@ class ApeXConfig(DQNConfig):
     """Environments each actor steps together."""
     backend: str = "local"
     """"local" (in-process actors) or "ray" (Ray actors)."""
+    updates_per_step: float | None = None
+    """Learner updates per learner transition the round brought in (None: `updates_per_round` a round).
+    Actors return whole episodes, so a round's data grows with episode length (CartPole: up to
+    ``num_envs * 500`` steps an actor); a ratio keeps the updates per sample fixed as it does."""
 
     checks: ClassVar[dict[str, Rule]] = {
         "actors": POSITIVE_INT, "apex_epsilon": UNIT, "apex_alpha": POSITIVE, "publish_interval": POSITIVE_INT,
         "backend": (lambda v: v in BACKENDS, f"one of {BACKENDS}"),
         "workers": ACTORS_NOT_WORKERS,
+        "updates_per_step": (lambda v: v is None or POSITIVE[0](v), "None or a positive number"),
     }
 
 
@@ -138,6 +143,7 @@ class ApeX(DQN):
         self.log: list[tuple[int, int, tuple[int, ...], int, int]] = []
         #: the batches consumed by the last round, with their actor
         self.last: list[tuple[int, RolloutResult]] = []
+        self._owed = 0.0  # updates_per_step: the fraction of an update carried to the next round
 
     def _send(self, i: int) -> None:
         version, weights = self.published
@@ -167,7 +173,11 @@ class ApeX(DQN):
             self._send(i)
         losses, qs = [], []
         if task.learner_steps >= cfg.learning_starts:
-            for _ in range(cfg.updates_per_round):
+            updates = cfg.updates_per_round
+            if cfg.updates_per_step is not None:
+                self._owed += cfg.updates_per_step * sum(len(r.traj) for _, r in self.last)
+                updates, self._owed = int(self._owed), self._owed - int(self._owed)
+            for _ in range(updates):
                 loss, q = self._update(task)
                 losses.append(loss)
                 qs.append(q)

@@ -132,8 +132,8 @@ class PrioritizedReplayBuffer(ReplayBuffer):
     Transition i is drawn with probability ``p_i^alpha / sum_j p_j^alpha`` where
     ``p_i = |td_error_i| + eps``; new transitions get the largest priority seen so
     far. Importance weights ``(N * P(i))^-beta``, normalised by their maximum,
-    correct the bias. Sampling is an O(capacity) cumulative sum, which is cheap
-    at the buffer sizes these small games need.
+    correct the bias. The ``p^alpha`` live in a sum tree (the paper's), so drawing a
+    minibatch and updating its priorities cost O(batch * log capacity), not O(capacity).
     """
 
     def __init__(self, capacity: int, obs_shape: Sequence[int], num_actions: int, *, alpha: float = 0.6,
@@ -147,16 +147,39 @@ class PrioritizedReplayBuffer(ReplayBuffer):
         self.alpha, self.beta, self.eps = float(alpha), float(beta), float(eps)
         self.priority = np.zeros(self.capacity, np.float64)
         self.max_priority = 1.0
+        #: leaves of the sum tree (a power of two >= capacity); node k's children are 2k and 2k + 1
+        self._leaves = 1 << max(0, (self.capacity - 1).bit_length())
+        self._tree = np.zeros(2 * self._leaves, np.float64)
+
+    def _set(self, slots: np.ndarray, priority: np.ndarray | float) -> None:
+        """Write raw priorities into `slots` and their ``p^alpha`` up the tree."""
+        self.priority[slots] = priority
+        tree = self._tree
+        if np.ndim(slots) == 0 or len(slots) == 1:  # one transition (the step-by-step path): a scalar climb
+            i = int(np.reshape(slots, -1)[0])
+            node = i + self._leaves
+            tree[node] = self.priority[i] ** self.alpha
+            node >>= 1
+            while node:
+                tree[node] = tree[2 * node] + tree[2 * node + 1]
+                node >>= 1
+            return
+        nodes = np.asarray(slots, dtype=np.int64) + self._leaves  # repeats write the same value: harmless
+        tree[nodes] = self.priority[nodes - self._leaves] ** self.alpha
+        while nodes[0] > 1:
+            nodes >>= 1
+            tree[nodes] = tree[2 * nodes] + tree[2 * nodes + 1]
 
     def add(self, traj: Trajectories) -> np.ndarray:
         slots = super().add(traj)
-        self.priority[slots] = self.max_priority
+        if len(slots):
+            self._set(slots, self.max_priority)
         return slots
 
     def append(self, obs: np.ndarray, action: np.ndarray | int, reward: float, done: bool, next_obs: np.ndarray,
                legal_mask: np.ndarray | bool = True, next_legal_mask: np.ndarray | bool = True) -> int:
         slot = super().append(obs, action, reward, done, next_obs, legal_mask, next_legal_mask)
-        self.priority[slot] = self.max_priority
+        self._set(np.array([slot]), self.max_priority)
         return slot
 
     def probabilities(self) -> np.ndarray:
@@ -167,16 +190,22 @@ class PrioritizedReplayBuffer(ReplayBuffer):
     def sample(self, batch_size: int, rng: np.random.Generator) -> Batch:
         if self.size == 0:
             raise ValueError("cannot sample from an empty replay buffer")
-        scaled = self.priority[: self.size] ** self.alpha
-        cdf = np.cumsum(scaled)
-        index = np.minimum(np.searchsorted(cdf, rng.random(batch_size) * cdf[-1], side="right"), self.size - 1)
-        prob = scaled[index] / cdf[-1]
+        tree, total = self._tree, self._tree[1]
+        u = rng.random(batch_size) * total
+        node = np.ones(batch_size, np.int64)
+        while node[0] < self._leaves:  # descend: right where u passes the left subtree's mass
+            left = tree[2 * node]
+            right = u >= left
+            u = np.where(right, u - left, u)
+            node = 2 * node + right
+        index = np.minimum(node - self._leaves, self.size - 1)  # (rounding can only overshoot to the end)
+        prob = tree[index + self._leaves] / total
         weight = (self.size * prob) ** -self.beta
         return self._gather(index, weight / weight.max())
 
     def update_priorities(self, index: np.ndarray, td_error: np.ndarray) -> None:
         p = np.abs(np.asarray(td_error, dtype=float)) + self.eps
-        self.priority[index] = p
+        self._set(np.asarray(index), p)
         self.max_priority = max(self.max_priority, float(p.max()))
 
     def state_arrays(self) -> dict[str, np.ndarray]:
@@ -187,5 +216,8 @@ class PrioritizedReplayBuffer(ReplayBuffer):
 
     def load_state_arrays(self, arrays: dict[str, np.ndarray]) -> None:
         super().load_state_arrays(arrays)
-        self.priority[: self.size] = arrays["priority"]
+        self.priority[:] = 0.0
+        self._tree[:] = 0.0
+        if self.size:
+            self._set(np.arange(self.size), arrays["priority"])
         self.max_priority = float(arrays["max_priority"][0])
