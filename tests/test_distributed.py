@@ -223,6 +223,18 @@ def test_impala_learns_from_stale_batches_with_exact_step_counts(cartpole) -> No
         pb.IMPALA(cartpole, actors=0)
 
 
+def test_apex_updates_per_step_keeps_the_replay_ratio_as_batches_grow(cartpole) -> None:
+    learner = pb.ApeX(cartpole, actors=2, steps_per_round=32, num_envs=4, hidden=(16,), learning_starts=0,
+                      updates_per_step=0.3, batch_size=16, seed=0)
+    learner.start(0, [None])
+    for _ in range(4):
+        learner.step()
+    data = sum(e[3] for e in learner.log)  # learner transitions consumed in all
+    assert learner.task.updates == int(0.3 * data)  # the fractions carry over: none lost, none made up
+    with pytest.raises(ValueError, match="updates_per_step must be None or a positive number, got 0"):
+        pb.ApeX(cartpole, updates_per_step=0)
+
+
 def test_apex_actors_use_their_epsilon_schedule(cartpole) -> None:
     assert pb.apex_epsilons(1) == [0.4]
     assert pb.apex_epsilons(4) == pytest.approx([0.4, 0.4 ** (1 + 7 / 3), 0.4 ** (1 + 14 / 3), 0.4 ** 8])
