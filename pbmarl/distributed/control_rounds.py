@@ -39,6 +39,7 @@ import torch
 from pbmarl.distributed.executors import make_executor
 from pbmarl.distributed.hosting import Hosted
 from pbmarl.distributed.modes import Rounds
+from pbmarl.distributed.server import RemoteServer
 from pbmarl.rollout.worker import game_for_worker
 
 __all__ = ["ControlResult", "ControlRounds", "ControlServer", "ControlServerProcess", "ControlWorker",
@@ -246,8 +247,9 @@ class ControlServerProcess:
         return True
 
 
-class ControlServer:
-    """The learner's handle on a `ControlServerProcess` (the `RemoteServer` seam of `Rounds`)."""
+class ControlServer(RemoteServer):
+    """The learner's handle on a `ControlServerProcess`: `RemoteServer`'s versions, publishing and
+    checks, with per-optimiser gradients and the whole learner state pulled back."""
 
     def __init__(self, learner: Any, spec: Any, *, backend: str) -> None:
         self.learner = learner
@@ -260,15 +262,8 @@ class ControlServer:
                            backend=backend, name="parameter server")
         self._published: tuple[int, Any] = (self.version, self.host.put(state))
 
-    def weights(self) -> tuple[int, Any]:
-        return self._published
-
-    def apply(self, grads: Sequence[dict[str, np.ndarray]], counts: Sequence[int], versions: Sequence[int]) -> int:
-        future = self.host.send("apply", list(grads), [int(c) for c in counts], [int(v) for v in versions])
-        self.staleness.extend(self.version - int(v) for v in versions)
-        self.version += 1
-        self._published = (self.version, future)
-        return self.version
+    def _lr(self) -> float | None:
+        return None  # each optimiser keeps its own
 
     def pull(self) -> int:
         """Copy the server's networks and optimisers into the learner's own; returns the version."""
@@ -280,9 +275,6 @@ class ControlServer:
             opt.load_state_dict(optimizers[name])
         self.learner.updates = int(version)
         return int(version)
-
-    def close(self) -> None:
-        self.host.close()
 
 
 class ControlRounds(Rounds):

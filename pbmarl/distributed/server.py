@@ -167,12 +167,15 @@ class RemoteServer:
             raise ValueError(f"need one count and version per gradient, got {len(grads)}, {len(counts)}, {len(versions)}")
         if any(int(c) <= 0 for c in counts):
             raise ValueError(f"sample counts must be positive, got {list(counts)}")
-        lr = float(self.optimizer.param_groups[0]["lr"])
-        future = self.host.send("apply", list(grads), list(counts), [int(v) for v in versions], lr)
+        future = self.host.send("apply", list(grads), list(counts), [int(v) for v in versions], self._lr())
         self.staleness.extend(self.version - int(v) for v in versions)
         self.version += 1
         self._published = (self.version, future)
         return self.version
+
+    def _lr(self) -> float | None:
+        """The learning rate each update is applied at (the learner's, which may be annealed)."""
+        return float(self.optimizer.param_groups[0]["lr"])
 
     def pull(self) -> int:
         """Copy the server's weights and optimiser state into the learner's own; returns the version."""
