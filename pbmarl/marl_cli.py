@@ -13,6 +13,7 @@ Agents are grouped by role (the name before the last ``_``: ``agent_0`` -> ``age
 
 Example:
     $ pbmarl marl --game pettingzoo:simple_spread_v3 --algo mappo --steps 200000
+    $ pbmarl marl --game pettingzoo:simple_spread_v3 --algo mappo --workers 2 --sync asp
     $ pbmarl resume runs/simple_spread_v3-mappo-... --steps 100000
 """
 
@@ -47,6 +48,13 @@ def add_marl_parser(sub: Any, positive: Any) -> None:
     p.add_argument("--seed", type=positive(0, "--seed"), default=0)
     p.add_argument("--num-envs", type=positive(1, "--num-envs"), default=32, help="environments stepped together")
     p.add_argument("--eval-episodes", type=positive(1, "--eval-episodes"), default=50)
+    p.add_argument("--workers", type=positive(1, "--workers"), default=1,
+                   help="gradient workers; more than 1 trains every group on one parameter server (default: 1)")
+    p.add_argument("--sync", choices=("bsp", "asp", "bap"), default="bsp",
+                   help="how the server applies the workers' gradients (with --workers > 1)")
+    p.add_argument("--staleness", type=positive(0, "--staleness"), default=1, help="the BAP bound")
+    p.add_argument("--backend", choices=("local", "ray"), default="local",
+                   help="workers in this process or as Ray actors (default: local)")
     p.add_argument("--out", type=Path, default=None, help="run folder (default: runs/GAME-ALGO-TIME)")
     p.add_argument("--quiet", action="store_true", help="only the first and the final line")
 
@@ -81,12 +89,15 @@ def cmd_marl(args: argparse.Namespace, argv: Sequence[str]) -> int:
         raise CliError(f"run folder {str(out)!r} already holds a run; continue it with: pbmarl resume {out}")
     ensure_writable_folder(out, what="run folder")
     mapping = make_mapping(game, args.mapping, agent_id=args.agent_id)
-    options = {} if args.steps_per_round is None else {"steps_per_round": args.steps_per_round}
+    options: dict[str, Any] = {} if args.steps_per_round is None else {"steps_per_round": args.steps_per_round}
+    if args.workers > 1:
+        options.update(workers=args.workers, sync=args.sync, staleness=args.staleness, backend=args.backend)
     learners = {g: make_group_learner(args.algo, seed=args.seed + i, **options) for i, g in enumerate(mapping.groups)}
     run = MARL(game, learners, mapping, seed=args.seed, num_envs=args.num_envs)
     write_json(out / MARKER, {"argv": ["pbmarl", *argv], "game": args.game, "algo": args.algo, "steps": args.steps,
                               "eval_episodes": args.eval_episodes})
-    first = f"pbmarl marl: {args.algo} on {game.name}, groups {list(mapping.groups)}, {args.steps} env steps -> {out}"
+    first = (f"pbmarl marl: {args.algo} on {game.name}, groups {list(mapping.groups)}, {args.steps} env steps"
+             + (f", {args.workers} workers ({args.sync}, {args.backend})" if args.workers > 1 else "") + f" -> {out}")
     return drive(run, args.steps, out, args.quiet, first, args.eval_episodes)
 
 
@@ -95,12 +106,15 @@ def drive(run: Any, budget: int, out: Path, quiet: bool, first: str, eval_episod
     from pbmarl.io import write_json
 
     print(first, flush=True)
-    while run.total_env_steps < budget:
-        record = run.step()
-        run.save(out / "run")
-        run.history.to_csv(out / "history.csv")
-        if not quiet:
-            print(record, flush=True)
+    try:
+        while run.total_env_steps < budget:
+            record = run.step()
+            run.save(out / "run")
+            run.history.to_csv(out / "history.csv")
+            if not quiet:
+                print(record, flush=True)
+    finally:
+        run.close()  # a parameter server's workers (--workers > 1) stop
     result = run.evaluate(eval_episodes)
     write_json(out / "evaluation.json", {k: float(v) for k, v in result.items()})
     said = ", ".join(f"{k} {fmt(v)}" for k, v in result.items())

@@ -173,3 +173,22 @@ def test_two_node_cluster_runs_impala_actors_on_both_nodes() -> None:
     out = json.loads(line[len("RESULT "):])
     assert len(out["alive"]) == 2 and set(out["nodes"]) == set(out["alive"])
     assert out["updates"] == 2 and out["steps"] > 0
+
+
+def test_marl_workers_on_ray_push_asynchronously_with_exact_counts(ray_session) -> None:
+    import numpy as np
+
+    from pbmarl.distributed.control_rounds import get_state
+    from pbmarl.distributed.marl_rounds import Team
+
+    game = pb.load_game("pettingzoo:simple_spread_v3", N=2, local_ratio=0.5, max_cycles=5)
+    run = pb.MARL(game, {"team": pb.MAPPO(seed=0, workers=2, sync="asp", backend="ray", steps_per_round=40,
+                                          hidden=(16,))}, seed=0, num_envs=4)
+    try:
+        before = get_state(Team(run.learners))
+        records = [run.step() for _ in range(2)]
+        assert len(run.staleness) == 4 and len(run._rounds.log) == 4
+        assert records[-1].total_env_steps == sum(e[4] for e in run._rounds.log)
+        assert not np.array_equal(get_state(Team(run.learners)), before)  # pulled from the server actor
+    finally:
+        run.close()

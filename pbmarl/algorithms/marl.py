@@ -96,6 +96,29 @@ def steppable(game: Game) -> Game:
     return game
 
 
+def parallel_options(learners: Mapping[str, GroupLearner]) -> Any:
+    """The learners' shared `ParallelOptions` when they ask for a parameter server (``workers > 1``), else None.
+
+    Raises:
+        ValueError: a learner asks for workers and another group's learner differs in workers, sync,
+            staleness or backend, or cannot run on a parameter server.
+    """
+    wanted = {g: lr for g, lr in learners.items() if int(getattr(lr.config, "workers", 1)) > 1}
+    if not wanted:
+        return None
+    names = ("workers", "sync", "staleness", "backend")
+    for g, lr in learners.items():
+        if lr.one_gradient is None or not hasattr(lr.config, "workers"):
+            raise ValueError(f"group {g!r}'s {type(lr).__name__} has no parameter-server mode, and "
+                             f"{sorted(wanted)} ask for workers; the multi-agent learners that have one are MAPPO, "
+                             "IPPO, QMIX, VDN, IQL and MADDPG (all learning groups run on one server)")
+    options = {g: tuple(getattr(lr.config, n) for n in names) for g, lr in learners.items()}
+    if len(set(options.values())) > 1:
+        raise ValueError("every learning group must ask for the same parameter server (one job collects all groups' "
+                         f"episodes); {', '.join(names)} are " + "; ".join(f"{g}: {v}" for g, v in options.items()))
+    return next(iter(wanted.values())).config
+
+
 class MARL:
     """Several groups of agents trained together; see the module doc.
 
@@ -152,6 +175,11 @@ class MARL:
         self.pool = pool if pool is not None else RolloutPool(self.stepped, envs_per_worker=self.num_envs, seed=seed)
         self.records: list[MARLRecord] = []
         self.total_env_steps = 0
+        self.parallel = parallel_options(self.learners)
+        if self.parallel is not None and pool is not None:
+            raise ValueError(f"pool= cannot be combined with the learners' workers={self.parallel.workers}: each "
+                             "parameter-server worker collects with its own pool (give num_envs= for its size)")
+        self._rounds: Any = None
 
     # -- stepping --------------------------------------------------------------------------------
     def snapshot(self) -> tuple[Any, ...]:
@@ -167,16 +195,25 @@ class MARL:
         self.rng.bit_generator.state = rng
         self.records, self.total_env_steps = records, total
 
-    @all_or_nothing
-    def step(self) -> MARLRecord:
-        """Collect one round for every group in the same episodes, train every learner; see the module doc."""
-        t0 = time.perf_counter()
+    def _collect(self) -> dict[str, Any]:
+        """One round's rows per learning group: every group in the same episodes, at least the largest
+        ``steps_per_round`` env steps."""
         policies: dict[str, Policy | Mixture] = {g: lr.behaviour() for g, lr in self.learners.items()}
         policies.update(self.fixed)
         steps = max(lr.steps_per_round for lr in self.learners.values())
         with torch_threads(self.num_threads):  # one thread: several times faster for these small nets on a busy machine
-            rows = self.pool.collect(policies=policies, mapping=self.mapping, learning=set(self.learners), steps=steps,
-                                     seed=self.rng, progress=False)
+            rows: dict[str, Any] = self.pool.collect(policies=policies, mapping=self.mapping,
+                                                     learning=set(self.learners), steps=steps, seed=self.rng,
+                                                     progress=False)
+        return rows
+
+    @all_or_nothing
+    def step(self) -> MARLRecord:
+        """Collect one round for every group in the same episodes, train every learner; see the module doc."""
+        if self.parallel is not None:
+            return self._server_step()
+        t0 = time.perf_counter()
+        rows = self._collect()
         t1 = time.perf_counter()
         any_rows = next(iter(rows.values()))
         self.total_env_steps += int(any_rows.steps)
@@ -191,6 +228,41 @@ class MARL:
         )
         self.records.append(record)
         return record
+
+    def _server_step(self) -> MARLRecord:
+        """One round of the parameter server's jobs (`pbmarl.distributed.marl_rounds`)."""
+        from pbmarl.distributed.marl_rounds import MARLRounds
+
+        t0 = time.perf_counter()
+        start = self.total_env_steps
+        try:
+            with torch_threads(self.num_threads):
+                if self._rounds is None:
+                    self._rounds = MARLRounds(self)
+                ret, losses = self._rounds.round()
+        except BaseException:  # the step is undone (all_or_nothing): the workers' state goes with it
+            self.close()
+            raise
+        for lr in self.learners.values():
+            lr.env_steps = self.total_env_steps
+        record = MARLRecord(
+            iteration=len(self.records) + 1, env_steps=self.total_env_steps - start,
+            total_env_steps=self.total_env_steps, episodes=int(len(ret)), returns=self._group_returns(ret),
+            losses=losses, seconds={"round": time.perf_counter() - t0},
+        )
+        self.records.append(record)
+        return record
+
+    @property
+    def staleness(self) -> list[int]:
+        """With ``workers > 1``: staleness of every gradient the parameter server applied since it started."""
+        return list(self._rounds.staleness) if self._rounds is not None else []
+
+    def close(self) -> None:
+        """Stop the parameter server's workers and server (``workers > 1``); the next `step` starts fresh ones."""
+        if self.__dict__.get("_rounds") is not None:
+            self._rounds.close()
+            self._rounds = None
 
     def _group_returns(self, returns: np.ndarray) -> dict[str, float]:
         if len(returns) == 0:

@@ -43,7 +43,7 @@ from pbmarl.distributed.server import RemoteServer
 from pbmarl.rollout.worker import game_for_worker
 
 __all__ = ["ControlResult", "ControlRounds", "ControlServer", "ControlServerProcess", "ControlWorker",
-           "get_state", "set_state"]
+           "get_state", "named_optimizers", "record_steps", "set_state", "step_on_mean"]
 
 
 def _stateful(learner: Any) -> list[tuple[str, Any]]:
@@ -51,7 +51,8 @@ def _stateful(learner: Any) -> list[tuple[str, Any]]:
     return [(k, m) for k, m in learner._modules().items() if not isinstance(m, torch.optim.Optimizer)]
 
 
-def _optimizers(learner: Any) -> list[tuple[str, torch.optim.Optimizer]]:
+def named_optimizers(learner: Any) -> list[tuple[str, torch.optim.Optimizer]]:
+    """The learner's optimisers by their saved names, in `_modules` order."""
     return [(k, m) for k, m in learner._modules().items() if isinstance(m, torch.optim.Optimizer)]
 
 
@@ -93,6 +94,38 @@ def _flat_grad(opt: torch.optim.Optimizer) -> np.ndarray:
     params = [p for group in opt.param_groups for p in group["params"]]
     return torch.cat([(p.grad if p.grad is not None else torch.zeros_like(p)).reshape(-1) for p in params]
                      ).detach().numpy().copy()
+
+
+def record_steps(learner: Any, sink: dict[str, np.ndarray]) -> None:
+    """Make every optimiser of `learner` record instead of step: ``opt.step()`` puts that optimiser's
+    flat gradient into ``sink[name]`` and leaves the weights alone (the worker clears `sink` per job).
+
+    A second step of one optimiser before the sink is cleared raises: a job is one gradient each.
+    """
+    for name, opt in named_optimizers(learner):
+        opt.step = _recorder(name, opt, sink)  # type: ignore[method-assign]
+
+
+def _recorder(name: str, opt: torch.optim.Optimizer, sink: dict[str, np.ndarray]) -> Any:
+    def step(closure: Any = None) -> None:
+        if name in sink:
+            raise RuntimeError(f"optimiser {name!r} stepped twice in one parameter-server job; a job takes "
+                               "one gradient of each optimiser (set the learner's one-gradient options)")
+        sink[name] = _flat_grad(opt)
+
+    return step
+
+
+def step_on_mean(opt: torch.optim.Optimizer, rows: Sequence[tuple[np.ndarray, int]]) -> None:
+    """Step `opt` once on the count-weighted mean of the flat gradients ``(gradient, count)`` of `rows`."""
+    n = np.array([c for _, c in rows], dtype=float)
+    mean = torch.as_tensor(np.tensordot(n / n.sum(), np.stack([g for g, _ in rows]), axes=1), dtype=torch.float32)
+    offset = 0
+    for p in (p for group in opt.param_groups for p in group["params"]):
+        k = p.numel()
+        p.grad = mean[offset:offset + k].view_as(p).clone()
+        offset += k
+    opt.step()
 
 
 @dataclass(frozen=True)
@@ -138,14 +171,7 @@ class ControlWorker:
         self.obs: np.ndarray | None = None
         self.episode_return = 0.0
         self.recorded: dict[str, np.ndarray] = {}
-        for name, opt in _optimizers(self.learner):
-            opt.step = self._recorder(name, opt)  # type: ignore[method-assign]
-
-    def _recorder(self, name: str, opt: torch.optim.Optimizer) -> Any:
-        def step(closure: Any = None) -> None:
-            self.recorded[name] = _flat_grad(opt)
-
-        return step
+        record_steps(self.learner, self.recorded)
 
     def compute(self, state: np.ndarray, version: int, seeds: Sequence[int], env_steps: int) -> ControlResult:
         """Load `state` (at `version`), play ``train_freq`` env steps, then one recorded `_update`."""
@@ -175,7 +201,7 @@ class ControlWorker:
                     self.obs = None
         if learner.env_steps < cfg.learning_starts:
             return ControlResult(None, int(version), seeds, cfg.train_freq, tuple(returns), {}, 0)
-        self.recorded = {}
+        self.recorded.clear()
         batch = learner._sample()
         stats = learner._update(batch)
         return ControlResult(dict(self.recorded), int(version), seeds, cfg.train_freq, tuple(returns),
@@ -205,7 +231,7 @@ class ControlServerProcess:
         torch.set_num_threads(1)
         self.learner = learner_class(game, config=replace(config, workers=1), seed=0)
         set_state(self.learner, state)
-        for name, opt in _optimizers(self.learner):
+        for name, opt in named_optimizers(self.learner):
             opt.load_state_dict(optimizers[name])
         self.learner.updates = self.version = int(version)
         self._published = (self.version, get_state(self.learner))
@@ -218,19 +244,10 @@ class ControlServerProcess:
     def apply(self, grads: Sequence[dict[str, np.ndarray]], counts: Sequence[int], versions: Sequence[int],
               lr: float | None = None) -> np.ndarray:
         """One update: each optimiser steps on the count-weighted mean of the gradients that carry it."""
-        for name, opt in _optimizers(self.learner):
+        for name, opt in named_optimizers(self.learner):
             rows = [(g[name], n) for g, n in zip(grads, counts) if name in g]
-            if not rows:
-                continue  # e.g. TD3's actor between delayed updates
-            n = np.array([c for _, c in rows], dtype=float)
-            mean = torch.as_tensor(np.tensordot(n / n.sum(), np.stack([g for g, _ in rows]), axes=1),
-                                   dtype=torch.float32)
-            offset = 0
-            for p in (p for group in opt.param_groups for p in group["params"]):
-                k = p.numel()
-                p.grad = mean[offset:offset + k].view_as(p).clone()
-                offset += k
-            opt.step()
+            if rows:  # none: e.g. TD3's actor between delayed updates
+                step_on_mean(opt, rows)
         self.learner._after_update()
         self.learner.updates += 1
         self.version += 1
@@ -241,7 +258,7 @@ class ControlServerProcess:
         import copy
 
         return self.version, get_state(self.learner).copy(), {
-            k: copy.deepcopy(opt.state_dict()) for k, opt in _optimizers(self.learner)}
+            k: copy.deepcopy(opt.state_dict()) for k, opt in named_optimizers(self.learner)}
 
     def ping(self) -> bool:
         return True
@@ -258,7 +275,7 @@ class ControlServer(RemoteServer):
         self.staleness: list[int] = []
         state = get_state(learner)
         self.host = Hosted(ControlServerProcess, (spec, type(learner), learner.config, state,
-                                                  {k: o.state_dict() for k, o in _optimizers(learner)}, self.version),
+                                                  {k: o.state_dict() for k, o in named_optimizers(learner)}, self.version),
                            backend=backend, name="parameter server")
         self._published: tuple[int, Any] = (self.version, self.host.put(state))
 
@@ -271,7 +288,7 @@ class ControlServer(RemoteServer):
         if version != self.version:
             raise RuntimeError(f"parameter server is at version {version}, expected {self.version}")
         set_state(self.learner, state)
-        for name, opt in _optimizers(self.learner):
+        for name, opt in named_optimizers(self.learner):
             opt.load_state_dict(optimizers[name])
         self.learner.updates = int(version)
         return int(version)

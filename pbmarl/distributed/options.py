@@ -44,3 +44,15 @@ class ParallelOptions:
 #: the `workers` rule of the actor-learner set-ups (Ape-X, IMPALA), which scale with their own `actors`
 ACTORS_NOT_WORKERS: Rule = (lambda v: v == 1 and isinstance(v, int) and not isinstance(v, bool),
                             "1: this learner scales with actors=N, not with parameter-server workers")
+
+
+def check_parallel(config: ParallelOptions, who: str) -> None:
+    """Apply `ParallelOptions.checks` to a config that is not a `LearnerConfig` (the multi-agent learners').
+
+    Raises:
+        ValueError: naming ``who.field``, the value and what is accepted.
+    """
+    for name, (ok, accepted) in ParallelOptions.checks.items():
+        value = getattr(config, name)
+        if not ok(value):
+            raise ValueError(f"{who}.{name} must be {accepted}, got {value!r}")

@@ -14,6 +14,7 @@ there is none, the agents' observations concatenated (`central_input`).
 from __future__ import annotations
 
 import abc
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
@@ -139,6 +140,10 @@ class GroupLearner(abc.ABC):
     #: False for learners that must play with a behaviour policy different from `policy()` (epsilon, noise)
     off_policy: ClassVar[bool] = False
 
+    #: the config changes that make `train` take one step of each optimiser (one job of a
+    #: parameter-server worker, `pbmarl.distributed.marl_rounds`); None: no parameter-server mode
+    one_gradient: ClassVar[dict[str, int] | None] = None
+
     def __init__(self, config: Any, seed: int) -> None:
         self.config = config
         self.seed = int(seed)
@@ -183,6 +188,19 @@ class GroupLearner(abc.ABC):
     @abc.abstractmethod
     def train(self, rows: Trajectories, env_steps: int) -> dict[str, float]:
         """Learn from one round's rows; `env_steps` is the run's env-step count so far. Returns the losses."""
+
+    # -- on a parameter server ------------------------------------------------------------------
+    def _update_report(self) -> dict[str, float]:
+        """What a worker's one-gradient `train` leaves for the server's `_after_update` (default: nothing)."""
+        return {}
+
+    def _after_update(self, reports: Sequence[tuple[dict[str, float], int]]) -> None:
+        """What moves after an update's optimiser steps besides the trained weights (target networks,
+        running statistics). `reports`: the `_update_report` of each gradient the update averaged, with
+        the env steps behind it. `train` calls it after each of its own updates too."""
+
+    def _weights_loaded(self) -> None:
+        """The networks were overwritten in place: refresh what caches them (policies by version)."""
 
     # -- saving ---------------------------------------------------------------------------------
     @abc.abstractmethod

@@ -17,12 +17,14 @@ batch 1024, two layers of 64 units).
 from __future__ import annotations
 
 import copy
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
 import torch
 
+from pbmarl.distributed.options import ParallelOptions, check_parallel
 from pbmarl.learners.group import GroupLearner, joint_steps
 from pbmarl.learners.nets import build_mlp, masked_logits
 from pbmarl.learners.rl_math import soft_update
@@ -35,8 +37,12 @@ from pbmarl.rollout.trajectories import Trajectories
 
 
 @dataclass(frozen=True)
-class MADDPGConfig:
-    """MADDPG options (Lowe et al. 2017, Appendix: lr 0.01, gamma 0.95, tau 0.01, batch 1024, 64 units)."""
+class MADDPGConfig(ParallelOptions):
+    """MADDPG options (Lowe et al. 2017, Appendix: lr 0.01, gamma 0.95, tau 0.01, batch 1024, 64 units).
+
+    With ``workers > 1`` (`ParallelOptions`) `pb.MARL` trains it on a parameter server: each
+    worker keeps its own replay, and a job is one critic and one actor gradient on one batch of it.
+    """
 
     hidden: tuple[int, ...] = (64, 64)
     """Hidden widths of actor and critics (paper: 64, 64)."""
@@ -67,6 +73,7 @@ class MADDPGConfig:
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "hidden", tuple(int(h) for h in self.hidden))
+        check_parallel(self, "MADDPGConfig")
         for name in ("actor_lr", "critic_lr", "max_grad_norm", "gumbel_temperature"):
             if not float(getattr(self, name)) > 0:
                 raise ValueError(f"MADDPGConfig.{name} must be positive, got {getattr(self, name)!r}")
@@ -84,6 +91,7 @@ class MADDPG(GroupLearner):
 
     name = "maddpg"
     off_policy = True
+    one_gradient = {"updates_per_round": 1}
 
     def __init__(self, config: MADDPGConfig | None = None, *, seed: int = 0, **options: Any) -> None:
         config = MADDPGConfig() if config is None else config
@@ -196,12 +204,19 @@ class MADDPG(GroupLearner):
             actor_loss.backward()
             torch.nn.utils.clip_grad_norm_(self.actor.net.parameters(), cfg.max_grad_norm)
             self.actor_opt.step()
-            soft_update(self.target_actor, self.actor.net, cfg.tau)
-            soft_update(self.target_critics, self.critics, cfg.tau)
+            self._after_update(())
             closs.append(critic_loss.item())
             aloss.append(actor_loss.item())
         self.actor.version += 1
         return {"critic_loss": float(np.mean(closs)), "actor_loss": float(np.mean(aloss))}
+
+    def _after_update(self, reports: Sequence[tuple[dict[str, float], int]]) -> None:
+        """The targets' Polyak step."""
+        soft_update(self.target_actor, self.actor.net, self.config.tau)
+        soft_update(self.target_critics, self.critics, self.config.tau)
+
+    def _weights_loaded(self) -> None:
+        self.actor.version += 1
 
     # -- saving -----------------------------------------------------------------------------------
     def modules(self) -> dict[str, Any]:

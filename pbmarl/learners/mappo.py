@@ -20,12 +20,14 @@ Example:
 from __future__ import annotations
 
 import copy
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Any, ClassVar
 
 import numpy as np
 import torch
 
+from pbmarl.distributed.options import ParallelOptions, check_parallel
 from pbmarl.learners.group import GroupLearner, agent_onehot, central_input, central_source, check_discrete, joint_steps
 from pbmarl.learners.nets import build_mlp, masked_logits, to_tensor
 from pbmarl.learners.returns import gae
@@ -35,8 +37,12 @@ from pbmarl.rollout.trajectories import Trajectories
 
 
 @dataclass(frozen=True)
-class MAPPOConfig:
-    """MAPPO options; defaults are the MAPPO paper's MPE values (Yu et al. 2022, Tables 8-9)."""
+class MAPPOConfig(ParallelOptions):
+    """MAPPO options; defaults are the MAPPO paper's MPE values (Yu et al. 2022, Tables 8-9).
+
+    With ``workers > 1`` (`ParallelOptions`) `pb.MARL` trains it on a parameter server: each job
+    is one epoch of one minibatch over a worker's own ``steps_per_round`` env steps.
+    """
 
     hidden: tuple[int, ...] = (64, 64)
     """Hidden widths of actor and critic (paper: 64)."""
@@ -74,11 +80,12 @@ class MAPPOConfig:
     orthogonal_init: bool = True
     """Orthogonal weights (gain sqrt(2) on hidden layers, 0.01 on the actor's head, 1 on the value head) and
     zero biases (the paper's code: ``use_orthogonal``, ``gain 0.01``)."""
-    checks: ClassVar[tuple[str, ...]] = ("lr", "clip_coef", "huber_delta", "max_grad_norm")
+    positive: ClassVar[tuple[str, ...]] = ("lr", "clip_coef", "huber_delta", "max_grad_norm")
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "hidden", tuple(int(h) for h in self.hidden))
-        for name in self.checks:
+        check_parallel(self, "MAPPOConfig")
+        for name in self.positive:
             if not float(getattr(self, name)) > 0:
                 raise ValueError(f"MAPPOConfig.{name} must be positive, got {getattr(self, name)!r}")
         for name in ("gamma", "gae_lambda"):
@@ -109,8 +116,12 @@ class ValueNorm(torch.nn.Module):
 
     def update(self, x: torch.Tensor) -> None:
         x = x.double()
-        self.mean.mul_(self.beta).add_(x.mean() * (1 - self.beta))
-        self.mean_sq.mul_(self.beta).add_((x**2).mean() * (1 - self.beta))
+        self.update_moments(float(x.mean()), float((x**2).mean()))
+
+    def update_moments(self, mean: float, mean_sq: float) -> None:
+        """One EMA step towards a batch with this mean and mean square."""
+        self.mean.mul_(self.beta).add_(mean * (1 - self.beta))
+        self.mean_sq.mul_(self.beta).add_(mean_sq * (1 - self.beta))
         self.debias.mul_(self.beta).add_(1 - self.beta)
 
     def stats(self) -> tuple[torch.Tensor, torch.Tensor]:
@@ -132,6 +143,7 @@ class MAPPO(GroupLearner):
 
     name = "mappo"
     default_central = "auto"
+    one_gradient = {"epochs": 1, "minibatches": 1}
 
     def __init__(self, config: MAPPOConfig | None = None, *, seed: int = 0, **options: Any) -> None:
         if config is None:
@@ -155,6 +167,7 @@ class MAPPO(GroupLearner):
                 orthogonal_init_(self.critic, 1.0)
         self.critic_width = width
         self.value_norm = ValueNorm()
+        self._moments: dict[str, float] = {}
         self.optimizer = torch.optim.Adam(list(self.actor.net.parameters()) + list(self.critic.parameters()),
                                           lr=cfg.lr, eps=1e-5)
 
@@ -205,6 +218,7 @@ class MAPPO(GroupLearner):
         reward = rows.reward + cfg.gamma * rows.truncated * next_value
         adv, ret = gae(reward, rows.done, value, next_value, gamma=cfg.gamma, lam=cfg.gae_lambda)
         ret_t = to_tensor(ret)
+        self._moments = {"ret_mean": float(np.mean(ret)), "ret_mean_sq": float(np.mean(ret**2))}
         if cfg.value_norm:
             self.value_norm.update(ret_t)
         assert rows.log_prob is not None
@@ -244,6 +258,22 @@ class MAPPO(GroupLearner):
                 n += 1
         self.actor.version += 1  # rollout workers cache policies by version
         return {k: v / max(n, 1) for k, v in sums.items()}
+
+    def _update_report(self) -> dict[str, float]:
+        """The mean and mean square of the value targets `train` normalised by (the server's ValueNorm follows)."""
+        return dict(self._moments)
+
+    def _after_update(self, reports: Sequence[tuple[dict[str, float], int]]) -> None:
+        """On the server: the ValueNorm takes the step the workers' `train` took, on their pooled moments."""
+        rows = [(r, c) for r, c in reports if "ret_mean" in r]
+        if self.config.value_norm and rows:
+            w = np.array([c for _, c in rows], dtype=float)
+            w /= w.sum()
+            self.value_norm.update_moments(float(np.dot(w, [r["ret_mean"] for r, _ in rows])),
+                                           float(np.dot(w, [r["ret_mean_sq"] for r, _ in rows])))
+
+    def _weights_loaded(self) -> None:
+        self.actor.version += 1
 
     def modules(self) -> dict[str, Any]:
         return {"actor": self.actor.net, "critic": self.critic, "optimizer": self.optimizer,

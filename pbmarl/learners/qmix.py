@@ -28,12 +28,14 @@ mixing embed 32, batch 32 episodes).
 from __future__ import annotations
 
 import copy
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
 import torch
 
+from pbmarl.distributed.options import ParallelOptions, check_parallel
 from pbmarl.learners.episode_batch import episode_grid, unroll_q
 from pbmarl.learners.group import GroupLearner, central_input, central_source, check_discrete, joint_steps
 from pbmarl.learners.mixers import CentralQ, make_mixer, wqmix_weights
@@ -46,8 +48,12 @@ from pbmarl.rollout.trajectories import Trajectories
 
 
 @dataclass(frozen=True)
-class QMIXConfig:
-    """QMIX options (Rashid et al. 2018 where they apply)."""
+class QMIXConfig(ParallelOptions):
+    """QMIX options (Rashid et al. 2018 where they apply).
+
+    With ``workers > 1`` (`ParallelOptions`) `pb.MARL` trains it on a parameter server: each
+    worker keeps its own replay, and a job is one update on one batch drawn from it.
+    """
 
     hidden: tuple[int, ...] = (64, 64)
     """Hidden widths of the agent Q-network (paper: 64)."""
@@ -102,6 +108,7 @@ class QMIXConfig:
     def __post_init__(self) -> None:
         object.__setattr__(self, "hidden", tuple(int(h) for h in self.hidden))
         object.__setattr__(self, "central_hidden", tuple(int(h) for h in self.central_hidden))
+        check_parallel(self, "QMIXConfig")
         if self.agent not in ("mlp", "gru"):
             raise ValueError(f"QMIXConfig.agent must be 'mlp' or 'gru', got {self.agent!r}")
         if self.weighting not in ("none", "ow", "cw"):
@@ -171,6 +178,7 @@ class QMIX(GroupLearner):
     name = "qmix"
     off_policy = True
     default_mixer = "qmix"
+    one_gradient = {"updates_per_round": 1}
 
     def __init__(self, config: QMIXConfig | None = None, *, seed: int = 0, **options: Any) -> None:
         if config is None:
@@ -299,17 +307,24 @@ class QMIX(GroupLearner):
             loss.backward()
             torch.nn.utils.clip_grad_norm_(self.params, cfg.max_grad_norm)
             self.optimizer.step()
-            self.updates += 1
-            if self.updates % cfg.target_update == 0:
-                self.target_agent.load_state_dict(self.agent.net.state_dict())
-                if self.mixer is not None and self.target_mixer is not None:
-                    self.target_mixer.load_state_dict(self.mixer.state_dict())
-                if self.central_q is not None and self.target_central is not None:
-                    self.target_central.load_state_dict(self.central_q.state_dict())
+            self._after_update(())
             losses.append(loss.item())
             q_means.append(q.mean().item())
         self.agent.version += 1
         return {"td_loss": float(np.mean(losses)), "q": float(np.mean(q_means)), "epsilon": self.epsilon}
+
+    def _after_update(self, reports: Sequence[tuple[dict[str, float], int]]) -> None:
+        """Count the update; every ``target_update`` updates the targets copy the online networks."""
+        self.updates += 1
+        if self.updates % self.config.target_update == 0:
+            self.target_agent.load_state_dict(self.agent.net.state_dict())
+            if self.mixer is not None and self.target_mixer is not None:
+                self.target_mixer.load_state_dict(self.mixer.state_dict())
+            if self.central_q is not None and self.target_central is not None:
+                self.target_central.load_state_dict(self.central_q.state_dict())
+
+    def _weights_loaded(self) -> None:
+        self.agent.version += 1
 
     def _weighted_loss(self, b: dict[str, torch.Tensor], q: torch.Tensor, q_all: torch.Tensor,
                        best_next: torch.Tensor) -> torch.Tensor:
