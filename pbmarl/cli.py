@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import re
 import shlex
+import shutil
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -197,13 +199,37 @@ def _exact_capable(game: Any) -> bool:
 
 def cmd_psro(args: argparse.Namespace, argv: Sequence[str]) -> int:
     import pbmarl as pb
-    from pbmarl.algorithms.psro import PSRO
-    from pbmarl.io import write_json
 
     if args.episodes > MAX_EPISODES:
         raise CliError(f"--episodes must be at most {MAX_EPISODES:,} per cell, got {args.episodes}")
     game = pb.load_game(args.game)
     out = args.out or _default_out(args.game, args.solver)
+    with set_up_in(out):
+        run, notes = _set_up_psro(args, argv, game, out)
+    first = _describe(run)
+    if notes:
+        first += f" ({game.name} is too large for the exact engine: {', '.join(notes)})"
+    return _drive(run, args.iterations, out, args.quiet, first)
+
+
+@contextlib.contextmanager
+def set_up_in(out: Path) -> Iterator[None]:
+    """Around a command's set-up: if it fails (bad input), a run folder it created is removed again,
+    so a refused command leaves nothing behind (a folder it did not create is left as it was)."""
+    fresh = not out.exists()
+    try:
+        yield
+    except Exception:
+        if fresh and out.is_dir() and {p.name for p in out.iterdir()} <= {STARTED}:
+            shutil.rmtree(out, ignore_errors=True)
+        raise
+
+
+def _set_up_psro(args: argparse.Namespace, argv: Sequence[str], game: Any, out: Path) -> tuple[Any, list[str]]:
+    import pbmarl as pb
+    from pbmarl.algorithms.psro import PSRO
+    from pbmarl.io import write_json
+
     _check_out(out, game.name)
     notes = []
     if not _exact_capable(game):
@@ -225,10 +251,7 @@ def cmd_psro(args: argparse.Namespace, argv: Sequence[str]) -> int:
         raise CliError("--workers and --backend apply to sampled payoffs; add --evaluator rollout")
     run = PSRO(game, solver=args.solver, learner=learner, evaluator=evaluator, stop_exploitability=args.stop,
                max_iterations=args.iterations, eval_episodes=args.episodes, seed=args.seed, save_dir=out)
-    first = _describe(run)
-    if notes:
-        first += f" ({game.name} is too large for the exact engine: {', '.join(notes)})"
-    return _drive(run, args.iterations, out, args.quiet, first)
+    return run, notes
 
 
 def _not_started(out: Path) -> str:

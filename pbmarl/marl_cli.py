@@ -87,13 +87,13 @@ def cmd_marl(args: argparse.Namespace, argv: Sequence[str]) -> int:
     out = args.out or Path("runs") / f"{slug}-{args.algo}-{time.strftime('%Y%m%d-%H%M%S')}"
     if is_marl_folder(out) or (out / "run.json").exists():
         raise CliError(f"run folder {str(out)!r} already holds a run; continue it with: pbmarl resume {out}")
-    ensure_writable_folder(out, what="run folder")
     mapping = make_mapping(game, args.mapping, agent_id=args.agent_id)
     options: dict[str, Any] = {} if args.steps_per_round is None else {"steps_per_round": args.steps_per_round}
     if args.workers > 1:
         options.update(workers=args.workers, sync=args.sync, staleness=args.staleness, backend=args.backend)
     learners = {g: make_group_learner(args.algo, seed=args.seed + i, **options) for i, g in enumerate(mapping.groups)}
     run = MARL(game, learners, mapping, seed=args.seed, num_envs=args.num_envs)
+    ensure_writable_folder(out, what="run folder")  # after the set-up, so bad input leaves no folder behind
     write_json(out / MARKER, {"argv": ["pbmarl", *argv], "game": args.game, "algo": args.algo, "steps": args.steps,
                               "eval_episodes": args.eval_episodes})
     first = (f"pbmarl marl: {args.algo} on {game.name}, groups {list(mapping.groups)}, {args.steps} env steps"

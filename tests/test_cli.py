@@ -84,12 +84,15 @@ def test_sampled_evaluator_from_the_command_line(tmp_path):
     (["psro", "--game", "connect_four", "--oracle", "exact"], "too large for the exact"),
     (["psro", "--game", "kuhn_poker", "--out", "/dev/null/run"], "cannot write the run folder"),
     (["resume", "/nonexistent/run"], "not a pbmarl run folder"),
+    (["marl", "--game", "pettingzoo:simple_spread_v3(N=2, continuous_actions=True)", "--algo", "mappo"],
+     "needs Discrete actions"),
 ])
-def test_clear_errors(args, message):
-    result = _pbmarl(*args)
+def test_clear_errors(args, message, tmp_path):
+    result = _pbmarl(*args, cwd=tmp_path)
     assert result.returncode == 2
     assert message in result.stderr
     assert "Traceback" not in result.stderr
+    assert not (tmp_path / "runs").exists() or not any((tmp_path / "runs").iterdir())  # no run folder left behind
 
 
 def test_refuses_a_run_folder_of_another_game(tmp_path):
