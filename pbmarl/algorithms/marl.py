@@ -36,6 +36,7 @@ import numpy as np
 import pandas as pd
 
 from pbmarl.algorithms.transaction import all_or_nothing
+from pbmarl.distributed.on_server import OnServer
 from pbmarl.games.base import Game
 from pbmarl.learners.group import GroupLearner
 from pbmarl.learners.nets import torch_threads
@@ -119,7 +120,7 @@ def parallel_options(learners: Mapping[str, GroupLearner]) -> Any:
     return next(iter(wanted.values())).config
 
 
-class MARL:
+class MARL(OnServer):
     """Several groups of agents trained together; see the module doc.
 
     Args:
@@ -252,17 +253,6 @@ class MARL:
         )
         self.records.append(record)
         return record
-
-    @property
-    def staleness(self) -> list[int]:
-        """With ``workers > 1``: staleness of every gradient the parameter server applied since it started."""
-        return list(self._rounds.staleness) if self._rounds is not None else []
-
-    def close(self) -> None:
-        """Stop the parameter server's workers and server (``workers > 1``); the next `step` starts fresh ones."""
-        if self.__dict__.get("_rounds") is not None:
-            self._rounds.close()
-            self._rounds = None
 
     def _group_returns(self, returns: np.ndarray) -> dict[str, float]:
         if len(returns) == 0:

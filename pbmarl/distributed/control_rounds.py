@@ -40,6 +40,7 @@ from pbmarl.distributed.executors import make_executor
 from pbmarl.distributed.hosting import Hosted
 from pbmarl.distributed.modes import Rounds
 from pbmarl.distributed.server import RemoteServer
+from pbmarl.distributed.workers import weighted_means
 from pbmarl.rollout.worker import game_for_worker
 
 __all__ = ["ControlResult", "ControlRounds", "ControlServer", "ControlServerProcess", "ControlWorker",
@@ -319,11 +320,6 @@ class ControlRounds(Rounds):
 
     def _summary(self, got: list[ControlResult], staleness: list[int]) -> tuple[list[float], dict[str, float]]:
         """The returns of the episodes that ended this round, and the losses' batch-weighted means."""
-        used = [r for r in got if r.count > 0]
-        keys = sorted({k for r in used for k in r.stats})
-        stats = {}
-        for k in keys:
-            rows = [(r.stats[k], r.count) for r in used if k in r.stats]
-            stats[k] = float(np.dot([v for v, _ in rows], [c for _, c in rows]) / sum(c for _, c in rows))
+        stats = weighted_means([(r.stats, r.count) for r in got if r.count > 0])
         stats["max_staleness"] = float(max(staleness, default=0))
         return [x for r in got for x in r.returns], stats

@@ -45,6 +45,7 @@ from pbmarl.distributed.executors import make_executor
 from pbmarl.distributed.hosting import Hosted
 from pbmarl.distributed.modes import Rounds
 from pbmarl.distributed.server import RemoteServer
+from pbmarl.distributed.workers import weighted_means
 from pbmarl.learners.group import GroupLearner
 from pbmarl.learners.nets import torch_threads
 
@@ -290,12 +291,7 @@ class MARLRounds(Rounds):
         width = self.learner.stepped.num_players
         losses: dict[str, dict[str, float]] = {}
         for g in self.team.learners:
-            used = [r for r in got if r.grad is not None and r.grad.trained(g)]
-            keys = sorted({k for r in used for k in r.losses[g]})
-            out = {}
-            for k in keys:
-                rows = [(r.losses[g][k], r.env_steps) for r in used if k in r.losses[g]]
-                out[k] = float(np.dot([v for v, _ in rows], [c for _, c in rows]) / sum(c for _, c in rows))
-            out["max_staleness"] = float(max(staleness, default=0))
-            losses[g] = out
+            losses[g] = weighted_means([(r.losses[g], r.env_steps) for r in got
+                                        if r.grad is not None and r.grad.trained(g)])
+            losses[g]["max_staleness"] = float(max(staleness, default=0))
         return (np.concatenate(returns) if returns else np.zeros((0, width))), losses

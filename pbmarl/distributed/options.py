@@ -56,3 +56,4 @@ def check_parallel(config: ParallelOptions, who: str) -> None:
         value = getattr(config, name)
         if not ok(value):
             raise ValueError(f"{who}.{name} must be {accepted}, got {value!r}")
+

@@ -20,7 +20,7 @@ weights as of the last multiple of ``target_update_interval`` updates.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -31,7 +31,7 @@ from pbmarl.distributed.server import get_vector, set_vector
 from pbmarl.games.base import Game
 from pbmarl.rollout.trajectories import Trajectories, concat_trajectories
 
-__all__ = ["GradientResult", "GradientWorker", "ReplayGradientWorker"]
+__all__ = ["GradientResult", "GradientWorker", "ReplayGradientWorker", "mean_stats", "weighted_means"]
 
 
 @dataclass(frozen=True)
@@ -149,6 +149,15 @@ class ReplayGradientWorker(GradientWorker):
         learner.replay.update_priorities(batch.index, td.detach().numpy())
         stats.update(loss=float(loss.detach()), q_mean=float(q.detach().mean()))
         return GradientResult(grad, int(version), seeds, traj, stats, batch=len(batch.action))
+
+
+def weighted_means(rows: Sequence[tuple[Mapping[str, float], int]]) -> dict[str, float]:
+    """Per key, the count-weighted mean over the rows ``(stats, count)`` that carry it (keys sorted)."""
+    out = {}
+    for k in sorted({k for stats, _ in rows for k in stats}):
+        have = [(stats[k], n) for stats, n in rows if k in stats]
+        out[k] = float(np.dot([v for v, _ in have], [n for _, n in have]) / sum(n for _, n in have))
+    return out
 
 
 def mean_stats(results: Sequence[GradientResult]) -> dict[str, float]:

@@ -28,6 +28,7 @@ from typing import Any, ClassVar, cast
 
 import numpy as np
 
+from pbmarl.distributed.on_server import OnServer
 from pbmarl.games.base import Game
 from pbmarl.learners.config import FLAG as FLAG
 from pbmarl.learners.config import NON_NEGATIVE as NON_NEGATIVE
@@ -76,7 +77,7 @@ class Task:
         return data
 
 
-class Learner(Recorded, abc.ABC):
+class Learner(Recorded, OnServer, abc.ABC):
     """Base of the RL best-response learners; see the module doc.
 
     Args:
@@ -158,16 +159,6 @@ class Learner(Recorded, abc.ABC):
             self._pool = RolloutPool(self.game, num_workers=1, envs_per_worker=self.config.num_envs,
                                      backend="local", seed=self.seed)
         return self._pool
-
-    @property
-    def staleness(self) -> list[int]:
-        """With ``workers > 1``: staleness of every gradient the parameter server applied this task, in order.
-
-        (Server version at apply minus the version the gradient was computed at; empty for one worker
-        and for learners without a parameter server.)
-        """
-        rounds = getattr(self, "_rounds", None)
-        return list(rounds.staleness) if rounds is not None else []
 
     def _collect(self, policy: Policy, steps: int) -> Trajectories:
         """At least `steps` learner transitions (whole episodes) against the task's opponents."""

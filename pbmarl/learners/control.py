@@ -46,6 +46,7 @@ import numpy as np
 import pandas as pd
 import torch
 
+from pbmarl.distributed.on_server import OnServer
 from pbmarl.games.base import Game
 from pbmarl.learners.buffers import Batch, PrioritizedReplayBuffer, ReplayBuffer
 from pbmarl.learners.control_config import ControlConfig, ControlRecord, PrioritizedOptions
@@ -61,7 +62,7 @@ _BASE = frozenset(f.name for f in dataclasses.fields(ControlRecord))
 
 
 # -- the learner ----------------------------------------------------------------------
-class ControlLearner(Recorded, abc.ABC):
+class ControlLearner(Recorded, OnServer, abc.ABC):
     """Base of the step-by-step off-policy learners; see the module doc.
 
     Args:
@@ -246,17 +247,6 @@ class ControlLearner(Recorded, abc.ABC):
         )
         self.records.append(record)
         return record
-
-    @property
-    def staleness(self) -> list[int]:
-        """With ``workers > 1``: staleness of every gradient the parameter server applied, in order (else empty)."""
-        return list(self._rounds.staleness) if self._rounds is not None else []
-
-    def close(self) -> None:
-        """Stop the parameter server's workers and server (``workers > 1``); the next `step` starts fresh ones."""
-        if self.__dict__.get("_rounds") is not None:
-            self._rounds.close()
-            self._rounds = None
 
     def _episode(self, losses: dict[str, list[float]]) -> float:
         cfg = self.config
