@@ -26,6 +26,12 @@ landmark-assignment policy and a full-speed bound no policy can beat: what the b
 Every seed appends a row (date, commit, command) to ``benchmarks/results/marl.csv``.
 
     python benchmarks/marl.py --only mappo --seeds 0 1 2 --steps 200000
+    python benchmarks/marl.py --only mappo --seeds 0 --steps 200000 --workers 2 --sync asp --backend ray
+
+With ``--workers N`` the learner runs on a parameter server (`pbmarl.distributed.marl_rounds`): each
+worker job collects ``steps_per_round`` env steps and pushes one gradient per optimiser (MAPPO: one
+epoch of one minibatch instead of 15 epochs), so its env steps per second and its return at the budget
+show what the server trades: more data per second, less learning per sample.
 """
 
 from __future__ import annotations
@@ -85,20 +91,23 @@ def append_rows(rows: list[dict[str, Any]]) -> None:
     print(f"appended {len(rows)} rows to {RESULTS}")
 
 
-def _learner(slice_: str, seed: int) -> Any:
+def _learner(slice_: str, seed: int, server: dict[str, Any] | None = None) -> Any:
+    """The slice's learner; `server` (``workers``, ``sync``, ``backend``) puts it on a parameter server."""
+    options = dict(server or {})
     if slice_ == "mappo":
-        return pb.MAPPO(seed=seed)
+        return pb.MAPPO(seed=seed, **options)
     if slice_ == "ippo":
-        return pb.IPPO(seed=seed)
+        return pb.IPPO(seed=seed, **options)
     if slice_ == "qmix":
-        return pb.QMIX(seed=seed)
+        return pb.QMIX(seed=seed, **options)
     if slice_ == "maddpg":
-        return pb.MADDPG(seed=seed)
+        return pb.MADDPG(seed=seed, **options)
     raise ValueError(slice_)
 
 
 def run_slice(slice_: str, seed: int, steps: int, eval_episodes: int, *, every: int | None = None,
-              checkpoint: Callable[[dict[str, Any]], None] | None = None) -> dict[str, Any]:
+              checkpoint: Callable[[dict[str, Any]], None] | None = None,
+              server: dict[str, Any] | None = None) -> dict[str, Any]:
     """Train (or, for the random slices, only evaluate) and return the row; with `every`, evaluate every
     `every` env steps on the way and hand each of those rows to `checkpoint` (so a long run that is
     stopped keeps its curve)."""
@@ -110,28 +119,33 @@ def run_slice(slice_: str, seed: int, steps: int, eval_episodes: int, *, every: 
         marl = pb.MARL(game, {"shared": pb.MADDPG(seed=seed) if continuous else pb.MAPPO(seed=seed)}, mapping, seed=seed)
         result = marl.evaluate(eval_episodes, policies={"shared": pb.RandomPolicy(mapping.group_game("shared"))})
         return _row(slice_, seed, game, marl, result, time.perf_counter() - t0)
-    marl = pb.MARL(game, {"shared": _learner(slice_, seed)}, mapping, seed=seed)
+    marl = pb.MARL(game, {"shared": _learner(slice_, seed, server)}, mapping, seed=seed)
+    label = slice_ if not server else f"{slice_} ({server['workers']} workers, {server['sync']}, {server['backend']})"
     next_check = every
-    while marl.total_env_steps < steps:
-        rec = marl.step()
-        print(f"  {slice_} seed {seed}: {rec.total_env_steps} env steps, train return {rec.returns['shared']:.1f}",
-              flush=True)
-        if next_check is not None and checkpoint is not None and next_check <= marl.total_env_steps < steps:
-            checkpoint(_row(slice_, seed, game, marl, marl.evaluate(eval_episodes), time.perf_counter() - t0,
-                            note="checkpoint"))
-            next_check += every * (1 + (marl.total_env_steps - next_check) // every)
+    try:
+        while marl.total_env_steps < steps:
+            rec = marl.step()
+            print(f"  {label} seed {seed}: {rec.total_env_steps} env steps, train return {rec.returns['shared']:.1f}",
+                  flush=True)
+            if next_check is not None and checkpoint is not None and next_check <= marl.total_env_steps < steps:
+                checkpoint(_row(label, seed, game, marl, marl.evaluate(eval_episodes), time.perf_counter() - t0,
+                                note="checkpoint"))
+                next_check += every * (1 + (marl.total_env_steps - next_check) // every)
+    finally:
+        marl.close()
     result = marl.evaluate(eval_episodes)
-    return _row(slice_, seed, game, marl, result, time.perf_counter() - t0)
+    return _row(label, seed, game, marl, result, time.perf_counter() - t0)
 
 
 def _row(slice_: str, seed: int, game: Any, marl: Any, result: dict[str, Any], wall: float, *,
          note: str = "") -> dict[str, Any]:
     env_steps = 0 if slice_.startswith("random") else marl.total_env_steps
-    busy = sum(r.seconds["collect"] + r.seconds["train"] for r in marl.records) if marl.records else 0.0
+    busy = sum(sum(r.seconds.values()) for r in marl.records) if marl.records else 0.0  # collect + train, or a round
     train_return = marl.records[-1].returns["shared"] / ENV["N"] if marl.records else None
     summed = float(result["return/shared"])
     said = f"; last-round training return per agent {train_return:.2f}" if train_return is not None else ""
-    return {"slice": slice_, "game": game.name, "method": "uniform random" if slice_.startswith("random") else f"pbmarl {slice_}",
+    return {"slice": slice_.split(" ")[0], "game": game.name,
+            "method": "uniform random" if slice_.startswith("random") else f"pbmarl {slice_}",
             "seed": seed, "env_steps": env_steps, "per_agent_x25": 25 * result["mean_step_reward"],
             "summed_return": summed, "mappo_paper": mappo_paper(summed),
             "env_steps_per_s": env_steps / busy if busy else None, "train_return": train_return,
@@ -251,6 +265,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--steps", type=int, default=200_000, help="env steps per learner run")
     parser.add_argument("--eval-episodes", type=int, default=100)
     parser.add_argument("--no-record", action="store_true")
+    parser.add_argument("--workers", type=int, default=1,
+                        help="more than 1 trains the learner on a parameter server (one gradient per worker job)")
+    parser.add_argument("--sync", choices=("bsp", "asp", "bap"), default="asp")
+    parser.add_argument("--backend", choices=("local", "ray"), default="ray")
     parser.add_argument("--eval-every", type=int, default=None,
                         help="also evaluate every N env steps and append that row at once (a stopped run keeps its curve)")
     args = parser.parse_args(argv)
@@ -275,8 +293,10 @@ def main(argv: list[str] | None = None) -> int:
             elif slice_ == "scripted":
                 row = scripted(seed, args.eval_episodes)
             else:
+                server = ({"workers": args.workers, "sync": args.sync, "backend": args.backend}
+                          if args.workers > 1 else None)
                 row = run_slice(slice_, seed, args.steps, args.eval_episodes, every=args.eval_every,
-                                checkpoint=checkpoint)
+                                checkpoint=checkpoint, server=server)
             if row is None:
                 continue
             load = " ".join(f"{x:.2f}" for x in os.getloadavg())
