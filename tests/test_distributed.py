@@ -223,6 +223,44 @@ def test_impala_learns_from_stale_batches_with_exact_step_counts(cartpole) -> No
         pb.IMPALA(cartpole, actors=0)
 
 
+def test_the_replay_hands_out_prefetched_groups_within_what_the_learner_announced() -> None:
+    from pbmarl.distributed.replay import RemoteReplay, ReplayProcess
+    from pbmarl.learners.buffers import PrioritizedReplayBuffer
+
+    buffer = PrioritizedReplayBuffer(100, (3,), 2)
+    data = np.random.default_rng(0)
+    for i in range(50):
+        buffer.append(data.normal(size=3).astype(np.float32), i % 2, float(i), False,
+                      data.normal(size=3).astype(np.float32))
+    reference = ReplayProcess(buffer)
+    replay = RemoteReplay(buffer, backend="local", prefetch=2)
+    calls: list[tuple[str, int]] = []
+    host = replay.host.obj
+    real_one, real_many = host.sample, host.sample_many
+    host.sample = lambda size, seed: calls.append(("sample", 1)) or real_one(size, seed)
+    host.sample_many = lambda size, seeds: calls.append(("sample_many", len(seeds))) or real_many(size, seeds)
+    rng, twin = np.random.default_rng(7), np.random.default_rng(7)
+    replay.expect(5)
+    got = []
+    for _ in range(5):
+        got.append(replay.sample(8, rng))
+        replay.update_priorities(got[-1].index, np.full(8, 100.0))  # reaches the replay; a drawn group stays
+    assert calls == [("sample_many", 2), ("sample_many", 2), ("sample", 1)]  # never past the 5 announced
+    want = []
+    for k in (2, 2):  # the same groups, drawn before their own priority updates
+        want += reference.sample_many(8, [int(x) for x in twin.integers(2**63 - 1, size=k)])
+        for b in want[-k:]:
+            reference.update_priorities(b.index, np.full(8, 100.0))
+    want.append(reference.sample(8, int(twin.integers(2**63 - 1))))
+    for a, b in zip(got, want):
+        np.testing.assert_array_equal(a.index, b.index)
+        np.testing.assert_allclose(a.weight, b.weight)
+    replay.sample(8, rng)  # nothing announced: one minibatch per round trip
+    assert calls[-1] == ("sample", 1)
+    with pytest.raises(ValueError, match="prefetch must be a positive int .*got 0"):
+        RemoteReplay(buffer, backend="local", prefetch=0)
+
+
 def test_apex_updates_per_step_keeps_the_replay_ratio_as_batches_grow(cartpole) -> None:
     learner = pb.ApeX(cartpole, actors=2, steps_per_round=32, num_envs=4, hidden=(16,), learning_starts=0,
                       updates_per_step=0.3, batch_size=16, seed=0)

@@ -10,7 +10,9 @@ takes `updates_per_round` double-DQN steps per round (`DQN._update`, priorities 
 from the TD errors) and publishes its weights every `publish_interval` updates. Actors
 run locally (in-process, simulated arrival order) or as Ray actors (``backend="ray"``);
 the replay is then a Ray actor too (`pbmarl.distributed.replay`; in-process on the local
-backend, the same code), which the learner fills and samples without holding the data.
+backend, the same code), which the learner fills and samples without holding the data; it
+fetches its minibatches in groups of `replay_prefetch` (one round trip each, drawn at the
+priorities of that moment, as the paper's learner prefetches).
 
 Example:
     >>> learner = pb.ApeX(pb.load_game("gym:CartPole-v1"), actors=4)  # doctest: +SKIP
@@ -67,13 +69,17 @@ class ApeXConfig(DQNConfig):
     """Environments each actor steps together."""
     backend: str = "local"
     """"local" (in-process actors) or "ray" (Ray actors)."""
+    replay_prefetch: int = 8
+    """Minibatches the learner fetches from the central replay per round trip (Ape-X's learner prefetches):
+    a group is drawn at the priorities of its moment, before its own updates' priority changes. On Ray it
+    saves a round trip to the replay actor per update; both backends draw the same groups."""
     updates_per_step: float | None = None
     """Learner updates per learner transition the round brought in (None: `updates_per_round` a round).
     Actors return whole episodes, so a round's data grows with episode length (CartPole: up to
     ``num_envs * 500`` steps an actor); a ratio keeps the updates per sample fixed as it does."""
 
     checks: ClassVar[dict[str, Rule]] = {
-        "actors": POSITIVE_INT, "apex_epsilon": UNIT, "apex_alpha": POSITIVE, "publish_interval": POSITIVE_INT,
+        "actors": POSITIVE_INT, "replay_prefetch": POSITIVE_INT, "apex_epsilon": UNIT, "apex_alpha": POSITIVE, "publish_interval": POSITIVE_INT,
         "backend": (lambda v: v in BACKENDS, f"one of {BACKENDS}"),
         "workers": ACTORS_NOT_WORKERS,
         "updates_per_step": (lambda v: v is None or POSITIVE[0](v), "None or a positive number"),
@@ -136,7 +142,7 @@ class ApeX(DQN):
             return (spec, actor_cfg, task.player, opponents, eps[i])
 
         self.executor = make_executor(cfg.backend, args, cfg.actors, ApeXActor)
-        self.replay = RemoteReplay(self.replay, backend=cfg.backend)  # the central replay actor
+        self.replay = RemoteReplay(self.replay, backend=cfg.backend, prefetch=cfg.replay_prefetch)  # the central replay
         self.idle = list(range(cfg.actors))
         self.published = (0, get_vector(list(self.q_net.parameters())))
         #: every consumed batch: (actor, weights version, seeds, learner transitions, env steps)
@@ -177,6 +183,8 @@ class ApeX(DQN):
             if cfg.updates_per_step is not None:
                 self._owed += cfg.updates_per_step * sum(len(r.traj) for _, r in self.last)
                 updates, self._owed = int(self._owed), self._owed - int(self._owed)
+            if isinstance(self.replay, RemoteReplay):
+                self.replay.expect(updates)  # fetched from the replay in groups of `replay_prefetch`
             for _ in range(updates):
                 loss, q = self._update(task)
                 losses.append(loss)

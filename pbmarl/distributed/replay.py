@@ -43,6 +43,10 @@ class ReplayProcess:
     def sample(self, batch_size: int, seed: int) -> Batch:
         return self.buffer.sample(batch_size, np.random.default_rng(seed))
 
+    def sample_many(self, batch_size: int, seeds: list[int]) -> list[Batch]:
+        """One minibatch per seed, all drawn at the current priorities."""
+        return [self.buffer.sample(batch_size, np.random.default_rng(s)) for s in seeds]
+
     def update_priorities(self, index: np.ndarray, td_error: np.ndarray) -> None:
         self.buffer.update_priorities(index, td_error)
 
@@ -65,13 +69,24 @@ class RemoteReplay(ReplayBuffer):
     Args:
         buffer: the (empty or filled) buffer to host; copied into the host.
         backend: "local" or "ray".
+        prefetch: minibatches fetched per round trip to the replay, once the learner announces its
+            next samples (`expect`): `sample` then hands out groups of up to `prefetch` minibatches
+            drawn together (at the priorities of the moment the group was drawn, as Ape-X's learner
+            prefetches), so a Ray replay costs one round trip per group instead of one per update;
+            both backends draw the same groups.
     """
 
-    def __init__(self, buffer: ReplayBuffer, *, backend: str) -> None:  # no super().__init__: no local storage
+    def __init__(self, buffer: ReplayBuffer, *, backend: str, prefetch: int = 1) -> None:  # no local storage
+        if isinstance(prefetch, bool) or not isinstance(prefetch, int) or prefetch < 1:
+            raise ValueError(f"prefetch must be a positive int (minibatches per round trip), got {prefetch!r}")
         self.capacity = buffer.capacity
         self.size = len(buffer)
         self.host = Hosted(ReplayProcess, (buffer,), backend=backend, name="replay")
         self._rows: list[tuple[Any, ...]] = []  # appended transitions not sent yet
+        self.prefetch = prefetch
+        self._ready: list[Batch] = []  # a fetched group's minibatches not handed out yet
+        self._ready_size = 0
+        self._expected = 0  # minibatches the learner said it will sample next (`expect`)
 
     def _flush(self) -> None:
         if self._rows:
@@ -99,7 +114,20 @@ class RemoteReplay(ReplayBuffer):
         if self.size == 0:
             raise ValueError("cannot sample from an empty replay buffer")
         self._flush()
-        return self.host.call("sample", int(batch_size), int(rng.integers(2**63 - 1)))
+        if not self._ready or self._ready_size != batch_size:
+            k = min(self.prefetch, self._expected)
+            if k <= 1:
+                self._expected = max(self._expected - 1, 0)
+                return self.host.call("sample", int(batch_size), int(rng.integers(2**63 - 1)))
+            seeds = [int(x) for x in rng.integers(2**63 - 1, size=k)]
+            self._ready, self._ready_size = list(self.host.call("sample_many", int(batch_size), seeds)), batch_size
+        self._expected = max(self._expected - 1, 0)
+        return self._ready.pop(0)
+
+    def expect(self, n: int) -> None:
+        """The learner samples `n` minibatches next: they are fetched in groups of up to `prefetch`, and no
+        group reaches past them (so a checkpoint between rounds never leaves a fetched group unused)."""
+        self._ready, self._expected = [], int(n)
 
     def update_priorities(self, index: np.ndarray, td_error: np.ndarray) -> None:
         self._flush()
@@ -110,7 +138,7 @@ class RemoteReplay(ReplayBuffer):
         return self.host.call("state_arrays")
 
     def load_state_arrays(self, arrays: dict[str, np.ndarray]) -> None:
-        self._rows = []
+        self._rows, self._ready = [], []
         self.size = int(self.host.call("load_state_arrays", arrays))
 
     def close(self) -> None:
