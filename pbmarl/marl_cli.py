@@ -35,6 +35,8 @@ MARKER = "marl.json"
 
 def add_marl_parser(sub: Any, positive: Any) -> None:
     """Register ``pbmarl marl`` on the CLI's subparsers (`positive(low, what)` parses ints >= low)."""
+    from pbmarl.train_cli import add_server_options
+
     p = sub.add_parser("marl", help="train teams of agents together (MAPPO, QMIX, MADDPG, ...) and write a run folder")
     p.add_argument("--game", required=True, help="a PettingZoo Parallel game, e.g. pettingzoo:simple_spread_v3 or "
                                                  "'pettingzoo:simple_spread_v3(N=3, local_ratio=0.5)'")
@@ -48,13 +50,7 @@ def add_marl_parser(sub: Any, positive: Any) -> None:
     p.add_argument("--seed", type=positive(0, "--seed"), default=0)
     p.add_argument("--num-envs", type=positive(1, "--num-envs"), default=32, help="environments stepped together")
     p.add_argument("--eval-episodes", type=positive(1, "--eval-episodes"), default=50)
-    p.add_argument("--workers", type=positive(1, "--workers"), default=1,
-                   help="gradient workers; more than 1 trains every group on one parameter server (default: 1)")
-    p.add_argument("--sync", choices=("bsp", "asp", "bap"), default="bsp",
-                   help="how the server applies the workers' gradients (with --workers > 1)")
-    p.add_argument("--staleness", type=positive(0, "--staleness"), default=1, help="the BAP bound")
-    p.add_argument("--backend", choices=("local", "ray"), default="local",
-                   help="workers in this process or as Ray actors (default: local)")
+    add_server_options(p, positive)  # every learning group on one parameter server
     p.add_argument("--out", type=Path, default=None, help="run folder (default: runs/GAME-ALGO-TIME)")
     p.add_argument("--quiet", action="store_true", help="only the first and the final line")
 

@@ -41,15 +41,21 @@ def add_train_parser(sub: Any, positive: Any) -> None:
     train.add_argument("--seed", type=positive(0, "--seed"), default=0)
     train.add_argument("--eval-episodes", type=positive(1, "--eval-episodes"), default=10,
                        help="deterministic episodes of the final evaluation (default: 10)")
-    train.add_argument("--workers", type=positive(1, "--workers"), default=1,
-                       help="gradient workers; more than 1 trains on a parameter server (default: 1)")
-    train.add_argument("--sync", choices=("bsp", "asp", "bap"), default="bsp",
-                       help="how the server applies the workers' gradients (with --workers > 1)")
-    train.add_argument("--staleness", type=positive(0, "--staleness"), default=1, help="the BAP bound")
-    train.add_argument("--backend", choices=("local", "ray"), default="local",
-                       help="workers in this process or as Ray actors (default: local)")
+    add_server_options(train, positive)
     train.add_argument("--out", type=Path, default=None, help="run folder (default: runs/GAME-ALGO-TIME)")
     train.add_argument("--quiet", action="store_true", help="only the first and the final line")
+
+
+def add_server_options(parser: Any, positive: Any) -> None:
+    """``--workers``, ``--sync``, ``--staleness``, ``--backend``: a learner on the parameter server
+    (``pbmarl train`` and ``pbmarl marl``)."""
+    parser.add_argument("--workers", type=positive(1, "--workers"), default=1,
+                        help="gradient workers; more than 1 trains on a parameter server (default: 1)")
+    parser.add_argument("--sync", choices=("bsp", "asp", "bap"), default="bsp",
+                        help="how the server applies the workers' gradients (with --workers > 1)")
+    parser.add_argument("--staleness", type=positive(0, "--staleness"), default=1, help="the BAP bound")
+    parser.add_argument("--backend", choices=("local", "ray"), default="local",
+                        help="workers in this process or as Ray actors (default: local)")
 
 
 def is_train_folder(folder: Path) -> bool:
