@@ -44,7 +44,7 @@ from pbmarl.distributed.workers import weighted_means
 from pbmarl.rollout.worker import game_for_worker
 
 __all__ = ["ControlResult", "ControlRounds", "ControlServer", "ControlServerProcess", "ControlWorker",
-           "get_state", "named_optimizers", "record_steps", "set_state", "step_on_mean"]
+           "StateProcess", "StateServer", "get_state", "named_optimizers", "record_steps", "set_state", "step_on_mean"]
 
 
 def _stateful(learner: Any) -> list[tuple[str, Any]]:
@@ -212,7 +212,42 @@ class ControlWorker:
         return True
 
 
-class ControlServerProcess:
+class StateProcess:
+    """What a hosted copy that keeps a whole learner state (networks, targets, optimisers) publishes:
+    versioned state vectors for the workers, and its state with the optimisers' for `StateServer.pull`.
+    Subclasses set `owner` (what answers ``_modules()``) and call `_load`."""
+
+    owner: Any
+    version: int
+
+    def _load(self, state: np.ndarray, optimizers: dict[str, dict[str, Any]], version: int) -> None:
+        set_state(self.owner, state)
+        for name, opt in named_optimizers(self.owner):
+            opt.load_state_dict(optimizers[name])
+        self.version = int(version)
+        self._published = (self.version, get_state(self.owner))
+
+    def weights(self) -> tuple[int, np.ndarray]:
+        if self._published[0] != self.version:
+            self._published = (self.version, get_state(self.owner))
+        return self._published
+
+    def _extra_state(self) -> tuple[Any, ...]:
+        """What `state` returns after the optimisers (default: nothing)."""
+        return ()
+
+    def state(self) -> tuple[Any, ...]:
+        """``(version, state vector, optimiser state_dicts by name, *_extra_state())``, copies."""
+        import copy
+
+        return (self.version, get_state(self.owner).copy(),
+                {k: copy.deepcopy(opt.state_dict()) for k, opt in named_optimizers(self.owner)}, *self._extra_state())
+
+    def ping(self) -> bool:
+        return True
+
+
+class ControlServerProcess(StateProcess):
     """A copy of the learner that applies averaged per-optimiser gradients (the server actor's body).
 
     Args:
@@ -230,17 +265,9 @@ class ControlServerProcess:
 
             game = game_from_spec(game)
         torch.set_num_threads(1)
-        self.learner = learner_class(game, config=replace(config, workers=1), seed=0)
-        set_state(self.learner, state)
-        for name, opt in named_optimizers(self.learner):
-            opt.load_state_dict(optimizers[name])
-        self.learner.updates = self.version = int(version)
-        self._published = (self.version, get_state(self.learner))
-
-    def weights(self) -> tuple[int, np.ndarray]:
-        if self._published[0] != self.version:
-            self._published = (self.version, get_state(self.learner))
-        return self._published
+        self.learner = self.owner = learner_class(game, config=replace(config, workers=1), seed=0)
+        self._load(state, optimizers, version)
+        self.learner.updates = self.version
 
     def apply(self, grads: Sequence[dict[str, np.ndarray]], counts: Sequence[int], versions: Sequence[int],
               lr: float | None = None) -> np.ndarray:
@@ -254,45 +281,57 @@ class ControlServerProcess:
         self.version += 1
         return self.weights()[1]
 
-    def state(self) -> tuple[int, np.ndarray, dict[str, dict[str, Any]]]:
-        """``(version, state vector, optimiser state_dicts by name)``."""
-        import copy
 
-        return self.version, get_state(self.learner).copy(), {
-            k: copy.deepcopy(opt.state_dict()) for k, opt in named_optimizers(self.learner)}
+class StateServer(RemoteServer):
+    """The handle on a `StateProcess`: `RemoteServer`'s versions, publishing and checks, with
+    per-optimiser gradients (each optimiser keeps its own learning rate) and the whole state pulled
+    back into `owner`; what the process returns beyond it goes to `_pulled`.
 
-    def ping(self) -> bool:
-        return True
+    Args:
+        owner: what answers ``_modules()`` (the learner, or a MARL run's `Team`).
+        process: the `StateProcess` class, built with ``(*args, state, optimizers, *extra, version)``.
+        version: the updates applied so far.
+    """
 
-
-class ControlServer(RemoteServer):
-    """The learner's handle on a `ControlServerProcess`: `RemoteServer`'s versions, publishing and
-    checks, with per-optimiser gradients and the whole learner state pulled back."""
-
-    def __init__(self, learner: Any, spec: Any, *, backend: str) -> None:
-        self.learner = learner
-        self.version = int(learner.updates)
+    def __init__(self, owner: Any, process: type, args: tuple[Any, ...], version: int, *, backend: str,
+                 extra: tuple[Any, ...] = ()) -> None:
+        self.owner = owner
+        self.version = int(version)
         #: staleness of every applied gradient, in order
         self.staleness: list[int] = []
-        state = get_state(learner)
-        self.host = Hosted(ControlServerProcess, (spec, type(learner), learner.config, state,
-                                                  {k: o.state_dict() for k, o in named_optimizers(learner)}, self.version),
-                           backend=backend, name="parameter server")
+        state = get_state(owner)
+        self.host = Hosted(process, (*args, state, {k: o.state_dict() for k, o in named_optimizers(owner)}, *extra,
+                                     self.version), backend=backend, name="parameter server")
         self._published: tuple[int, Any] = (self.version, self.host.put(state))
 
     def _lr(self) -> float | None:
         return None  # each optimiser keeps its own
 
     def pull(self) -> int:
-        """Copy the server's networks and optimisers into the learner's own; returns the version."""
-        version, state, optimizers = self.host.call("state")
+        """Copy the server's networks and optimisers into `owner`; returns the version."""
+        version, state, optimizers, *extra = self.host.call("state")
         if version != self.version:
             raise RuntimeError(f"parameter server is at version {version}, expected {self.version}")
-        set_state(self.learner, state)
-        for name, opt in named_optimizers(self.learner):
+        set_state(self.owner, state)
+        for name, opt in named_optimizers(self.owner):
             opt.load_state_dict(optimizers[name])
-        self.learner.updates = int(version)
+        self._pulled(int(version), *extra)
         return int(version)
+
+    def _pulled(self, version: int, *extra: Any) -> None:
+        """After `pull` copied the state: what else follows it (counts, caches)."""
+
+
+class ControlServer(StateServer):
+    """The learner's handle on a `ControlServerProcess` (its `updates` follow the server's version)."""
+
+    def __init__(self, learner: Any, spec: Any, *, backend: str) -> None:
+        self.learner = learner
+        super().__init__(learner, ControlServerProcess, (spec, type(learner), learner.config), int(learner.updates),
+                         backend=backend)
+
+    def _pulled(self, version: int, *extra: Any) -> None:
+        self.learner.updates = version
 
 
 class ControlRounds(Rounds):

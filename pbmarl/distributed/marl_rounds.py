@@ -40,11 +40,16 @@ from typing import Any
 import numpy as np
 import torch
 
-from pbmarl.distributed.control_rounds import get_state, named_optimizers, record_steps, set_state, step_on_mean
+from pbmarl.distributed.control_rounds import (
+    StateProcess,
+    StateServer,
+    named_optimizers,
+    record_steps,
+    set_state,
+    step_on_mean,
+)
 from pbmarl.distributed.executors import make_executor
-from pbmarl.distributed.hosting import Hosted
 from pbmarl.distributed.modes import Rounds
-from pbmarl.distributed.server import RemoteServer
 from pbmarl.distributed.workers import weighted_means
 from pbmarl.learners.group import GroupLearner
 from pbmarl.learners.nets import torch_threads
@@ -175,7 +180,7 @@ class MARLWorker:
         return True
 
 
-class MARLServerProcess:
+class MARLServerProcess(StateProcess):
     """A copy of the learners that applies averaged per-optimiser gradients (the server actor's body).
 
     Args:
@@ -189,18 +194,9 @@ class MARLServerProcess:
                  version: int) -> None:
         torch.set_num_threads(1)
         run = _rebuild_run(game, mapping_spec, learners, fixed, 0, 1, one_gradient=False)
-        self.team = Team(run.learners)
-        set_state(self.team, state)
-        for name, opt in named_optimizers(self.team):
-            opt.load_state_dict(optimizers[name])
+        self.team = self.owner = Team(run.learners)
+        self._load(state, optimizers, version)
         self.team.set_counters(counters)
-        self.version = int(version)
-        self._published = (self.version, get_state(self.team))
-
-    def weights(self) -> tuple[int, np.ndarray]:
-        if self._published[0] != self.version:
-            self._published = (self.version, get_state(self.team))
-        return self._published
 
     def apply(self, grads: Sequence[TeamGradient], counts: Sequence[int], versions: Sequence[int],
               lr: float | None = None) -> np.ndarray:
@@ -216,46 +212,21 @@ class MARLServerProcess:
         self.version += 1
         return self.weights()[1]
 
-    def state(self) -> tuple[int, np.ndarray, dict[str, dict[str, Any]], dict[str, int]]:
-        """``(version, state vector, optimiser state_dicts by name, update counts)``."""
-        import copy
-
-        return self.version, get_state(self.team).copy(), {
-            k: copy.deepcopy(opt.state_dict()) for k, opt in named_optimizers(self.team)}, self.team.counters()
-
-    def ping(self) -> bool:
-        return True
+    def _extra_state(self) -> tuple[Any, ...]:
+        return (self.team.counters(),)
 
 
-class MARLServer(RemoteServer):
-    """The run's handle on a `MARLServerProcess`: `RemoteServer`'s versions, publishing and checks,
-    with per-optimiser gradients and the learners' whole state pulled back."""
+class MARLServer(StateServer):
+    """The run's handle on a `MARLServerProcess` (the learners' update counts come back with their state)."""
 
     def __init__(self, team: Team, args: tuple[Any, ...], version: int, *, backend: str) -> None:
         self.team = team
-        self.version = int(version)
-        #: staleness of every applied gradient, in order
-        self.staleness: list[int] = []
-        state = get_state(team)
-        self.host = Hosted(MARLServerProcess, (*args, state, {k: o.state_dict() for k, o in named_optimizers(team)},
-                                               team.counters(), self.version),
-                           backend=backend, name="parameter server")
-        self._published: tuple[int, Any] = (self.version, self.host.put(state))
+        super().__init__(team, MARLServerProcess, args, version, backend=backend, extra=(team.counters(),))
 
-    def _lr(self) -> float | None:
-        return None  # each optimiser keeps its own
-
-    def pull(self) -> int:
-        """Copy the server's networks, optimisers and update counts into the run's learners; returns the version."""
-        version, state, optimizers, counters = self.host.call("state")
-        if version != self.version:
-            raise RuntimeError(f"parameter server is at version {version}, expected {self.version}")
-        set_state(self.team, state)
-        for name, opt in named_optimizers(self.team):
-            opt.load_state_dict(optimizers[name])
+    def _pulled(self, version: int, *extra: Any) -> None:
+        (counters,) = extra
         self.team.set_counters(counters)
         self.team.loaded()
-        return int(version)
 
 
 class MARLRounds(Rounds):
