@@ -236,25 +236,35 @@ def test_the_replay_hands_out_prefetched_groups_within_what_the_learner_announce
     replay = RemoteReplay(buffer, backend="local", prefetch=2)
     calls: list[tuple[str, int]] = []
     host = replay.host.obj
-    real_one, real_many = host.sample, host.sample_many
-    host.sample = lambda size, seed: calls.append(("sample", 1)) or real_one(size, seed)
-    host.sample_many = lambda size, seeds: calls.append(("sample_many", len(seeds))) or real_many(size, seeds)
+    real_one, real_many, real_prio = host.sample, host.sample_many, host.update_priorities_many
+    host.sample = lambda size, seed, prio=(): calls.append(("sample", 1)) or real_one(size, seed, prio)
+    host.sample_many = lambda size, seeds, prio=(): calls.append(("sample_many", len(seeds))) or real_many(size, seeds, prio)
+    host.update_priorities_many = lambda prio: calls.append(("priorities", len(prio))) or real_prio(prio)
     rng, twin = np.random.default_rng(7), np.random.default_rng(7)
     replay.expect(5)
     got = []
     for _ in range(5):
         got.append(replay.sample(8, rng))
-        replay.update_priorities(got[-1].index, np.full(8, 100.0))  # reaches the replay; a drawn group stays
-    assert calls == [("sample_many", 2), ("sample_many", 2), ("sample", 1)]  # never past the 5 announced
+        replay.update_priorities(got[-1].index, np.full(8, 100.0))  # held: it travels with the next request
+    # never past the 5 announced; the next group is asked for as soon as one is handed out; no call of
+    # their own for the priority updates
+    assert calls == [("sample_many", 2), ("sample_many", 2), ("sample_many", 1)]
     want = []
-    for k in (2, 2):  # the same groups, drawn before their own priority updates
+    for k in (2, 2, 1):  # group k + 1 is drawn while group k trains: after the updates of group k - 1
         want += reference.sample_many(8, [int(x) for x in twin.integers(2**63 - 1, size=k)])
-        for b in want[-k:]:
-            reference.update_priorities(b.index, np.full(8, 100.0))
-    want.append(reference.sample(8, int(twin.integers(2**63 - 1))))
+        if len(want) > 2:
+            for b in want[-4:-2]:
+                reference.update_priorities(b.index, np.full(8, 100.0))
     for a, b in zip(got, want):
         np.testing.assert_array_equal(a.index, b.index)
         np.testing.assert_allclose(a.weight, b.weight)
+    row = (np.ones(3, np.float32), 1, 1.0, False, np.ones(3, np.float32))
+    replay.append(*row)  # the held updates go ahead of the transition, in order
+    assert calls[-1] == ("priorities", 3)
+    for b in got[2:]:
+        reference.update_priorities(b.index, np.full(8, 100.0))
+    reference.append_rows([row])
+    np.testing.assert_allclose(replay.state_arrays()["priority"], reference.state_arrays()["priority"])
     replay.sample(8, rng)  # nothing announced: one minibatch per round trip
     assert calls[-1] == ("sample", 1)
     with pytest.raises(ValueError, match="prefetch must be a positive int .*got 0"):
@@ -368,6 +378,20 @@ def test_the_ray_executor_replaces_a_killed_actor_and_counts_every_step_once(car
     assert records[-1].learner_steps == sum(e[3] for e in learner.log)
     assert records[-1].env_steps == sum(e[4] for e in learner.log)
     assert len({e[2] for e in learner.log}) == 6  # the lost job ran again under its own seed, once
+    learner.finish()
+
+
+def test_ray_actors_start_with_the_learner_not_inside_its_first_round(cartpole, monkeypatch) -> None:
+    import pbmarl.rollout.ray_backend as rb
+
+    fake = _FakeRay()
+    monkeypatch.setattr(rb, "_import_ray", lambda: fake)
+    learner = pb.IMPALA(cartpole, actors=2, backend="ray", steps_per_round=32, num_envs=4, hidden=(16,), seed=0)
+    learner.start(0, [None])
+    assert learner.executor.inner is not None and len(learner.executor.inner.actors) == 2  # up before any step
+    fake.kill(learner.executor.inner.actors[1])
+    with pytest.raises(RuntimeError, match="a worker failed to start"):
+        learner.executor.ready()
     learner.finish()
 
 

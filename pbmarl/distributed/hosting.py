@@ -6,8 +6,9 @@ actor runs. `send` starts a call and returns its *future*: on Ray an ``ObjectRef
 (which can be handed on to other actors without travelling through this process), locally
 the value itself. `call` waits for the value. Calls from one handle run in the order they
 were sent (Ray keeps a single caller's order per actor), so a `send` that nobody waits for
-is still applied before a later `call` sees the object; `call` also collects the results
-of those earlier sends, so an error in one surfaces there instead of being lost.
+is still applied before a later `call` sees the object; `call` and `get` also collect the
+results of the sends before theirs, so an error in one surfaces there instead of being lost
+(and a caller that only ever sends and gets keeps no futures piling up).
 Arguments reach a Ray actor deserialised from the object store, where numpy arrays are
 read-only: a hosted class copies whatever it will write into.
 """
@@ -67,13 +68,17 @@ class Hosted:
         return future
 
     def get(self, future: Any) -> Any:
-        """The value of a future returned by `send`."""
+        """The value of a future returned by `send`, after every send before it (whose errors it raises)."""
         if self.obj is not None or self.actor is None:
             return future
         from ray.exceptions import RayActorError, RayTaskError
 
+        position = next((i for i, f in enumerate(self._unread) if f is future), None)
+        refs = [future] if position is None else self._unread[:position + 1]
+        if position is not None:
+            del self._unread[:position + 1]
         try:
-            return self.ray.get(future)
+            return self.ray.get(refs)[-1]
         except RayActorError as exc:
             raise HostDied(f"the {self.name} actor died: {exc}") from None
         except RayTaskError as exc:
@@ -81,11 +86,12 @@ class Hosted:
 
     def call(self, method: str, *args: Any) -> Any:
         """``obj.method(*args)``, waited for (after every earlier send, whose errors it raises)."""
-        future = self.send(method, *args)
-        earlier, self._unread = self._unread[:-1], []
-        if earlier:
-            self.get(earlier)
-        return self.get(future)
+        return self.get(self.send(method, *args))
+
+    def ready(self) -> None:
+        """Wait until the hosted object is built (on Ray: its actor has started)."""
+        if self.actor is not None:
+            self.get(self.actor.__ray_ready__.remote())
 
     def put(self, value: Any) -> Any:
         """`value` as a future (on Ray stored once, so many actors can read it without copies from here)."""

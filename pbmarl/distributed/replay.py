@@ -3,17 +3,23 @@
 `ReplayProcess` is the actor's body: it owns the buffer. `RemoteReplay` is what the
 learner holds in place of its buffer: it has the buffer's interface (`add`, `sample`,
 `update_priorities`, `len`, `state_arrays` / `load_state_arrays`), so DQN's own update
-runs unchanged against it. `add` and `update_priorities` are sent without waiting;
-`sample` waits, and since one caller's calls run in order, it always sees every earlier
-add and priority update: the local and the Ray backend draw the same minibatches. Each
-`sample` draws its seed from the learner's generator, so runs stay reproducible. Single
-transitions (`append`, the control learners' path: Ape-X DDPG) are held here and sent
-together before the next call that reads the replay.
+runs unchanged against it. Nothing but `sample` and the state calls waits: `add` is sent
+without waiting, and priority updates are held and travel with the next call (a sample
+request or an add), so an update costs no call of its own. One caller's calls run in
+order, so a draw always sees every add and priority update sent before it: the local and
+the Ray backend draw the same minibatches. Once the learner announces its next draws
+(`expect`), they come in groups of `prefetch`, and the next group is requested as soon as
+one is handed out, so it is drawn while the learner trains on the one before (one group
+behind on priorities, as Ape-X's prefetching learner is). Each draw takes its seed from
+the learner's generator, so runs stay reproducible. Single transitions (`append`, the
+control learners' path: Ape-X DDPG) are held here and sent together before the next call
+that reads the replay.
 """
 
 from __future__ import annotations
 
 import copy
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
@@ -23,6 +29,9 @@ from pbmarl.learners.buffers import Batch, ReplayBuffer
 from pbmarl.rollout.trajectories import Trajectories
 
 __all__ = ["RemoteReplay", "ReplayProcess"]
+
+#: priority updates held by a `RemoteReplay`: (slots, TD errors) in the order they were made
+Priorities = Sequence[tuple[np.ndarray, np.ndarray]]
 
 
 class ReplayProcess:
@@ -40,15 +49,26 @@ class ReplayProcess:
             self.buffer.append(*row)
         return len(self.buffer)
 
-    def sample(self, batch_size: int, seed: int) -> Batch:
+    def sample(self, batch_size: int, seed: int, priorities: Priorities = ()) -> Batch:
+        """One minibatch, drawn after applying the held `priorities`."""
+        self._apply(priorities)
         return self.buffer.sample(batch_size, np.random.default_rng(seed))
 
-    def sample_many(self, batch_size: int, seeds: list[int]) -> list[Batch]:
-        """One minibatch per seed, all drawn at the current priorities."""
+    def sample_many(self, batch_size: int, seeds: list[int], priorities: Priorities = ()) -> list[Batch]:
+        """One minibatch per seed, all drawn at the priorities left by applying `priorities`."""
+        self._apply(priorities)
         return [self.buffer.sample(batch_size, np.random.default_rng(s)) for s in seeds]
 
     def update_priorities(self, index: np.ndarray, td_error: np.ndarray) -> None:
         self.buffer.update_priorities(index, td_error)
+
+    def update_priorities_many(self, priorities: Priorities) -> None:
+        """Apply priority updates in the order they were made."""
+        self._apply(priorities)
+
+    def _apply(self, priorities: Priorities) -> None:
+        for index, td_error in priorities:
+            self.buffer.update_priorities(index, td_error)
 
     def size(self) -> int:
         return len(self.buffer)
@@ -71,9 +91,11 @@ class RemoteReplay(ReplayBuffer):
         backend: "local" or "ray".
         prefetch: minibatches fetched per round trip to the replay, once the learner announces its
             next samples (`expect`): `sample` then hands out groups of up to `prefetch` minibatches
-            drawn together (at the priorities of the moment the group was drawn, as Ape-X's learner
-            prefetches), so a Ray replay costs one round trip per group instead of one per update;
-            both backends draw the same groups.
+            drawn together, and requests the next group when it hands out the first minibatch of
+            one. Group ``k + 1`` is thus drawn while the learner trains on group ``k``, at the
+            priorities left by the updates up to group ``k - 1`` (as Ape-X's learner prefetches); a
+            Ray replay costs one round trip per group instead of one per update, and the learner
+            rarely waits for it. Both backends draw the same groups.
     """
 
     def __init__(self, buffer: ReplayBuffer, *, backend: str, prefetch: int = 1) -> None:  # no local storage
@@ -83,15 +105,28 @@ class RemoteReplay(ReplayBuffer):
         self.size = len(buffer)
         self.host = Hosted(ReplayProcess, (buffer,), backend=backend, name="replay")
         self._rows: list[tuple[Any, ...]] = []  # appended transitions not sent yet
+        self._priorities: list[tuple[np.ndarray, np.ndarray]] = []  # priority updates not sent yet
         self.prefetch = prefetch
         self._ready: list[Batch] = []  # a fetched group's minibatches not handed out yet
         self._ready_size = 0
-        self._expected = 0  # minibatches the learner said it will sample next (`expect`)
+        self._next: tuple[int, Any] | None = None  # (batch size, future) of the group requested ahead
+        self._unrequested = 0  # announced minibatches (`expect`) not requested from the replay yet
 
-    def _flush(self) -> None:
+    def _flush_rows(self) -> None:
         if self._rows:
             rows, self._rows = self._rows, []
             self.host.send("append_rows", rows)
+
+    def _flush(self) -> None:
+        """Send held transitions and priority updates, in the order they were made (`append` keeps the
+        held priority updates younger than the held transitions)."""
+        self._flush_rows()
+        if self._priorities:
+            self.host.send("update_priorities_many", self._take_priorities())
+
+    def _take_priorities(self) -> list[tuple[np.ndarray, np.ndarray]]:
+        held, self._priorities = self._priorities, []
+        return held
 
     def __len__(self) -> int:
         return self.size
@@ -106,39 +141,53 @@ class RemoteReplay(ReplayBuffer):
     def append(self, obs: np.ndarray, action: np.ndarray | int, reward: float, done: bool, next_obs: np.ndarray,
                legal_mask: np.ndarray | bool = True, next_legal_mask: np.ndarray | bool = True) -> int:
         """Hold one transition; it reaches the replay before the next sample (returns -1: no slot known here)."""
+        if self._priorities:  # keep the order: priority updates made before this transition go first
+            self._flush()
         self._rows.append((obs, action, reward, done, next_obs, legal_mask, next_legal_mask))
         self.size = min(self.size + 1, self.capacity)
         return -1
 
+    def _request(self, batch_size: int, rng: np.random.Generator) -> Any:
+        """Ask for the next group of announced minibatches (its future), with the held priority updates."""
+        k = min(self.prefetch, self._unrequested)
+        self._unrequested -= k
+        self._flush_rows()
+        seeds = [int(x) for x in rng.integers(2**63 - 1, size=k)]
+        return self.host.send("sample_many", int(batch_size), seeds, self._take_priorities())
+
     def sample(self, batch_size: int, rng: np.random.Generator) -> Batch:
         if self.size == 0:
             raise ValueError("cannot sample from an empty replay buffer")
-        self._flush()
         if not self._ready or self._ready_size != batch_size:
-            k = min(self.prefetch, self._expected)
-            if k <= 1:
-                self._expected = max(self._expected - 1, 0)
-                return self.host.call("sample", int(batch_size), int(rng.integers(2**63 - 1)))
-            seeds = [int(x) for x in rng.integers(2**63 - 1, size=k)]
-            self._ready, self._ready_size = list(self.host.call("sample_many", int(batch_size), seeds)), batch_size
-        self._expected = max(self._expected - 1, 0)
+            if self._next is not None and self._next[0] == batch_size:
+                future, self._next = self._next[1], None
+            elif self._unrequested > 0:
+                self._next = None
+                future = self._request(batch_size, rng)
+            else:  # nothing announced: one minibatch per round trip
+                self._next, self._ready = None, []
+                self._flush_rows()
+                return self.host.call("sample", int(batch_size), int(rng.integers(2**63 - 1)), self._take_priorities())
+            self._ready, self._ready_size = list(self.host.get(future)), batch_size
+            if self._unrequested > 0:  # the next group is drawn while this one trains
+                self._next = (batch_size, self._request(batch_size, rng))
         return self._ready.pop(0)
 
     def expect(self, n: int) -> None:
         """The learner samples `n` minibatches next: they are fetched in groups of up to `prefetch`, and no
         group reaches past them (so a checkpoint between rounds never leaves a fetched group unused)."""
-        self._ready, self._expected = [], int(n)
+        self._ready, self._next, self._unrequested = [], None, int(n)
 
     def update_priorities(self, index: np.ndarray, td_error: np.ndarray) -> None:
-        self._flush()
-        self.host.send("update_priorities", index, td_error)
+        """Hold a priority update; it travels with the next call to the replay."""
+        self._priorities.append((np.asarray(index), np.asarray(td_error)))
 
     def state_arrays(self) -> dict[str, np.ndarray]:
         self._flush()
         return self.host.call("state_arrays")
 
     def load_state_arrays(self, arrays: dict[str, np.ndarray]) -> None:
-        self._rows, self._ready = [], []
+        self._rows, self._priorities, self._ready, self._next = [], [], [], None
         self.size = int(self.host.call("load_state_arrays", arrays))
 
     def close(self) -> None:
