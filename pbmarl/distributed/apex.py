@@ -143,6 +143,8 @@ class ApeX(DQN):
 
         self.executor = make_executor(cfg.backend, args, cfg.actors, ApeXActor)
         self.replay = RemoteReplay(self.replay, backend=cfg.backend, prefetch=cfg.replay_prefetch)  # the central replay
+        self.executor.ready()  # the actors and the replay start here, not inside the first round
+        self.replay.host.ready()
         self.idle = list(range(cfg.actors))
         self.published = (0, get_vector(list(self.q_net.parameters())))
         #: every consumed batch: (actor, weights version, seeds, learner transitions, env steps)

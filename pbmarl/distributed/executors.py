@@ -38,6 +38,9 @@ class Executor(Protocol):
     def next(self) -> tuple[int, Any]:
         """``(worker, result)`` of the first job to finish (a `GradientResult` for gradient workers)."""
 
+    def ready(self) -> None:
+        """Return once every worker is up (so its start-up is not paid inside the first job)."""
+
     def close(self) -> None:
         """Stop the workers."""
 
@@ -64,6 +67,9 @@ class LocalExecutor:
             raise RuntimeError("no job in flight: submit one first")
         self.clock, _, w, result = heapq.heappop(self._queue)
         return w, result
+
+    def ready(self) -> None:
+        """In-process workers are up once built."""
 
     def close(self) -> None:
         self._queue.clear()
@@ -110,6 +116,15 @@ class RayExecutor:
                 self.submit(w, weights, version, seeds, *extra)
             except RayTaskError as exc:
                 raise exc.as_instanceof_cause() from None
+
+    def ready(self) -> None:
+        """Wait until every actor has started (imported its modules and built its learner)."""
+        from ray.exceptions import RayActorError
+
+        try:
+            self.ray.get([a.ping.remote() for a in self.actors])
+        except RayActorError as exc:
+            raise RuntimeError(f"a worker failed to start: {exc}") from None
 
     def replace(self, w: int) -> None:
         """Kill (if still alive) and rebuild worker `w`."""
@@ -160,6 +175,10 @@ class Restartable:
 
     def next(self) -> tuple[int, Any]:
         return self._get().next()
+
+    def ready(self) -> None:
+        """Build the workers if they are not yet, and wait until they are up."""
+        self._get().ready()
 
     @property
     def replacements(self) -> int:

@@ -105,6 +105,7 @@ class IMPALA(A2C):
                                          steps_per_round=cfg.steps_per_round), task.player, opponents)
 
         self.executor = make_executor(cfg.backend, args, cfg.actors, RolloutActor)
+        self.executor.ready()  # the actors start here, not inside the first round
         self.params = list(self.actor.net.parameters()) + list(self.critic.parameters())
         self.weights_version = 0
         self.idle = list(range(cfg.actors))
