@@ -11,8 +11,9 @@ from the TD errors) and publishes its weights every `publish_interval` updates. 
 run locally (in-process, simulated arrival order) or as Ray actors (``backend="ray"``);
 the replay is then a Ray actor too (`pbmarl.distributed.replay`; in-process on the local
 backend, the same code), which the learner fills and samples without holding the data; it
-fetches its minibatches in groups of `replay_prefetch` (one round trip each, drawn at the
-priorities of that moment, as the paper's learner prefetches).
+fetches its minibatches in groups of `replay_prefetch` (one round trip each, the next group
+drawn while the learner trains on the one before, as the paper's learner prefetches), and its
+priority updates travel with those requests.
 
 Example:
     >>> learner = pb.ApeX(pb.load_game("gym:CartPole-v1"), actors=4)  # doctest: +SKIP
@@ -71,8 +72,9 @@ class ApeXConfig(DQNConfig):
     """"local" (in-process actors) or "ray" (Ray actors)."""
     replay_prefetch: int = 8
     """Minibatches the learner fetches from the central replay per round trip (Ape-X's learner prefetches):
-    a group is drawn at the priorities of its moment, before its own updates' priority changes. On Ray it
-    saves a round trip to the replay actor per update; both backends draw the same groups."""
+    the next group is requested when one is handed out, so it is drawn while the learner trains, at the
+    priorities left by the updates up to the group before. On Ray it saves a round trip to the replay
+    actor per update and the learner rarely waits for one; both backends draw the same groups."""
     updates_per_step: float | None = None
     """Learner updates per learner transition the round brought in (None: `updates_per_round` a round).
     Actors return whole episodes, so a round's data grows with episode length (CartPole: up to
