@@ -19,3 +19,22 @@ def ray_session():
     context = ray.init(address="local", num_cpus=2, include_dashboard=False)
     yield context
     ray.shutdown()
+
+
+@pytest.fixture
+def ctrl_c():
+    """``ctrl_c(obj, "next", at=2)``: the `at`-th call of ``obj.next`` raises KeyboardInterrupt, as a
+    user's Ctrl-C would land there; earlier calls run the real method."""
+
+    def patch(obj, name, at=1):
+        real, calls = getattr(obj, name), []
+
+        def interrupted(*args, **kwargs):
+            calls.append(1)
+            if len(calls) == at:
+                raise KeyboardInterrupt
+            return real(*args, **kwargs)
+
+        setattr(obj, name, interrupted)
+
+    return patch

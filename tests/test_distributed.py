@@ -167,20 +167,11 @@ def test_the_parameter_server_owns_its_copies_and_the_learner_pulls_them_each_ro
     assert server.host.obj is None
 
 
-def test_ctrl_c_mid_round_keeps_the_applied_updates_and_their_counts_together(cartpole) -> None:
+def test_ctrl_c_mid_round_keeps_the_applied_updates_and_their_counts_together(cartpole, ctrl_c) -> None:
     learner = pb.A2C(cartpole, workers=2, sync="asp", seed=1, **SMALL)
     learner.start(0, [None])
     learner.step()
-    executor = learner._rounds.executor.inner
-    real_next, calls = executor.next, []
-
-    def next_then_interrupt():
-        calls.append(1)
-        if len(calls) == 2:
-            raise KeyboardInterrupt
-        return real_next()
-
-    executor.next = next_then_interrupt
+    ctrl_c(learner._rounds.executor.inner, "next", at=2)
     with pytest.raises(KeyboardInterrupt):
         learner.step()
     server = learner._rounds.server
@@ -395,18 +386,14 @@ def test_ray_actors_start_with_the_learner_not_inside_its_first_round(cartpole, 
     learner.finish()
 
 
-def test_ctrl_c_stops_the_actors_and_leaves_the_last_checkpoint_whole(cartpole, tmp_path) -> None:
+def test_ctrl_c_stops_the_actors_and_leaves_the_last_checkpoint_whole(cartpole, tmp_path, ctrl_c) -> None:
     options = {"actors": 2, "steps_per_round": 32, "num_envs": 4, "hidden": (16,), "seed": 0}
     learner = pb.IMPALA(cartpole, **options)
     learner.start(0, [None])
     learner.step()
     learner.save(tmp_path / "ckpt")
     saved = get_vector(_params(learner))
-
-    def interrupted():
-        raise KeyboardInterrupt
-
-    learner.executor.inner.next = interrupted
+    ctrl_c(learner.executor.inner, "next")
     with pytest.raises(KeyboardInterrupt):
         learner.step()
     assert learner.executor.inner is None  # the actors were stopped

@@ -112,20 +112,11 @@ def test_bap_keeps_its_bound_asp_records_staleness_and_env_steps_are_counted_onc
     run.close()
 
 
-def test_an_interrupted_step_is_undone_and_the_next_starts_fresh_workers(spread: pb.Game) -> None:
+def test_an_interrupted_step_is_undone_and_the_next_starts_fresh_workers(spread: pb.Game, ctrl_c: Any) -> None:
     run = pb.MARL(spread, {"team": pb.MAPPO(seed=0, workers=2, sync="asp", **SMALL["mappo"])}, seed=0, num_envs=4)
     run.step()
     before = run.snapshot()
-    executor = run._rounds.executor.inner
-    real_next, calls = executor.next, []
-
-    def next_then_interrupt() -> Any:
-        calls.append(1)
-        if len(calls) == 2:
-            raise KeyboardInterrupt
-        return real_next()
-
-    executor.next = next_then_interrupt
+    ctrl_c(run._rounds.executor.inner, "next", at=2)
     with pytest.raises(KeyboardInterrupt):
         run.step()
     assert run._rounds is None and len(run.records) == 1 and run.total_env_steps == before[4]
