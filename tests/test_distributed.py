@@ -245,7 +245,7 @@ def test_the_replay_hands_out_prefetched_groups_within_what_the_learner_announce
         want += reference.sample_many(8, [int(x) for x in twin.integers(2**63 - 1, size=k)])
         if len(want) > 2:
             for b in want[-4:-2]:
-                reference.update_priorities(b.index, np.full(8, 100.0))
+                reference.buffer.update_priorities(b.index, np.full(8, 100.0))
     for a, b in zip(got, want):
         np.testing.assert_array_equal(a.index, b.index)
         np.testing.assert_allclose(a.weight, b.weight)
@@ -253,7 +253,7 @@ def test_the_replay_hands_out_prefetched_groups_within_what_the_learner_announce
     replay.append(*row)  # the held updates go ahead of the transition, in order
     assert calls[-1] == ("priorities", 3)
     for b in got[2:]:
-        reference.update_priorities(b.index, np.full(8, 100.0))
+        reference.buffer.update_priorities(b.index, np.full(8, 100.0))
     reference.append_rows([row])
     np.testing.assert_allclose(replay.state_arrays()["priority"], reference.state_arrays()["priority"])
     replay.sample(8, rng)  # nothing announced: one minibatch per round trip

@@ -59,9 +59,6 @@ class ReplayProcess:
         self._apply(priorities)
         return [self.buffer.sample(batch_size, np.random.default_rng(s)) for s in seeds]
 
-    def update_priorities(self, index: np.ndarray, td_error: np.ndarray) -> None:
-        self.buffer.update_priorities(index, td_error)
-
     def update_priorities_many(self, priorities: Priorities) -> None:
         """Apply priority updates in the order they were made."""
         self._apply(priorities)
