@@ -6,9 +6,10 @@ Slices (run one at a time on a shared machine, ``--only``):
 - ``nfsp``: NFSP's exact exploitability on Kuhn at 10k, 20k, 30k, 40k episodes, beside OpenSpiel's
   PyTorch NFSP numbers on the same settings (0.407, 0.275, 0.232, 0.220; the bar is <= 0.25 at 40k)
   and OpenSpiel's CFR+ run here for the same wall time.
-- ``psro`` / ``p2sro``: sequential PSRO, or P2SRO(active=3), with the same DQN oracle on Leduc for
-  ``--minutes``: wall time to exploitability 1, 0.5, 0.3, 0.2, 0.1, beside exact-oracle PSRO (the
-  iterations each level needs with perfect best responses) and CFR+, in the same process.
+- ``psro`` / ``p2sro`` / ``xdo``: sequential PSRO, P2SRO(active=3), or XDO (restricted games solved
+  exactly by CFR+), with the same DQN oracle on Leduc for ``--minutes``: wall time to exploitability
+  1, 0.5, 0.3, 0.2, 0.1, beside exact-oracle PSRO (the iterations each level needs with perfect best
+  responses) and CFR+, in the same process.
 - ``nfsp-peer``: OpenSpiel's PyTorch NFSP example on Kuhn, run in its own venv
   (``OPENSPIEL_NFSP_VENV``), exploitability at 10k..40k episodes.
 - ``oracle``: the DQN oracle's best-response gap on Leduc (exact BR value minus the exact value of
@@ -22,6 +23,7 @@ Every run appends rows (date, commit, command, seed, numbers) to
     python benchmarks/population_learning.py --only nfsp --seeds 0
     python benchmarks/population_learning.py --only psro --minutes 10
     python benchmarks/population_learning.py --only p2sro --minutes 10
+    python benchmarks/population_learning.py --only xdo --minutes 10
     python benchmarks/population_learning.py --only oracle --settings bench,u64 --target-iterations 10,30
     python benchmarks/population_learning.py --only league --steps 200000
 """
@@ -195,21 +197,24 @@ def exact_psro_reference(game: Any, sink: Sink, target: float) -> dict[float, in
 
 
 def leduc_slice(args: argparse.Namespace, sink: Sink) -> None:
-    """``--only psro`` / ``--only p2sro``: one neural run on Leduc for ``--minutes``, beside exact-oracle PSRO
+    """``--only psro`` / ``p2sro`` / ``xdo``: one neural run on Leduc for ``--minutes``, beside exact-oracle PSRO
     (iterations to each level) and CFR+, measured in the same process; a plot in benchmarks/out/."""
     import os
 
     game = pb.load_game("leduc_poker")
     options = {**LEDUC_DQN, "budget": args.budget}
-    label = "psro" if args.only == "psro" else f"p2sro(active={args.active}, {args.p2sro_backend})"
+    label = {"psro": "psro", "xdo": "xdo (dqn oracle)"}.get(args.only, f"p2sro(active={args.active}, {args.p2sro_backend})")
     print(f"Leduc: {label}, DQN oracle {options}, {args.minutes} min, target exploitability {args.target}; "
           f"load average {os.getloadavg()}")
     first = exact_psro_reference(game, sink, args.target)
     curves: dict[str, list[tuple[float, float]]] = {}
     for seed in args.seeds:
         learner = pb.DQN(game, seed=seed, **options)
+        run: pb.PSRO | pb.XDO
         if args.only == "psro":
             run = pb.PSRO(game, learner=learner, seed=seed)
+        elif args.only == "xdo":
+            run = pb.XDO(game, learner=learner)
         else:
             run = pb.P2SRO(game, learner=learner, seed=seed, active=args.active, refresh_every=args.refresh_every,
                            backend=args.p2sro_backend)
@@ -365,14 +370,14 @@ def league_slice(args: argparse.Namespace, sink: Sink) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--only", choices=["nfsp", "nfsp-peer", "psro", "p2sro", "league", "oracle"], required=True)
+    parser.add_argument("--only", choices=["nfsp", "nfsp-peer", "psro", "p2sro", "xdo", "league", "oracle"], required=True)
     parser.add_argument("--seeds", type=lambda s: [int(x) for x in s.split(",")], default=[0])
     parser.add_argument("--episodes", type=int, default=40_000, help="nfsp: episodes per seed")
     parser.add_argument("--episodes-per-step", type=int, default=10_000)
     parser.add_argument("--nfsp-settings", choices=["openspiel", "paper"], default="openspiel",
                         help="openspiel: its Kuhn example's settings; paper: NFSPConfig defaults (Leduc, 2016)")
-    parser.add_argument("--minutes", type=float, default=10.0, help="psro, p2sro: wall minutes per run")
-    parser.add_argument("--budget", type=int, default=20_000, help="psro, p2sro, oracle: DQN learner steps per BR")
+    parser.add_argument("--minutes", type=float, default=10.0, help="psro, p2sro, xdo: wall minutes per run")
+    parser.add_argument("--budget", type=int, default=20_000, help="psro, p2sro, xdo, oracle: DQN learner steps per BR")
     parser.add_argument("--active", type=int, default=3, help="p2sro: active levels")
     parser.add_argument("--refresh-every", type=int, default=8)
     parser.add_argument("--target", type=float, default=0.3)
@@ -390,7 +395,8 @@ def main() -> None:
     parser.add_argument("--no-record", action="store_true", help="print only; append nothing to the CSV")
     args = parser.parse_args()
     sink = Sink("python benchmarks/population_learning.py " + " ".join(sys.argv[1:]))
-    {"nfsp": nfsp_slice, "nfsp-peer": nfsp_peer_slice, "psro": leduc_slice, "p2sro": leduc_slice, "league": league_slice,
+    {"nfsp": nfsp_slice, "nfsp-peer": nfsp_peer_slice, "psro": leduc_slice, "p2sro": leduc_slice, "xdo": leduc_slice,
+     "league": league_slice,
      "oracle": oracle_slice}[args.only](args, sink)
     if not args.no_record:
         sink.write()

@@ -134,6 +134,79 @@ def test_xdo_refuses_bad_input() -> None:
         pb.XDO(KUHN3)
 
 
+def test_xdo_with_an_exact_oracle_object_equals_exact_xdo() -> None:
+    # the learner= path (respond against the solution's TabularPolicy, tabulate, take the greedy action)
+    # reproduces the built-in exact best responses step for step
+    plain, via = pb.XDO(LEDUC, tau=0.5), pb.XDO(LEDUC, tau=0.5, learner=pb.ExactBestResponse(pb.load_game(LEDUC)))
+    for a, b in zip(plain.run(4), via.run(4)):
+        assert b.exploitability == pytest.approx(a.exploitability, abs=1e-12)
+        assert (b.restricted_actions, b.inner_iterations, b.env_steps) == (a.restricted_actions, a.inner_iterations, 0)
+    assert list(via.population.to_frame()["origin"]) == ["exact"] * 8
+
+
+def test_pure_table_takes_the_most_probable_legal_action() -> None:
+    from pbmarl.algorithms.xdo import pure_table
+
+    table = np.array([[0.2, 0.5, 0.3], [0.4, 0.4, 0.2], [0.9, 0.05, 0.05], [0.0, 0.0, 0.0]])
+    legal = np.array([[1, 1, 1], [1, 1, 1], [0, 1, 1], [0, 0, 0]], bool)
+    assert pure_table(table, legal).tolist() == [[0, 1, 0], [1, 0, 0], [0, 1, 0], [0, 0, 0]]
+
+
+class _Recording:
+    """An oracle that remembers what its learner answered."""
+
+    def __init__(self, learner: pb.DQN) -> None:
+        self.learner, self.name, self.answers = learner, learner.name, []
+
+    def respond(self, player, opponents):
+        answer = self.learner.respond(player, opponents)
+        self.answers.append((player, answer))
+        return answer
+
+
+def test_xdo_with_a_dqn_oracle_adds_greedy_pure_responses() -> None:
+    from pbmarl.algorithms.xdo import pure_table
+    from pbmarl.evaluation.realization import policy_tables
+
+    game = pb.load_game(KUHN)
+    oracle = _Recording(pb.DQN(game, seed=3, budget=600, hidden=(16,), batch_size=32))
+    run = pb.XDO(game, tau=0.5, learner=oracle)
+    records = list(run.run(3))
+    steps = [r.env_steps for r in records]
+    assert steps == sorted(steps) and steps[-1] == sum(a.env_steps for _, a in oracle.answers) > 0
+    assert set(run.population.to_frame()["origin"]) == {"dqn"}
+    tree = run.tree
+    for p in range(2):
+        answers = [a.policy for q, a in oracle.answers if q == p]
+        assert len(answers) == len(run.population[p]) == 3
+        for member, answer in zip(run.population[p], answers):
+            table = policy_tables(answer, tree, p)
+            assert np.array_equal(policy_tables(member, tree, p), pure_table(table, tree.infosets[p].legal))
+    # exploitability stays exact: the solution's NashConv measured independently
+    br, values = nash_conv(tree, [x[tree.terminal_seq[p]] for p, x in enumerate(run.plans)])
+    assert records[-1].nash_conv == pytest.approx(float((br - values).sum()), abs=1e-12)
+
+
+def test_xdo_with_a_dqn_oracle_saves_and_resumes(tmp_path) -> None:
+    game = pb.load_game(KUHN)
+    options = dict(budget=600, hidden=(16,), batch_size=32)
+    straight = pb.XDO(game, tau=0.5, learner=pb.DQN(game, seed=3, **options))
+    expected = [r.exploitability for r in straight.run(4)]
+    run = pb.XDO(game, tau=0.5, learner=pb.DQN(game, seed=3, **options), save_dir=tmp_path / "xdo")
+    list(run.run(2))
+    resumed = pb.XDO.load(tmp_path / "xdo")  # the learner rebuilt from the folder, its state loaded
+    assert isinstance(resumed.learner, pb.DQN) and resumed.learner.config == run.learner.config
+    got = [r.exploitability for r in resumed.run(2)]
+    assert got == pytest.approx(expected[2:], abs=1e-12)
+    assert [r.env_steps for r in resumed.records] == [r.env_steps for r in straight.records]
+    assert [p.name for p in (tmp_path / "xdo").iterdir() if p.name.startswith("learner-")] == ["learner-0003"]
+
+
+def test_xdo_refuses_a_learner_that_is_not_an_oracle() -> None:
+    with pytest.raises(TypeError, match="XDO's learner must be an Oracle"):
+        pb.XDO(KUHN, learner="dqn")  # type: ignore[arg-type]
+
+
 # -- correlated meta-solvers ------------------------------------------------------------------
 
 tables = st.tuples(st.integers(1, 3), st.integers(1, 3), st.integers(1, 3), st.integers(0, 2**31 - 1))

@@ -42,7 +42,7 @@ def _solver_spec(solver: Any) -> dict[str, Any]:
     return {"name": name, "options": dict(getattr(solver, "options", {}) or {})}
 
 
-def _learner_spec(learner: Any) -> dict[str, Any]:
+def learner_spec(learner: Any) -> dict[str, Any]:
     if isinstance(learner, Specified):
         return dict(learner.spec())
     return {"name": getattr(learner, "name", type(learner).__name__)}
@@ -73,7 +73,7 @@ def save_run(run: PSRO, folder: Path) -> Path:
         "kind": type(run).__name__,
         "game": game_spec(run.game),
         "solver": _solver_spec(run.solver),
-        "learner": _learner_spec(run.learner),
+        "learner": learner_spec(run.learner),
         "evaluator": _evaluator_spec(run.evaluator),
         "options": {"stop_exploitability": run.stop_exploitability, "max_iterations": run.max_iterations,
                     "eval_episodes": run.eval_episodes,
@@ -118,7 +118,7 @@ def load_run(cls: type[PSRO], folder: Path, **overrides: Any) -> PSRO:
     options = dict(data["options"])
     options.update({k: overrides.pop(k) for k in list(overrides) if k in options})
     solver = overrides.pop("solver", None) or MetaSolver(data["solver"]["name"], **data["solver"]["options"])
-    learner = overrides.pop("learner", None) or _rebuild_learner(game, data["learner"])
+    learner = overrides.pop("learner", None) or rebuild_learner(game, data["learner"])
     evaluator = overrides.pop("evaluator", None) or _rebuild_evaluator(game, data["evaluator"])
     save_dir = overrides.pop("save_dir", folder)
     if overrides:
@@ -213,7 +213,7 @@ def run_dir_is(save_dir: Any, folder: Path) -> bool:
     return save_dir is not None and Path(save_dir).resolve() == folder.resolve()
 
 
-def _rebuild_learner(game: Any, spec: dict[str, Any]) -> Any:
+def rebuild_learner(game: Any, spec: dict[str, Any]) -> Any:
     if spec.get("name") == "exact":
         from pbmarl.learners.exact import ExactBestResponse
 

@@ -16,6 +16,14 @@ that some population best response plays there. One iteration:
 The population starts with each player's best response to the uniform policy, as in
 the authors' code. Two-player zero-sum games only.
 
+**With an RL oracle** (``learner=``, any `Oracle`: `DQN`, `PPO`, ...) step 1 trains each
+player's best response against the current restricted-game solution (a `TabularPolicy`)
+instead of computing it exactly; the trained policy is read at every information state of
+the player and its most probable legal action there joins the population (a pure policy,
+as XDO adds). This is XDO with a neural oracle and an exact restricted-game solver; the
+authors' NXDO also approximates the restricted game (with NFSP). The environment steps the
+oracle took are recorded (`XDORecord.env_steps`); exploitability stays exact.
+
 Example:
     >>> xdo = XDO("leduc_poker")
     >>> for record in xdo.run(3):  # doctest: +ELLIPSIS
@@ -41,13 +49,14 @@ from pbmarl.algorithms.transaction import all_or_nothing
 from pbmarl.algorithms.xdo_io import XDORecord, load_xdo, save_xdo
 from pbmarl.evaluation.cfr import CFRPlus
 from pbmarl.evaluation.engine import best_response_values, nash_conv, opponent_reach
-from pbmarl.evaluation.realization import behaviour_from_plan, realization_plans
+from pbmarl.evaluation.realization import behaviour_from_plan, policy_tables, realization_plans
 from pbmarl.evaluation.sequence_form import check_zero_sum_tree, solve_tree
 from pbmarl.games.base import Game
 from pbmarl.games.registry import load_game
 from pbmarl.games.tree import GameTree
 from pbmarl.policies.tabular import TabularPolicy
 from pbmarl.population import Population
+from pbmarl.protocols import Checkpointed, Oracle, Restorable
 
 SOLVERS = ("cfr+", "lp")
 
@@ -70,12 +79,18 @@ class XDO:
         stop_exploitability: `run` stops once the full-game exploitability is at or below this.
         max_iterations: `run` never goes past this iteration.
         save_dir: if given, the run is saved there after every iteration (atomically).
+        learner: an RL `Oracle` that trains each best response (see the module doc); ``None``
+            (the default) computes them exactly.
     """
 
     def __init__(self, game: Game | str, *, solver: str = "cfr+", tau: float = 16.0, check_every: int = 10,
                  max_inner: int = 100_000, stop_exploitability: float | None = None,
-                 max_iterations: int | None = None, save_dir: str | os.PathLike[str] | None = None) -> None:
+                 max_iterations: int | None = None, save_dir: str | os.PathLike[str] | None = None,
+                 learner: Oracle | None = None) -> None:
         self.game = load_game(game) if isinstance(game, str) else game
+        if learner is not None and not isinstance(learner, Oracle):
+            raise TypeError(f"XDO's learner must be an Oracle with respond(player, opponents) (pb.DQN, pb.PPO, ...) "
+                            f"or None for exact best responses, got {type(learner).__name__}: {learner!r}")
         if solver not in SOLVERS:
             raise ValueError(f"XDO's restricted-game solver must be one of {SOLVERS}, got {solver!r}")
         if isinstance(tau, bool) or not isinstance(tau, (int, float, np.floating)) or not tau > 0:
@@ -92,11 +107,13 @@ class XDO:
         self.solver, self.tau, self.check_every, self.max_inner = solver, float(tau), int(check_every), int(max_inner)
         self.stop_exploitability, self.max_iterations = stop_exploitability, max_iterations
         self.save_dir = Path(save_dir) if save_dir is not None else None
+        self.learner = learner
         self.population = Population(self.game)
         self.records: list[XDORecord] = []
         self.plans: tuple[np.ndarray, ...] = ()
         self._wall = 0.0
         self._inner_total = 0
+        self._env_steps = 0
 
     @classmethod
     def _blank(cls) -> XDO:
@@ -105,15 +122,20 @@ class XDO:
     # -- the loop ------------------------------------------------------------------
     def snapshot(self) -> object:
         """Everything a `step` changes, for `restore` (see `pbmarl.algorithms.transaction`)."""
-        return self.population.snapshot(), self.plans, self.tau, len(self.records), self._wall, self._inner_total
+        learner = self.learner.snapshot() if isinstance(self.learner, Restorable) else None
+        return (self.population.snapshot(), self.plans, self.tau, len(self.records), self._wall, self._inner_total,
+                self._env_steps, learner)
 
     def restore(self, state: object) -> None:
         """Put the run back as `snapshot()` found it."""
-        population, plans, tau, n_records, wall, inner = cast(
-            "tuple[object, tuple[np.ndarray, ...], float, int, float, int]", state)
+        population, plans, tau, n_records, wall, inner, env_steps, learner = cast(
+            "tuple[object, tuple[np.ndarray, ...], float, int, float, int, int, object]", state)
         self.population.restore(population)
         self.plans, self.tau, self._wall, self._inner_total = plans, tau, wall, inner
+        self._env_steps = env_steps
         del self.records[n_records:]
+        if learner is not None and isinstance(self.learner, Restorable):
+            self.learner.restore(learner)
 
     @all_or_nothing
     def step(self) -> XDORecord:
@@ -127,8 +149,7 @@ class XDO:
         plans = self.plans or tuple(realization_plans(self.tree.infosets[p].legal / np.maximum(
             self.tree.infosets[p].legal.sum(axis=1, keepdims=True), 1), self.tree.infosets[p], self.tree.num_actions)
             for p in range(2))
-        reach = [x[self.tree.terminal_seq[p]] for p, x in enumerate(plans)]
-        brs = [best_response_values(self.tree, p, opponent_reach(self.tree, p, reach))[1] for p in range(2)]
+        brs = self._best_responses(plans)
         masks = tuple(self._masks(p) | (brs[p] > 0) for p in range(2))
         oracle = time.perf_counter()
         new_plans, inner, restricted = self._solve(restricted_tree(self.tree, masks))
@@ -137,8 +158,9 @@ class XDO:
         nc = float((br_values - values).sum())
         measured = time.perf_counter()
         iteration = len(self.records)
+        origin = "xdo" if self.learner is None else self.learner.name
         ids = tuple(self.population.add(p, self._policy(p, brs[p]), name=f"{'initial' if uniform else 'br'}{iteration}-{p}",
-                                        iteration=iteration, origin="xdo") for p in range(2))
+                                        iteration=iteration, origin=origin) for p in range(2))
         self.plans = new_plans
         tau_used = self.tau
         if nc / 2 < self.tau:
@@ -150,11 +172,27 @@ class XDO:
                            restricted_exploitability=restricted, tau=tau_used, inner_iterations=inner,
                            total_inner_iterations=self._inner_total,
                            restricted_actions=int(sum(m.sum() for m in masks)), seconds=seconds,
-                           wall_time=self._wall, new_ids=ids, solver=self.solver)
+                           wall_time=self._wall, new_ids=ids, solver=self.solver, env_steps=self._env_steps)
         self.records.append(record)
         if self.save_dir is not None:
             self.save(self.save_dir)
         return record
+
+    def _best_responses(self, plans: tuple[np.ndarray, ...]) -> list[np.ndarray]:
+        """Each player's pure best response ``[S_p, A]`` (one-hot rows) to the other's plan in `plans`."""
+        if self.learner is None:
+            reach = [x[self.tree.terminal_seq[p]] for p, x in enumerate(plans)]
+            return [best_response_values(self.tree, p, opponent_reach(self.tree, p, reach))[1] for p in range(2)]
+        solution = [self._policy(p, behaviour_from_plan(x, self.tree.infosets[p], self.tree.num_actions))
+                    for p, x in enumerate(plans)]
+        brs = []
+        for p in range(2):
+            opponents: list[TabularPolicy | None] = [None, None]
+            opponents[1 - p] = solution[1 - p]
+            answer = self.learner.respond(p, opponents)
+            self._env_steps += int(answer.env_steps)
+            brs.append(pure_table(policy_tables(answer.policy, self.tree, p), self.tree.infosets[p].legal))
+        return brs
 
     def _masks(self, player: int) -> np.ndarray:
         """Actions some population member of `player` plays at each of its information states."""
@@ -226,6 +264,16 @@ class XDO:
     def load(cls, path: str | os.PathLike[str], **overrides: Any) -> XDO:
         """Resume a run saved by `save`; `overrides` replace saved options (``save_dir=``, ``max_inner=``, ...)."""
         return load_xdo(cls, Path(path), **overrides)
+
+
+def pure_table(table: np.ndarray, legal: np.ndarray) -> np.ndarray:
+    """One-hot rows ``[S, A]``: the most probable legal action of behaviour `table` at each information
+    state (the lowest such action on ties); all zeros where no action is legal."""
+    scores = np.where(legal, np.asarray(table, dtype=float), -np.inf)
+    pure = np.zeros(scores.shape)
+    rows = np.flatnonzero(legal.any(axis=1))
+    pure[rows, scores[rows].argmax(axis=1)] = 1.0
+    return pure
 
 
 def _restricted_exploitability(tree: GameTree, plans: tuple[np.ndarray, ...]) -> float:
