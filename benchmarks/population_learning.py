@@ -41,6 +41,8 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+import numpy as np  # noqa: E402
+
 import pbmarl as pb  # noqa: E402
 
 RESULTS = Path(__file__).resolve().parent / "results" / "population_learning.csv"
@@ -223,9 +225,10 @@ def leduc_slice(args: argparse.Namespace, sink: Sink) -> None:
             rec = run.step()
             wall = time.perf_counter() - start
             curve.append((wall, rec.exploitability))
+            extra = f"; restricted actions {run.records[-1].restricted_actions}" if isinstance(run, pb.XDO) else ""
             sink.add(slice=args.only, game=game.name, method=label, seed=seed, x=round(wall, 2), x_unit="wall_s",
                      value=rec.exploitability, metric="exploitability", wall_s=round(wall, 2),
-                     reference=f"iteration {rec.iteration}; load {os.getloadavg()[0]:.2f}")
+                     reference=f"iteration {rec.iteration}; load {os.getloadavg()[0]:.2f}{extra}")
             print(f"  seed {seed} {label:16s} it {rec.iteration:3d} {wall:7.1f}s {rec.env_steps:>11,d} env steps "
                   f"exploitability {rec.exploitability:.4f}", flush=True)
             for level in sorted({*LEDUC_LEVELS, args.target}, reverse=True):
@@ -235,6 +238,8 @@ def leduc_slice(args: argparse.Namespace, sink: Sink) -> None:
                 break
         if isinstance(run, pb.P2SRO):
             run.close()
+        if isinstance(run, pb.XDO):
+            xdo_control(game, run, seed, sink)
         curves[f"{label} seed {seed}"] = curve
         per_it = curve[-1][0] / max(run.iteration, 1)
         print(f"  -> {label} seed {seed}: {run.iteration} iterations, {per_it:.1f}s each; best exploitability "
@@ -245,6 +250,43 @@ def leduc_slice(args: argparse.Namespace, sink: Sink) -> None:
     curves["cfr+ (OpenSpiel)"] = cfr_plus(game, 30.0, sink, args.only)
     print(f"load average {os.getloadavg()}")
     _plot(curves, game.name, args.only)
+
+
+class RandomPureOracle:
+    """A control for XDO: a uniformly random pure policy (one legal action per information state) as
+    the "best response", with no learning at all."""
+
+    name = "random-pure"
+
+    def __init__(self, game: Any, seed: int) -> None:
+        self.game, self.tree, self.rng = game, game.tree(), np.random.default_rng(seed)
+
+    def respond(self, player: int, opponents: Any) -> Any:
+        from pbmarl.protocols import BestResponse
+
+        info, policy = self.tree.infosets[player], pb.TabularPolicy(self.game)
+        for key, legal in zip(info.keys, info.legal):
+            row = np.zeros(self.game.num_actions)
+            row[self.rng.choice(np.flatnonzero(legal))] = 1.0
+            policy.table[policy.index[key]] = row
+        return BestResponse(policy, 0.0, 0)
+
+
+def xdo_control(game: Any, run: Any, seed: int, sink: Sink) -> None:
+    """XDO with `RandomPureOracle` for as many iterations as `run` took: how much of XDO's progress on
+    this game comes from the restricted game filling up with actions rather than from the oracle."""
+    tree = run.tree
+    total = sum(int(i.legal.sum()) for i in tree.infosets)
+    control = pb.XDO(game, learner=RandomPureOracle(game, seed))
+    print(f"  control: XDO with a random pure oracle (no learning); the full game has {total} "
+          "(information state, action) pairs")
+    for rec, ours in zip(control.run(run.iteration + 1), run.records):
+        sink.add(slice="xdo", game=game.name, method="xdo (random pure oracle, control)", seed=seed, x=rec.iteration,
+                 x_unit="iterations", value=rec.exploitability, metric="exploitability", wall_s=round(rec.wall_time, 2),
+                 reference=f"restricted actions {rec.restricted_actions} of {total}; dqn oracle at this iteration "
+                           f"{ours.exploitability:.4f} with {ours.restricted_actions}")
+        print(f"    it {rec.iteration:3d}: random pure oracle {rec.exploitability:.4f} ({rec.restricted_actions} "
+              f"actions) | dqn oracle {ours.exploitability:.4f} ({ours.restricted_actions} actions)")
 
 
 def _plot(curves: dict[str, list[tuple[float, float]]], game: str, name: str, *, bar: float = 0.3) -> None:

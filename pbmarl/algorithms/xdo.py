@@ -56,7 +56,7 @@ from pbmarl.games.registry import load_game
 from pbmarl.games.tree import GameTree
 from pbmarl.policies.tabular import TabularPolicy
 from pbmarl.population import Population
-from pbmarl.protocols import Checkpointed, Oracle, Restorable
+from pbmarl.protocols import Oracle, Restorable
 
 SOLVERS = ("cfr+", "lp")
 

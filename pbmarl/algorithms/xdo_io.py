@@ -17,8 +17,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from pbmarl.algorithms.checkpoint import learner_spec, rebuild_learner
-from pbmarl.algorithms.driver_io import (check_overrides, load_learner, read_run_json, remove_stale, save_learner,
-                                         write_history)
+from pbmarl.algorithms.driver_io import (
+    check_overrides,
+    load_learner,
+    read_run_json,
+    remove_stale,
+    save_learner,
+    write_history,
+)
 from pbmarl.algorithms.records import _fmt
 from pbmarl.games.registry import game_from_spec, game_spec
 from pbmarl.io import ensure_writable_folder, inside, read_npz, write_json, write_npz
