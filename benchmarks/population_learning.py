@@ -205,7 +205,9 @@ def leduc_slice(args: argparse.Namespace, sink: Sink) -> None:
 
     game = pb.load_game("leduc_poker")
     options = {**LEDUC_DQN, "budget": args.budget}
-    label = {"psro": "psro", "xdo": "xdo (dqn oracle)"}.get(args.only, f"p2sro(active={args.active}, {args.p2sro_backend})")
+    cpus = f", {args.level_cpus:.2g} CPU per level" if args.p2sro_backend == "ray" and args.level_cpus != 1 else ""
+    label = {"psro": "psro", "xdo": "xdo (dqn oracle)"}.get(
+        args.only, f"p2sro(active={args.active}, {args.p2sro_backend}{cpus})")
     print(f"Leduc: {label}, DQN oracle {options}, {args.minutes} min, target exploitability {args.target}; "
           f"load average {os.getloadavg()}")
     first = exact_psro_reference(game, sink, args.target)
@@ -219,7 +221,7 @@ def leduc_slice(args: argparse.Namespace, sink: Sink) -> None:
             run = pb.XDO(game, learner=learner)
         else:
             run = pb.P2SRO(game, learner=learner, seed=seed, active=args.active, refresh_every=args.refresh_every,
-                           backend=args.p2sro_backend)
+                           backend=args.p2sro_backend, level_cpus=args.level_cpus)
         start, hit, curve = time.perf_counter(), {}, []
         while time.perf_counter() - start < args.minutes * 60:
             rec = run.step()
@@ -425,6 +427,8 @@ def main() -> None:
     parser.add_argument("--target", type=float, default=0.3)
     parser.add_argument("--p2sro-backend", choices=["local", "ray"], default="local",
                         help="ray: every active level a learner actor (needs free cores)")
+    parser.add_argument("--level-cpus", type=float, default=1.0,
+                        help="p2sro with --p2sro-backend ray: CPUs each level actor asks for (2/3: three levels on two cores)")
     parser.add_argument("--steps", type=int, default=200_000, help="league: env-step budget per method")
     parser.add_argument("--match-steps", type=int, default=5_000)
     parser.add_argument("--eval-episodes", type=int, default=500)

@@ -77,16 +77,20 @@ def test_save_resume_equals_uninterrupted(tmp_path):
 @pytest.mark.ray
 def test_ray_backend_levels_are_actors_and_resume(tmp_path, ray_session):
     game = pb.load_game("kuhn_poker")
-    run = P2SRO(game, learner=_dqn(game), active=2, refresh_every=2, seed=0, backend="ray", save_dir=tmp_path / "r")
+    # three levels on the session's two CPUs: each actor asks for half a CPU
+    run = P2SRO(game, learner=_dqn(game), active=3, refresh_every=2, seed=0, backend="ray", level_cpus=0.5,
+                save_dir=tmp_path / "r")
     list(run.run(2))
-    assert run.fixed == [["p0/0", "p0/1", "p0/2"], ["p1/0", "p1/1", "p1/2"]]
-    assert [lv.index for lv in run.levels] == [3, 4]
-    run.close()  # each level actor holds one of the session's two CPUs
+    fixed = len(run.fixed[0])
+    assert run.fixed == [[f"p{p}/{i}" for i in range(fixed)] for p in range(2)]
+    assert [lv.index for lv in run.levels] == [fixed, fixed + 1, fixed + 2]
+    run.close()  # the level actors hold 1.5 of the session's two CPUs
     resumed = P2SRO.load(tmp_path / "r")
-    assert resumed.backend == "ray" and [lv.index for lv in resumed.levels] == [3, 4]
+    assert resumed.backend == "ray" and resumed.level_cpus == 0.5
+    assert [lv.index for lv in resumed.levels] == [fixed, fixed + 1, fixed + 2]
     list(resumed.run(1))
     resumed.close()
-    assert resumed.population.sizes == (4, 4)
+    assert resumed.population.sizes == (fixed + 1, fixed + 1)
     with pytest.raises(ValueError, match="backend='ray' runs RL learners"):
         P2SRO("kuhn_poker", backend="ray")
 
@@ -105,7 +109,10 @@ class _InProcessRay:
         def __getattr__(self, name):
             return _InProcessRay._Method(getattr(self._obj, name))
 
-    def remote(self, **_options):
+    options: list[dict] = []
+
+    def remote(self, **options):
+        self.options.append(options)
         return lambda cls: _InProcessRay._Method(lambda *a, **k: _InProcessRay._Handle(cls(*a, **k)))
 
     class exceptions:  # noqa: N801 (Ray's module name)
@@ -126,6 +133,7 @@ def test_ray_backend_logic_with_in_process_actors(tmp_path, monkeypatch):
 
     monkeypatch.setattr(ray_backend, "_import_ray", lambda: _InProcessRay())
     monkeypatch.setattr(ray_backend, "init_ray", lambda **_: None)
+    _InProcessRay.options.clear()
     game = pb.load_game("kuhn_poker")
     whole = P2SRO(game, learner=_dqn(game), active=2, refresh_every=2, seed=0, backend="ray")
     list(whole.run(2))
@@ -136,6 +144,21 @@ def test_ray_backend_logic_with_in_process_actors(tmp_path, monkeypatch):
     resumed = P2SRO.load(tmp_path / "r")
     list(resumed.run(1))
     assert resumed.backend == "ray" and whole.history[COLS].equals(resumed.history[COLS])
+    assert {o.get("num_cpus") for o in _InProcessRay.options if "max_concurrency" not in o} == {1.0}
+
+
+def test_level_cpus_reach_the_actors_and_bad_values_are_refused(monkeypatch):
+    import pbmarl.rollout.ray_backend as ray_backend
+
+    monkeypatch.setattr(ray_backend, "_import_ray", lambda: _InProcessRay())
+    monkeypatch.setattr(ray_backend, "init_ray", lambda **_: None)
+    game = pb.load_game("kuhn_poker")
+    _InProcessRay.options.clear()
+    P2SRO(game, learner=_dqn(game), active=3, seed=0, backend="ray", level_cpus=2 / 3)
+    assert [o["num_cpus"] for o in _InProcessRay.options if "max_concurrency" not in o] == [2 / 3] * 3
+    for bad in (0, -1.0, float("nan"), float("inf"), "1", True):
+        with pytest.raises(ValueError, match="level_cpus must be a positive number"):
+            P2SRO(game, learner=_dqn(game), backend="ray", level_cpus=bad)
 
 
 def test_an_interrupted_step_leaves_the_levels_as_they_were(monkeypatch):

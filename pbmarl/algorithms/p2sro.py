@@ -167,17 +167,24 @@ class P2SRO(PSRO):
         backend: ``"local"``: the levels advance in this process, bottom up, each seeing the levels
             below as trained so far; ``"ray"``: every level is a learner actor and all advance at once
             against targets computed at the start of the refresh period (RL learners only).
+        level_cpus: CPUs each level actor asks Ray for (``backend="ray"``); below 1 lets more active
+            levels than CPUs share them (``active=3, level_cpus=2/3`` on two cores).
     """
 
     def __init__(self, game: Game | str, solver: Any = None, learner: Any = None, evaluator: Any = None, *,
-                 active: int = 3, refresh_every: int = 4, backend: str = "local", **options: Any) -> None:
+                 active: int = 3, refresh_every: int = 4, backend: str = "local", level_cpus: float = 1.0,
+                 **options: Any) -> None:
         if isinstance(active, bool) or not isinstance(active, (int, np.integer)) or active < 1:
             raise ValueError(f"active must be a positive int (number of active levels), got {active!r}")
         if isinstance(refresh_every, bool) or not isinstance(refresh_every, (int, np.integer)) or refresh_every < 1:
             raise ValueError(f"refresh_every must be a positive int (learner rounds), got {refresh_every!r}")
         if backend not in ("local", "ray"):
             raise ValueError(f"backend must be 'local' or 'ray', got {backend!r}")
+        if isinstance(level_cpus, bool) or not isinstance(level_cpus, (int, float, np.integer, np.floating)) \
+                or not 0 < level_cpus < float("inf"):
+            raise ValueError(f"level_cpus must be a positive number of CPUs per level actor, got {level_cpus!r}")
         self.active, self.refresh_every, self.backend = int(active), int(refresh_every), backend
+        self.level_cpus = float(level_cpus)
         super().__init__(game, solver, learner, evaluator, **options)
         if backend == "ray" and not hasattr(self.learner, "spec"):
             raise ValueError(f"backend='ray' runs RL learners (with a spec to rebuild them in an actor), "
@@ -200,7 +207,7 @@ class P2SRO(PSRO):
         if self.backend == "ray":
             from pbmarl.algorithms.p2sro_ray import RemoteLevel
 
-            return RemoteLevel(self.game, learner, index, initial)
+            return RemoteLevel(self.game, learner, index, initial, num_cpus=self.level_cpus)
         return Level(index, learner, initial)
 
     def close(self) -> None:
@@ -328,7 +335,7 @@ class P2SRO(PSRO):
         from pbmarl.algorithms.p2sro_io import load_levels, read_options
 
         run = cast(P2SRO, load_run(cls, Path(path), **overrides))
-        run.active, run.refresh_every, run.backend = read_options(Path(path))
+        run.active, run.refresh_every, run.backend, run.level_cpus = read_options(Path(path))
         from pbmarl.algorithms.p2sro_manager import make_ladder
 
         load_levels(run, Path(path))

@@ -29,16 +29,17 @@ def save_levels(run: P2SRO, folder: Path) -> None:
                        "values": lv.values, "trained": lv.trained, "player": lv.player, "cycles": lv.cycles,
                        "learner": saved, "main_learner": main, "offset": j})
     write_json(folder / "p2sro.json", {"active": run.active, "refresh_every": run.refresh_every,
-                                       "backend": run.backend, "levels_dir": name, "levels": levels,
+                                       "backend": run.backend, "level_cpus": run.level_cpus, "levels_dir": name, "levels": levels,
                                        "level_records": run.level_records})
     for old in folder.glob("levels-*"):
         if old.name != name:
             shutil.rmtree(old, ignore_errors=True)
 
 
-def read_options(folder: Path) -> tuple[int, int, str]:
+def read_options(folder: Path) -> tuple[int, int, str, float]:
+    """active, refresh_every, backend and level_cpus (1 in folders written before it existed)."""
     data = read_json(folder / "p2sro.json")
-    return int(data["active"]), int(data["refresh_every"]), str(data["backend"])
+    return int(data["active"]), int(data["refresh_every"]), str(data["backend"]), float(data.get("level_cpus", 1.0))
 
 
 def load_levels(run: P2SRO, folder: Path) -> None:

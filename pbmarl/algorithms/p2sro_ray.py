@@ -63,7 +63,8 @@ class LevelWorker:
 class RemoteLevel:
     """A `Level` whose learner lives in a Ray actor; see the module doc."""
 
-    def __init__(self, game: Game, learner: Any, index: int, initial: Sequence[Policy]) -> None:
+    def __init__(self, game: Game, learner: Any, index: int, initial: Sequence[Policy], *,
+                 num_cpus: float = 1.0) -> None:
         from pbmarl.games.registry import game_spec
         from pbmarl.rollout.ray_backend import _import_ray, init_ray
 
@@ -71,7 +72,7 @@ class RemoteLevel:
         ray = _import_ray()
         self._ray = ray
         self.learner_spec = learner.spec()
-        self.actor = ray.remote(num_cpus=1)(LevelWorker).remote(game_spec(game), self.learner_spec, index, initial)
+        self.actor = ray.remote(num_cpus=num_cpus)(LevelWorker).remote(game_spec(game), self.learner_spec, index, initial)
         self.targets: list[Mixture] = []
         try:  # an actor that no free CPU can host would otherwise wait for ever
             first = ray.get(self.actor.state.remote(), timeout=SCHEDULE_TIMEOUT_S)
@@ -79,9 +80,10 @@ class RemoteLevel:
             ray.kill(self.actor)
             free = ray.available_resources().get("CPU", 0.0)
             raise RuntimeError(
-                f"P2SRO level {index}'s learner actor (1 CPU) was not scheduled within {SCHEDULE_TIMEOUT_S} s: "
-                f"the Ray cluster has {free:g} CPU(s) free. Each active level needs one CPU; close other runs' "
-                f"levels (run.close()), lower active=, or add CPUs / nodes.") from None
+                f"P2SRO level {index}'s learner actor ({num_cpus:g} CPU) was not scheduled within "
+                f"{SCHEDULE_TIMEOUT_S} s: the Ray cluster has {free:g} CPU(s) free. Each active level needs "
+                f"level_cpus={num_cpus:g}; close other runs' levels (run.close()), lower active= or level_cpus=, "
+                f"or add CPUs / nodes.") from None
         self._mirror(first)
 
     def close(self) -> None:
