@@ -16,12 +16,12 @@ Nothing here unpickles: JSON, `.npz` with ``allow_pickle=False``, torch ``weight
 
 from __future__ import annotations
 
-import shutil
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from pbmarl.algorithms.driver_io import remove_stale
 from pbmarl.algorithms.records import IterationRecord
 from pbmarl.games.registry import game_from_spec, game_spec
 from pbmarl.io import ensure_writable_folder, inside, read_json, remove_stray_tmp, write_atomic, write_json
@@ -87,17 +87,8 @@ def save_run(run: PSRO, folder: Path) -> Path:
         "env_steps": run._env_steps,
         "records": [r.to_json() for r in run.records],
     })
-    _remove_stale(folder, keep={table_file, learner_dir})
+    remove_stale(folder, ("table-*.npz", "learner-*"), keep=(table_file, learner_dir))
     return folder
-
-
-def _remove_stale(folder: Path, keep: set[str | None]) -> None:
-    for path in list(folder.glob("table-*.npz")) + list(folder.glob("learner-*")):
-        if path.name not in keep:
-            if path.is_dir():
-                shutil.rmtree(path, ignore_errors=True)
-            else:
-                path.unlink(missing_ok=True)
 
 
 def load_run(cls: type[PSRO], folder: Path, **overrides: Any) -> PSRO:

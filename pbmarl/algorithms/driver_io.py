@@ -7,6 +7,7 @@ themselves where they can. Every file is written atomically by `pbmarl.io`.
 from __future__ import annotations
 
 import copy
+import shutil
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
@@ -110,11 +111,16 @@ def write_history(folder: Path, history: Any) -> None:
     tmp.replace(folder / "history.csv")
 
 
-def remove_stale(folder: Path, patterns: Sequence[str], keep: Sequence[str]) -> None:
-    """Delete files matching `patterns` in `folder` except those named in `keep` (superseded snapshots)."""
+def remove_stale(folder: Path, patterns: Sequence[str], keep: Sequence[str | None]) -> None:
+    """Delete files and folders matching `patterns` in `folder` except those named in `keep`
+    (superseded snapshots; a None in `keep` names nothing)."""
     for pattern in patterns:
         for old in folder.glob(pattern):
-            if old.name not in keep:
+            if old.name in keep:
+                continue
+            if old.is_dir():
+                shutil.rmtree(old, ignore_errors=True)
+            else:
                 old.unlink(missing_ok=True)
 
 

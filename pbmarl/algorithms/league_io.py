@@ -51,9 +51,7 @@ def save_league(league: League, folder: Path) -> Path:
         "rng": io.rng_state(league.rng), "wall_time": league._wall, "env_steps": league._env_steps,
         "resets": league._resets, "records": [r.to_json() for r in league.records],
     })
-    for old in folder.glob("state-*"):
-        if old.name != state:
-            shutil.rmtree(old, ignore_errors=True)
+    io.remove_stale(folder, ("state-*",), keep=(state,))
     return folder
 
 

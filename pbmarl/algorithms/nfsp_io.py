@@ -41,9 +41,7 @@ def save_nfsp(run: NFSP, folder: Path) -> Path:
         "rl_updates": run.rl_updates, "rng": io.rng_state(run.rng), "wall_time": run._wall,
         "records": [r.__dict__ for r in run.records],
     })
-    for old in folder.glob("state-*"):
-        if old.name != state:
-            shutil.rmtree(old, ignore_errors=True)
+    io.remove_stale(folder, ("state-*",), keep=(state,))
     return folder
 
 

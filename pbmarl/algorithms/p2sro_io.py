@@ -31,9 +31,7 @@ def save_levels(run: P2SRO, folder: Path) -> None:
     write_json(folder / "p2sro.json", {"active": run.active, "refresh_every": run.refresh_every,
                                        "backend": run.backend, "level_cpus": run.level_cpus, "levels_dir": name, "levels": levels,
                                        "level_records": run.level_records})
-    for old in folder.glob("levels-*"):
-        if old.name != name:
-            shutil.rmtree(old, ignore_errors=True)
+    io.remove_stale(folder, ("levels-*",), keep=(name,))
 
 
 def read_options(folder: Path) -> tuple[int, int, str, float]:

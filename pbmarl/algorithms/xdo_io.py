@@ -11,7 +11,6 @@ Layout (the same habits as PSRO's, `pbmarl.algorithms.checkpoint`)::
 
 from __future__ import annotations
 
-import shutil
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -113,10 +112,7 @@ def save_xdo(run: XDO, folder: Path) -> Path:
         "wall_time": run._wall, "inner_total": run._inner_total, "env_steps": run._env_steps,
         "records": [r.to_json() for r in run.records],
     })
-    remove_stale(folder, ("solution-*.npz",), keep=(solution,))
-    for old in folder.glob("learner-*"):
-        if old.name != learner_dir and old.is_dir():
-            shutil.rmtree(old, ignore_errors=True)
+    remove_stale(folder, ("solution-*.npz", "learner-*"), keep=(solution, learner_dir))
     return folder
 
 
