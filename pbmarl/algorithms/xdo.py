@@ -183,8 +183,7 @@ class XDO:
         if self.learner is None:
             reach = [x[self.tree.terminal_seq[p]] for p, x in enumerate(plans)]
             return [best_response_values(self.tree, p, opponent_reach(self.tree, p, reach))[1] for p in range(2)]
-        solution = [self._policy(p, behaviour_from_plan(x, self.tree.infosets[p], self.tree.num_actions))
-                    for p, x in enumerate(plans)]
+        solution = self._solution(plans)
         brs = []
         for p in range(2):
             opponents: list[TabularPolicy | None] = [None, None]
@@ -242,8 +241,12 @@ class XDO:
         """The current restricted-game solution as one `TabularPolicy` per player."""
         if not self.plans:
             raise ValueError("XDO has no solution yet: call step() first")
+        return self._solution(self.plans)
+
+    def _solution(self, plans: tuple[np.ndarray, ...]) -> tuple[TabularPolicy, ...]:
+        """Realisation plans as one behaviour `TabularPolicy` per player."""
         return tuple(self._policy(p, behaviour_from_plan(x, self.tree.infosets[p], self.tree.num_actions))
-                     for p, x in enumerate(self.plans))
+                     for p, x in enumerate(plans))
 
     @property
     def history(self) -> pd.DataFrame:
