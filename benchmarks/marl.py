@@ -91,9 +91,14 @@ def append_rows(rows: list[dict[str, Any]]) -> None:
     print(f"appended {len(rows)} rows to {RESULTS}")
 
 
-def _learner(slice_: str, seed: int, server: dict[str, Any] | None = None) -> Any:
-    """The slice's learner; `server` (``workers``, ``sync``, ``backend``) puts it on a parameter server."""
-    options = dict(server or {})
+def _learner(slice_: str, seed: int, server: dict[str, Any] | None = None, *, team_reward: bool = False) -> Any:
+    """The slice's learner; `server` (``workers``, ``sync``, ``backend``) puts it on a parameter server;
+    `team_reward` trains MAPPO / IPPO on the team's summed reward (the MAPPO paper's ``shared_reward``)."""
+    options: dict[str, Any] = dict(server or {})
+    if team_reward:
+        if slice_ not in ("mappo", "ippo"):
+            raise ValueError(f"--team-reward is a MAPPO / IPPO option, not {slice_!r}'s")
+        options["team_reward"] = True
     if slice_ == "mappo":
         return pb.MAPPO(seed=seed, **options)
     if slice_ == "ippo":
@@ -107,7 +112,7 @@ def _learner(slice_: str, seed: int, server: dict[str, Any] | None = None) -> An
 
 def run_slice(slice_: str, seed: int, steps: int, eval_episodes: int, *, every: int | None = None,
               checkpoint: Callable[[dict[str, Any]], None] | None = None,
-              server: dict[str, Any] | None = None) -> dict[str, Any]:
+              server: dict[str, Any] | None = None, team_reward: bool = False) -> dict[str, Any]:
     """Train (or, for the random slices, only evaluate) and return the row; with `every`, evaluate every
     `every` env steps on the way and hand each of those rows to `checkpoint` (so a long run that is
     stopped keeps its curve)."""
@@ -119,8 +124,10 @@ def run_slice(slice_: str, seed: int, steps: int, eval_episodes: int, *, every: 
         marl = pb.MARL(game, {"shared": pb.MADDPG(seed=seed) if continuous else pb.MAPPO(seed=seed)}, mapping, seed=seed)
         result = marl.evaluate(eval_episodes, policies={"shared": pb.RandomPolicy(mapping.group_game("shared"))})
         return _row(slice_, seed, game, marl, result, time.perf_counter() - t0)
-    marl = pb.MARL(game, {"shared": _learner(slice_, seed, server)}, mapping, seed=seed)
+    marl = pb.MARL(game, {"shared": _learner(slice_, seed, server, team_reward=team_reward)}, mapping, seed=seed)
     label = slice_ if not server else f"{slice_} ({server['workers']} workers, {server['sync']}, {server['backend']})"
+    if team_reward:
+        label += " (team reward)"
     next_check = every
     try:
         while marl.total_env_steps < steps:
@@ -269,6 +276,8 @@ def main(argv: list[str] | None = None) -> int:
                         help="more than 1 trains the learner on a parameter server (one gradient per worker job)")
     parser.add_argument("--sync", choices=("bsp", "asp", "bap"), default="asp")
     parser.add_argument("--backend", choices=("local", "ray"), default="ray")
+    parser.add_argument("--team-reward", action="store_true",
+                        help="train MAPPO / IPPO on the team's summed reward, as the MAPPO paper's MPE does")
     parser.add_argument("--eval-every", type=int, default=None,
                         help="also evaluate every N env steps and append that row at once (a stopped run keeps its curve)")
     args = parser.parse_args(argv)
@@ -296,7 +305,7 @@ def main(argv: list[str] | None = None) -> int:
                 server = ({"workers": args.workers, "sync": args.sync, "backend": args.backend}
                           if args.workers > 1 else None)
                 row = run_slice(slice_, seed, args.steps, args.eval_episodes, every=args.eval_every,
-                                checkpoint=checkpoint, server=server)
+                                checkpoint=checkpoint, server=server, team_reward=args.team_reward)
             if row is None:
                 continue
             load = " ".join(f"{x:.2f}" for x in os.getloadavg())

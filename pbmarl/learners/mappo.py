@@ -80,6 +80,11 @@ class MAPPOConfig(ParallelOptions):
     orthogonal_init: bool = True
     """Orthogonal weights (gain sqrt(2) on hidden layers, 0.01 on the actor's head, 1 on the value head) and
     zero biases (the paper's code: ``use_orthogonal``, ``gain 0.01``)."""
+    team_reward: bool = False
+    """Train every agent on the group's summed reward at each step instead of its own. The MAPPO paper's
+    MPE does this (its ``shared_reward``: each agent receives the sum of all agents' rewards), so the
+    agents optimise the team return the paper reports; PettingZoo's ``simple_spread`` otherwise gives
+    each agent a mix of the shared coverage term and its own collisions (``local_ratio``)."""
     positive: ClassVar[tuple[str, ...]] = ("lr", "clip_coef", "huber_delta", "max_grad_norm")
 
     def __post_init__(self) -> None:
@@ -91,7 +96,7 @@ class MAPPOConfig(ParallelOptions):
         for name in ("gamma", "gae_lambda"):
             if not 0.0 <= float(getattr(self, name)) <= 1.0:
                 raise ValueError(f"MAPPOConfig.{name} must be in [0, 1], got {getattr(self, name)!r}")
-        for name in ("layer_norm", "orthogonal_init"):
+        for name in ("layer_norm", "orthogonal_init", "team_reward"):
             if not isinstance(getattr(self, name), bool):
                 raise ValueError(f"MAPPOConfig.{name} must be True or False, got {getattr(self, name)!r}")
         for name in ("epochs", "minibatches", "steps_per_round"):
@@ -195,6 +200,13 @@ class MAPPO(GroupLearner):
             out.append(x)
         return out[0], out[1]
 
+    def team_rewards(self, rows: Trajectories) -> np.ndarray:
+        """``[T]``: each row's reward replaced by the sum of the group's rewards at the same step."""
+        steps = joint_steps(rows, self.seats)
+        out = np.zeros_like(rows.reward)
+        out[steps.index] = steps.reward.sum(axis=1, keepdims=True)
+        return out
+
     def behaviour(self) -> MLPPolicy:
         return self.actor
 
@@ -215,7 +227,7 @@ class MAPPO(GroupLearner):
         value, next_value = self._values(x), self._values(next_x)
         assert rows.terminated is not None and rows.truncated is not None
         # a truncated row bootstraps from V(s'); its recursion still stops at the episode's end
-        reward = rows.reward + cfg.gamma * rows.truncated * next_value
+        reward = (self.team_rewards(rows) if cfg.team_reward else rows.reward) + cfg.gamma * rows.truncated * next_value
         adv, ret = gae(reward, rows.done, value, next_value, gamma=cfg.gamma, lam=cfg.gae_lambda)
         ret_t = to_tensor(ret)
         self._moments = {"ret_mean": float(np.mean(ret)), "ret_mean_sq": float(np.mean(ret**2))}
