@@ -9,6 +9,7 @@ from run_checks import marl_straight_and_resumed
 
 import pbmarl as pb
 from pbmarl.learners.episode_batch import episode_grid, unroll_q
+from pbmarl.learners.group import joint_steps
 from pbmarl.learners.independent import Independent, independent_learners
 from pbmarl.learners.mixers import wqmix_weights
 from pbmarl.learners.nets import masked_argmax
@@ -159,3 +160,32 @@ def test_mappo_networks_carry_layer_norm_and_orthogonal_init_and_export_with_the
     np.testing.assert_allclose(back.action_probabilities(obs, mask), policy.action_probabilities(obs, mask))
     with pytest.raises(ValueError, match="MAPPOConfig.layer_norm must be True or False, got 1"):
         pb.MAPPO(layer_norm=1)
+
+
+def test_mappo_team_reward_trains_every_agent_on_the_groups_summed_reward(spread: pb.Game) -> None:
+    """``team_reward=True`` (the MAPPO paper's ``shared_reward``): each row's reward becomes the sum over the
+    group's agents at that step, and the value targets `train` normalises are GAE returns of those sums."""
+    from pbmarl.learners.returns import gae
+
+    mapping = pb.AgentMapping.shared(spread, agent_id=True)
+    pool = pb.RolloutPool(spread, envs_per_worker=2)
+    moments = {}
+    for team in (True, False):
+        mappo = pb.MAPPO(seed=0, team_reward=team, epochs=1)
+        mappo.bind(mapping, "shared")
+        rows = pool.collect(policies={"shared": mappo.behaviour()}, mapping=mapping, steps=24, seed=4)["shared"]
+        summed = mappo.team_rewards(rows)
+        steps = joint_steps(rows, mappo.seats)
+        for k in range(2):  # every agent gets the step's summed reward
+            np.testing.assert_allclose(summed[steps.index[:, k]], steps.reward.sum(axis=1))
+        assert not np.allclose(summed, rows.reward)  # local_ratio 0.5: the own reward is not the sum
+        x, next_x = mappo.critic_inputs(rows)
+        value, next_value = mappo._values(x), mappo._values(next_x)
+        reward = (summed if team else rows.reward) + mappo.config.gamma * rows.truncated * next_value
+        _, ret = gae(reward, rows.done, value, next_value, gamma=mappo.config.gamma, lam=mappo.config.gae_lambda)
+        mappo.train(rows, env_steps=24)
+        assert mappo._moments["ret_mean"] == pytest.approx(float(ret.mean()), rel=1e-9)
+        moments[team] = mappo._moments["ret_mean"]
+    assert moments[True] < moments[False]  # two agents' (negative) rewards summed
+    with pytest.raises(ValueError, match="MAPPOConfig.team_reward must be True or False, got 'yes'"):
+        pb.MAPPO(team_reward="yes")

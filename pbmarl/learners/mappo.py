@@ -84,7 +84,9 @@ class MAPPOConfig(ParallelOptions):
     """Train every agent on the group's summed reward at each step instead of its own. The MAPPO paper's
     MPE does this (its ``shared_reward``: each agent receives the sum of all agents' rewards), so the
     agents optimise the team return the paper reports; PettingZoo's ``simple_spread`` otherwise gives
-    each agent a mix of the shared coverage term and its own collisions (``local_ratio``)."""
+    each agent a mix of the shared coverage term and its own collisions (``local_ratio``). On simple_spread,
+    seed 0, it scored -174.7 / -162.8 in the paper's convention at 1M / 2M env steps, against -171.7 / -164.5
+    with each agent's own reward: no difference at that budget."""
     positive: ClassVar[tuple[str, ...]] = ("lr", "clip_coef", "huber_delta", "max_grad_norm")
 
     def __post_init__(self) -> None:
