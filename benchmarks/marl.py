@@ -91,14 +91,15 @@ def append_rows(rows: list[dict[str, Any]]) -> None:
     print(f"appended {len(rows)} rows to {RESULTS}")
 
 
-def _learner(slice_: str, seed: int, server: dict[str, Any] | None = None, *, team_reward: bool = False) -> Any:
+def _learner(slice_: str, seed: int, server: dict[str, Any] | None = None, *,
+             ppo: dict[str, Any] | None = None) -> Any:
     """The slice's learner; `server` (``workers``, ``sync``, ``backend``) puts it on a parameter server;
-    `team_reward` trains MAPPO / IPPO on the team's summed reward (the MAPPO paper's ``shared_reward``)."""
+    `ppo` holds MAPPO / IPPO options (``team_reward``, ``bootstrap_truncated``)."""
     options: dict[str, Any] = dict(server or {})
-    if team_reward:
+    if ppo:
         if slice_ not in ("mappo", "ippo"):
-            raise ValueError(f"--team-reward is a MAPPO / IPPO option, not {slice_!r}'s")
-        options["team_reward"] = True
+            raise ValueError(f"{sorted(ppo)} are MAPPO / IPPO options, not {slice_!r}'s")
+        options.update(ppo)
     if slice_ == "mappo":
         return pb.MAPPO(seed=seed, **options)
     if slice_ == "ippo":
@@ -112,7 +113,7 @@ def _learner(slice_: str, seed: int, server: dict[str, Any] | None = None, *, te
 
 def run_slice(slice_: str, seed: int, steps: int, eval_episodes: int, *, every: int | None = None,
               checkpoint: Callable[[dict[str, Any]], None] | None = None,
-              server: dict[str, Any] | None = None, team_reward: bool = False) -> dict[str, Any]:
+              server: dict[str, Any] | None = None, ppo: dict[str, Any] | None = None) -> dict[str, Any]:
     """Train (or, for the random slices, only evaluate) and return the row; with `every`, evaluate every
     `every` env steps on the way and hand each of those rows to `checkpoint` (so a long run that is
     stopped keeps its curve)."""
@@ -124,10 +125,10 @@ def run_slice(slice_: str, seed: int, steps: int, eval_episodes: int, *, every: 
         marl = pb.MARL(game, {"shared": pb.MADDPG(seed=seed) if continuous else pb.MAPPO(seed=seed)}, mapping, seed=seed)
         result = marl.evaluate(eval_episodes, policies={"shared": pb.RandomPolicy(mapping.group_game("shared"))})
         return _row(slice_, seed, game, marl, result, time.perf_counter() - t0)
-    marl = pb.MARL(game, {"shared": _learner(slice_, seed, server, team_reward=team_reward)}, mapping, seed=seed)
+    marl = pb.MARL(game, {"shared": _learner(slice_, seed, server, ppo=ppo)}, mapping, seed=seed)
     label = slice_ if not server else f"{slice_} ({server['workers']} workers, {server['sync']}, {server['backend']})"
-    if team_reward:
-        label += " (team reward)"
+    if ppo:
+        label += " (" + ", ".join(f"{k}={v}" for k, v in ppo.items()) + ")"
     next_check = every
     try:
         while marl.total_env_steps < steps:
@@ -265,6 +266,16 @@ def _compare(rows: list[dict[str, Any]]) -> None:
               f"{mine['env_steps_per_s'] / r['env_steps_per_s']:.2f}x", flush=True)
 
 
+def ppo_options(args: argparse.Namespace) -> dict[str, Any]:
+    """The MAPPO / IPPO options the flags ask for (none: the defaults)."""
+    options: dict[str, Any] = {}
+    if args.team_reward:
+        options["team_reward"] = True
+    if args.no_truncation_bootstrap:
+        options["bootstrap_truncated"] = False
+    return options
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--only", nargs="+", choices=SLICES, default=list(SLICES))
@@ -278,6 +289,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--backend", choices=("local", "ray"), default="ray")
     parser.add_argument("--team-reward", action="store_true",
                         help="train MAPPO / IPPO on the team's summed reward, as the MAPPO paper's MPE does")
+    parser.add_argument("--no-truncation-bootstrap", action="store_true",
+                        help="MAPPO / IPPO treat the time limit as the episode's end, as the MAPPO paper's code does")
     parser.add_argument("--eval-every", type=int, default=None,
                         help="also evaluate every N env steps and append that row at once (a stopped run keeps its curve)")
     args = parser.parse_args(argv)
@@ -305,7 +318,7 @@ def main(argv: list[str] | None = None) -> int:
                 server = ({"workers": args.workers, "sync": args.sync, "backend": args.backend}
                           if args.workers > 1 else None)
                 row = run_slice(slice_, seed, args.steps, args.eval_episodes, every=args.eval_every,
-                                checkpoint=checkpoint, server=server, team_reward=args.team_reward)
+                                checkpoint=checkpoint, server=server, ppo=ppo_options(args))
             if row is None:
                 continue
             load = " ".join(f"{x:.2f}" for x in os.getloadavg())

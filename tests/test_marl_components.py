@@ -162,18 +162,20 @@ def test_mappo_networks_carry_layer_norm_and_orthogonal_init_and_export_with_the
         pb.MAPPO(layer_norm=1)
 
 
-def test_mappo_team_reward_trains_every_agent_on_the_groups_summed_reward(spread: pb.Game) -> None:
+def test_mappo_team_reward_and_truncation_bootstrap_set_the_value_targets(spread: pb.Game) -> None:
     """``team_reward=True`` (the MAPPO paper's ``shared_reward``): each row's reward becomes the sum over the
-    group's agents at that step, and the value targets `train` normalises are GAE returns of those sums."""
+    group's agents at that step. ``bootstrap_truncated=False`` (the paper code's time limit): a row cut by
+    ``max_cycles`` adds no ``gamma * V(s')``. The value targets `train` normalises are the GAE returns of that."""
     from pbmarl.learners.returns import gae
 
     mapping = pb.AgentMapping.shared(spread, agent_id=True)
     pool = pb.RolloutPool(spread, envs_per_worker=2)
     moments = {}
-    for team in (True, False):
-        mappo = pb.MAPPO(seed=0, team_reward=team, epochs=1)
+    for team, bootstrap in ((True, True), (False, True), (False, False)):
+        mappo = pb.MAPPO(seed=0, team_reward=team, bootstrap_truncated=bootstrap, epochs=1)
         mappo.bind(mapping, "shared")
         rows = pool.collect(policies={"shared": mappo.behaviour()}, mapping=mapping, steps=24, seed=4)["shared"]
+        assert rows.truncated is not None and rows.truncated.any()  # max_cycles 6: episodes end by the limit
         summed = mappo.team_rewards(rows)
         steps = joint_steps(rows, mappo.seats)
         for k in range(2):  # every agent gets the step's summed reward
@@ -181,11 +183,14 @@ def test_mappo_team_reward_trains_every_agent_on_the_groups_summed_reward(spread
         assert not np.allclose(summed, rows.reward)  # local_ratio 0.5: the own reward is not the sum
         x, next_x = mappo.critic_inputs(rows)
         value, next_value = mappo._values(x), mappo._values(next_x)
-        reward = (summed if team else rows.reward) + mappo.config.gamma * rows.truncated * next_value
+        reward = (summed if team else rows.reward) + bootstrap * mappo.config.gamma * rows.truncated * next_value
         _, ret = gae(reward, rows.done, value, next_value, gamma=mappo.config.gamma, lam=mappo.config.gae_lambda)
         mappo.train(rows, env_steps=24)
         assert mappo._moments["ret_mean"] == pytest.approx(float(ret.mean()), rel=1e-9)
-        moments[team] = mappo._moments["ret_mean"]
-    assert moments[True] < moments[False]  # two agents' (negative) rewards summed
+        moments[team, bootstrap] = mappo._moments["ret_mean"]
+    assert moments[True, True] < moments[False, True]  # two agents' (negative) rewards summed
+    assert moments[False, False] != pytest.approx(moments[False, True], rel=1e-6)
     with pytest.raises(ValueError, match="MAPPOConfig.team_reward must be True or False, got 'yes'"):
         pb.MAPPO(team_reward="yes")
+    with pytest.raises(ValueError, match="MAPPOConfig.bootstrap_truncated must be True or False, got 0"):
+        pb.MAPPO(bootstrap_truncated=0)

@@ -87,6 +87,10 @@ class MAPPOConfig(ParallelOptions):
     each agent a mix of the shared coverage term and its own collisions (``local_ratio``). On simple_spread,
     seed 0, it scored -174.7 / -162.8 in the paper's convention at 1M / 2M env steps, against -171.7 / -164.5
     with each agent's own reward: no difference at that budget."""
+    bootstrap_truncated: bool = True
+    """Where an episode was cut by its time limit (``max_cycles``), bootstrap from ``V(s')``. False treats the
+    limit as the episode's end, as the MAPPO paper's code does (its MPE reports ``done`` at
+    ``episode_length``): the value targets are then the finite-horizon returns the evaluation measures."""
     positive: ClassVar[tuple[str, ...]] = ("lr", "clip_coef", "huber_delta", "max_grad_norm")
 
     def __post_init__(self) -> None:
@@ -98,7 +102,7 @@ class MAPPOConfig(ParallelOptions):
         for name in ("gamma", "gae_lambda"):
             if not 0.0 <= float(getattr(self, name)) <= 1.0:
                 raise ValueError(f"MAPPOConfig.{name} must be in [0, 1], got {getattr(self, name)!r}")
-        for name in ("layer_norm", "orthogonal_init", "team_reward"):
+        for name in ("layer_norm", "orthogonal_init", "team_reward", "bootstrap_truncated"):
             if not isinstance(getattr(self, name), bool):
                 raise ValueError(f"MAPPOConfig.{name} must be True or False, got {getattr(self, name)!r}")
         for name in ("epochs", "minibatches", "steps_per_round"):
@@ -229,7 +233,9 @@ class MAPPO(GroupLearner):
         value, next_value = self._values(x), self._values(next_x)
         assert rows.terminated is not None and rows.truncated is not None
         # a truncated row bootstraps from V(s'); its recursion still stops at the episode's end
-        reward = (self.team_rewards(rows) if cfg.team_reward else rows.reward) + cfg.gamma * rows.truncated * next_value
+        reward = self.team_rewards(rows) if cfg.team_reward else rows.reward
+        if cfg.bootstrap_truncated:
+            reward = reward + cfg.gamma * rows.truncated * next_value
         adv, ret = gae(reward, rows.done, value, next_value, gamma=cfg.gamma, lam=cfg.gae_lambda)
         ret_t = to_tensor(ret)
         self._moments = {"ret_mean": float(np.mean(ret)), "ret_mean_sq": float(np.mean(ret**2))}
