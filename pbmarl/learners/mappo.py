@@ -90,7 +90,9 @@ class MAPPOConfig(ParallelOptions):
     bootstrap_truncated: bool = True
     """Where an episode was cut by its time limit (``max_cycles``), bootstrap from ``V(s')``. False treats the
     limit as the episode's end, as the MAPPO paper's code does (its MPE reports ``done`` at
-    ``episode_length``): the value targets are then the finite-horizon returns the evaluation measures."""
+    ``episode_length``): the value targets are then the finite-horizon returns the evaluation measures. On
+    simple_spread, seed 0, it scored -185.5 in the paper's convention at 1M env steps against -171.7 with
+    the bootstrap (the critic does not see the time left), so the default keeps it."""
     positive: ClassVar[tuple[str, ...]] = ("lr", "clip_coef", "huber_delta", "max_grad_norm")
 
     def __post_init__(self) -> None:
