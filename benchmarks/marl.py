@@ -232,7 +232,8 @@ def peer(seed: int, steps: int) -> dict[str, Any] | None:
     python = PEER_VENV / "bin" / "python"
     if not python.exists():
         print(f"peer: BenchMARL not run: its venv {PEER_VENV} does not exist here (install it with "
-              f"`python -m venv {PEER_VENV} && {PEER_VENV}/bin/pip install -c constraints.txt benchmarl==1.5.2 mpe2`)")
+              f"`python -m venv {PEER_VENV} && {PEER_VENV}/bin/pip install -c constraints.txt benchmarl==1.5.2 "
+              f"pettingzoo==1.24.3`: BenchMARL 1.5 imports pettingzoo.mpe, which later PettingZoo moved to mpe2)")
         return None
     script = Path(__file__).resolve().parent / "peers" / "benchmarl_mappo.py"
     t0 = time.perf_counter()
