@@ -234,9 +234,8 @@ class MAPPO(GroupLearner):
         x, next_x = self.critic_inputs(rows)
         value, next_value = self._values(x), self._values(next_x)
         assert rows.terminated is not None and rows.truncated is not None
-        # a truncated row bootstraps from V(s'); its recursion still stops at the episode's end
         reward = self.team_rewards(rows) if cfg.team_reward else rows.reward
-        if cfg.bootstrap_truncated:
+        if cfg.bootstrap_truncated:  # a truncated row bootstraps from V(s'); its recursion still stops there
             reward = reward + cfg.gamma * rows.truncated * next_value
         adv, ret = gae(reward, rows.done, value, next_value, gamma=cfg.gamma, lam=cfg.gae_lambda)
         ret_t = to_tensor(ret)
