@@ -110,7 +110,7 @@ DQN_OFF = {"double": False, "dueling": False, "n_step": 1, "prioritized": False,
 
 
 # -- pbmarl ----------------------------------------------------------------------------------
-def run_pbmarl(env: str, algo: str, seed: int, budget: int) -> dict[str, float]:
+def run_pbmarl(env: str, algo: str, seed: int, budget: int, precision: str = "float32") -> dict[str, float]:
     import pbmarl as pb
 
     _, params, _ = CASES[(env, algo)]
@@ -123,7 +123,7 @@ def run_pbmarl(env: str, algo: str, seed: int, budget: int) -> dict[str, float]:
         options["noise"] = "normal"
     cls = {"sac": pb.SAC, "td3": pb.TD3, "ddpg": pb.DDPG, "rainbow": pb.Rainbow}[name]
     learner = cls(pb.load_game(f"gym:{env}"), seed=seed, budget=budget, steps_per_round=budget // 10,
-                  num_threads=1, **options)
+                  num_threads=1, matmul_precision=precision, **options)
     t0, c0 = time.perf_counter(), time.process_time()
     learner.train(progress=False)
     seconds, cpu = time.perf_counter() - t0, time.process_time() - c0
@@ -232,6 +232,14 @@ def run_sb3(python: str, env: str, algo: str, seed: int, budget: int) -> dict[st
 
 
 # -- the table -----------------------------------------------------------------------------------
+def cases_of(only: list[str] | None) -> list[tuple[str, str]]:
+    """The cases `--only` names (all without it); unknown names are left to `main` to report."""
+    if not only:
+        return list(CASES)
+    wanted = {tuple(o.split("/", 1)) for o in only}
+    return [c for c in CASES if c in wanted]
+
+
 def _commit() -> str:
     try:
         return subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True,
@@ -252,7 +260,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--skip-sb3", action="store_true", help="same as --side pbmarl")
     parser.add_argument("--steps", type=int, default=None,
                         help="override every case's budget (a shorter, partial measurement; recorded in the CSV)")
+    parser.add_argument("--matmul-precision", choices=("float32", "bfloat16"), default="float32",
+                        help="pbmarl's matmul_precision for the off-policy learners (bfloat16: hidden-to-hidden "
+                             "products in bfloat16; SB3 stays float32; the command column records it)")
     args = parser.parse_args(argv)
+    if args.matmul_precision != "float32" and any(a == "ppo" for _, a in cases_of(args.only)):
+        parser.error("--matmul-precision applies to the off-policy learners (SAC, TD3, DDPG, DQN, Rainbow), not PPO")
     side = "pbmarl" if args.skip_sb3 else args.side
     cases = list(CASES)
     if args.only:
@@ -277,7 +290,7 @@ def main(argv: list[str] | None = None) -> int:
             for seed in args.seeds:
                 budget = args.steps or CASES[(env, algo)][0]
                 load_before = os.getloadavg()[0]
-                ours = run_pbmarl(env, algo, seed, budget) if side != "sb3" else None
+                ours = run_pbmarl(env, algo, seed, budget, args.matmul_precision) if side != "sb3" else None
                 ref = run_sb3(args.sb3_python, env, algo, seed, budget) if side != "pbmarl" else None
                 load_after = os.getloadavg()[0]
 

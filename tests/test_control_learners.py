@@ -84,6 +84,13 @@ def _learners() -> list[tuple[str, Any]]:
                                     distributional=False, double=False, target_update_interval=50, **TINY)),
         ("dqn", lambda: Rainbow(dmdp, seed=0, lr=3e-3, budget=400, dueling=False, n_step=1, noisy=False,
                                 distributional=False, prioritized=False, target_update_interval=50, **TINY)),
+        # bfloat16 hidden-to-hidden products: two hidden layers, so there is one to lower
+        ("td3-bf16", lambda: TD3(BoxDMDP(), seed=0, matmul_precision="bfloat16", **{**det, "hidden": (32, 32)})),
+        ("sac-bf16", lambda: SAC(BoxDMDP(), seed=0, lr=3e-3, budget=400, matmul_precision="bfloat16",
+                                 **{**TINY, "hidden": (32, 32)})),
+        ("rainbow-bf16", lambda: Rainbow(dmdp, seed=0, lr=3e-3, budget=400, v_min=0.0, v_max=4.0, atoms=21,
+                                         n_step=1, target_update_interval=50, matmul_precision="bfloat16",
+                                         **{**TINY, "hidden": (32, 32)})),
     ]
 
 
@@ -114,6 +121,52 @@ def test_losses_fall_on_a_fixed_batch(make: Any) -> None:
     # atoms): it is asked for a smaller, still unmistakable fall
     factor = 0.8 if getattr(learner.config, "distributional", False) else 0.5
     assert np.mean(losses[-5:]) < factor * np.mean(losses[:5])
+
+
+@pytest.mark.parametrize("precision", ["float32", "bfloat16"])
+@pytest.mark.parametrize("make", [
+    lambda p: TD3(BoxDMDP(), seed=0, hidden=(16, 8, 4), matmul_precision=p, **{k: v for k, v in TINY.items() if k != "hidden"}),
+    lambda p: SAC(BoxDMDP(), seed=0, hidden=(16, 8, 4), sde=True, matmul_precision=p,
+                  **{k: v for k, v in TINY.items() if k != "hidden"}),
+    lambda p: Rainbow("mdp:two_round_dmdp", seed=0, hidden=(16, 8, 4), noisy=True, matmul_precision=p,
+                      **{k: v for k, v in TINY.items() if k != "hidden"}),
+], ids=["td3", "sac-gsde", "rainbow-noisy"])
+def test_bfloat16_lowers_only_the_hidden_to_hidden_products_of_the_update(make: Any, precision: str) -> None:
+    """Under ``matmul_precision="bfloat16"`` the Linear layers between two hidden layers compute in bfloat16;
+    the first layer, the heads, the losses and every parameter and gradient stay float32. Acting is float32."""
+    learner = make(precision)
+    learner.config = dataclasses.replace(learner.config, learning_starts=10_000)
+    learner.step()
+    seen: dict[str, set[torch.dtype]] = {}
+    nets = {name: m for name, m in learner._modules().items() if isinstance(m, torch.nn.Module)}
+    hooks = [layer.register_forward_hook(lambda mod, inp, out, key=f"{name}.{path}": seen.setdefault(
+                 key, set()).add(out.dtype))
+             for name, net in nets.items() for path, layer in net.named_modules()
+             if isinstance(layer, (torch.nn.Linear, pb.learners.nets.NoisyLinear))]
+    stats = learner._train_step(learner.replay.sample(32, np.random.default_rng(0)))
+    for h in hooks:
+        h.remove()
+    assert all(math.isfinite(v) for v in stats.values())
+    lowered = {k for k, dtypes in seen.items() if torch.bfloat16 in dtypes}
+    assert all(dtypes <= {torch.float32, torch.bfloat16} for dtypes in seen.values())
+    if precision == "float32":
+        assert not lowered
+    else:  # in every network the update ran through, exactly the two layers between the three hidden ones
+        ran = {k.split(".")[0] for k in seen}
+        assert {k.split(".")[0] for k in lowered} == ran
+        for net in ran:
+            assert sum(k.startswith(net + ".") for k in lowered) == 2 * _count_mlps(nets[net]), net
+    for module in nets.values():
+        for param in module.parameters():
+            assert param.dtype == torch.float32 and (param.grad is None or param.grad.dtype == torch.float32)
+    with torch.no_grad():
+        assert np.asarray(learner.act(np.eye(3, dtype=np.float32)[0])).dtype in (np.float32, np.int64)
+
+
+def _count_mlps(net: torch.nn.Module) -> int:
+    """How many MLPs (Sequentials of Linear layers) a module holds (twin critics: 2)."""
+    return max(1, sum(1 for m in net.modules() if isinstance(m, torch.nn.Sequential) and any(
+        isinstance(c, torch.nn.Linear) for c in m.children())))
 
 
 def test_hddpg_applies_the_smaller_rate_to_negative_td_errors_on_a_constructed_batch() -> None:
@@ -232,6 +285,8 @@ def test_bad_input_gets_clear_errors() -> None:
         SAC("gym:Pendulum-v1", learning_rate=1e-3)
     with pytest.raises(ValueError, match="SAC\\(sde=True\\) explores Box actions.*'mdp:two_round_dmdp' has Discrete"):
         SAC("mdp:two_round_dmdp", sde=True)
+    with pytest.raises(ValueError, match=r"matmul_precision must be one of \('float32', 'bfloat16'\), got 'float16'"):
+        TD3("gym:Pendulum-v1", matmul_precision="float16")
     with pytest.raises(ValueError, match=r"sde_sample_freq must be -1 \(once per rollout\) or a positive int, got 0"):
         SAC("gym:Pendulum-v1", sde=True, sde_sample_freq=0)
 

@@ -158,7 +158,7 @@ class ApeXDDPG(DDPG):
                     self.env_steps += 1
                     if self.env_steps >= cfg.learning_starts and self.env_steps % cfg.train_freq == 0:
                         for _ in range(cfg.gradient_steps):
-                            for k, v in self._update(self._sample()).items():
+                            for k, v in self._train_step(self._sample()).items():
                                 losses.setdefault(k, []).append(v)
                             self.updates += 1
                             if self.updates % cfg.publish_interval == 0:

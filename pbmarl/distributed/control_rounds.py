@@ -204,7 +204,7 @@ class ControlWorker:
             return ControlResult(None, int(version), seeds, cfg.train_freq, tuple(returns), {}, 0)
         self.recorded.clear()
         batch = learner._sample()
-        stats = learner._update(batch)
+        stats = learner._train_step(batch)
         return ControlResult(dict(self.recorded), int(version), seeds, cfg.train_freq, tuple(returns),
                              {k: float(v) for k, v in stats.items()}, len(batch.obs))
 

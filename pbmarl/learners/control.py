@@ -167,6 +167,17 @@ class ControlLearner(Recorded, OnServer, abc.ABC):
     def _update(self, batch: Batch) -> dict[str, float]:
         """One gradient step on `batch`; the losses by name."""
 
+    def _train_step(self, batch: Batch) -> dict[str, float]:
+        """`_update` on `batch`, its hidden-to-hidden matmuls in bfloat16 where ``matmul_precision`` says so.
+
+        The autocast cache is off: an update that steps one optimiser and then reads those weights
+        again (the actor's loss through the critic) must see the new values, not a stale cast.
+        """
+        if self.config.matmul_precision == "float32":
+            return self._update(batch)
+        with torch.autocast("cpu", dtype=torch.bfloat16, cache_enabled=False):
+            return self._update(batch)
+
     def _after_update(self) -> None:
         """What follows update number ``updates + 1``'s optimiser steps (the target networks' move).
 
@@ -264,7 +275,7 @@ class ControlLearner(Recorded, OnServer, abc.ABC):
             self.env_steps += 1
             if self.env_steps >= cfg.learning_starts and self.env_steps % cfg.train_freq == 0:
                 for _ in range(cfg.gradient_steps):
-                    for k, v in self._update(self._sample()).items():
+                    for k, v in self._train_step(self._sample()).items():
                         losses.setdefault(k, []).append(v)
                     self.updates += 1
             if terminated or truncated:

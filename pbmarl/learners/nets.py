@@ -19,7 +19,7 @@ from torch import nn
 
 from pbmarl.games.base import Game
 from pbmarl.policies.base import Policy
-from pbmarl.policies.neural import MLPPolicy, build_mlp, masked_logits
+from pbmarl.policies.neural import FullPrecisionLinear, MLPPolicy, build_mlp, masked_logits
 
 __all__ = [
     "EpsilonGreedy", "adam", "build_mlp", "tempered_policy", "masked_argmax", "masked_logits", "masked_max_q",
@@ -200,6 +200,9 @@ class NoisyLinear(nn.Module):
         self.eps_out.copy_(f(self.out_features))
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
+        if torch.is_autocast_enabled(x.device.type):  # a head: float32 under autocast, as `FullPrecisionLinear`
+            with torch.autocast(x.device.type, enabled=False):
+                return self.forward(x.float())
         if not self.training:
             return nn.functional.linear(x, self.weight_mu, self.bias_mu)
         weight = self.weight_mu + self.weight_sigma * torch.outer(self.eps_out, self.eps_in)
@@ -220,13 +223,13 @@ class RainbowNet(nn.Module):
         self.num_actions, self.atoms, self.dueling = int(num_actions), int(atoms), bool(dueling)
         layers: list[nn.Module] = []
         last = in_dim
-        for width in hidden:
-            layers += [nn.Linear(last, int(width)), nn.ReLU(inplace=True)]
+        for width in hidden:  # the first layer and the heads stay float32 under autocast, as in `build_mlp`
+            layers += [(nn.Linear if layers else FullPrecisionLinear)(last, int(width)), nn.ReLU(inplace=True)]
             last = int(width)
         self.torso = nn.Sequential(*layers)
 
         def head(out: int) -> nn.Module:
-            return NoisyLinear(last, out, sigma0=sigma0) if noisy else nn.Linear(last, out)
+            return NoisyLinear(last, out, sigma0=sigma0) if noisy else FullPrecisionLinear(last, out)
 
         self.advantage = head(self.num_actions * self.atoms)
         self.value = head(self.atoms) if dueling else None

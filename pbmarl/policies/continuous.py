@@ -23,7 +23,7 @@ from torch import nn
 
 from pbmarl.games.base import Game, as_rng
 from pbmarl.policies.base import ActionOutput, Policy
-from pbmarl.policies.neural import build_mlp
+from pbmarl.policies.neural import build_mlp, full_precision_matmul
 from pbmarl.policies.noise import AdaptiveParameterNoise, Noise, action_distance, noise_from_state
 
 LOG_STD_MIN, LOG_STD_MAX = -20.0, 2.0
@@ -196,7 +196,7 @@ class GaussianPolicy(BoxPolicy):
                 if self.noise_weights is None:
                     self.reset_noise(generator)
                 assert self.log_std is not None and self.noise_weights is not None
-                eps = (latent @ (self.log_std.exp() * self.noise_weights)) / std
+                eps = full_precision_matmul(latent, self.log_std.exp() * self.noise_weights) / std
         else:
             mean, log_std = self.distribution(x)
             std = log_std.exp()
@@ -215,7 +215,7 @@ class GaussianPolicy(BoxPolicy):
         if self.clip_mean is not None:
             mean = mean.clamp(-self.clip_mean, self.clip_mean)
         latent = latent.detach()
-        std = (latent.pow(2) @ (2.0 * self.log_std).exp() + SDE_EPS).sqrt()
+        std = (full_precision_matmul(latent.pow(2), (2.0 * self.log_std).exp()) + SDE_EPS).sqrt()
         return mean, std, latent
 
     def log_prob(self, obs: np.ndarray | torch.Tensor, action: np.ndarray | torch.Tensor) -> torch.Tensor:

@@ -14,21 +14,47 @@ from pbmarl.games.base import Game
 from pbmarl.policies.base import Policy
 
 
+class FullPrecisionLinear(nn.Linear):
+    """A Linear layer that stays float32 under autocast (otherwise a plain `nn.Linear`, same state dict).
+
+    `build_mlp` makes its input and output layers of this kind, so a learner's
+    ``matmul_precision="bfloat16"`` (autocast) lowers only the hidden-to-hidden products, where
+    nearly all the arithmetic is: observations go in, and values, logits and means come out, at full
+    precision.
+    """
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        if torch.is_autocast_enabled(x.device.type):
+            with torch.autocast(x.device.type, enabled=False):
+                return nn.functional.linear(x.float(), self.weight, self.bias)
+        return nn.functional.linear(x, self.weight, self.bias)
+
+
+def full_precision_matmul(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+    """``a @ b`` in float32 even under autocast (gSDE's noise and std, which are not hidden layers)."""
+    if torch.is_autocast_enabled(a.device.type):
+        with torch.autocast(a.device.type, enabled=False):
+            return a.float() @ b.float()
+    return a @ b
+
+
 def build_mlp(in_dim: int, hidden: Sequence[int], out_dim: int, *, activation: type[nn.Module] = nn.ReLU,
               layer_norm: bool = False) -> nn.Sequential:
     """A plain MLP: Linear-activation blocks, then a Linear head.
 
     ReLU works in place on its Linear's fresh output (which nothing else holds): the same values and
     gradients, one buffer and one pass over it less per layer. ``layer_norm=True`` puts a LayerNorm on the
-    input and after every hidden block (the MAPPO code's feature normalisation and layer norm)."""
+    input and after every hidden block (the MAPPO code's feature normalisation and layer norm). The first and
+    the last Linear are `FullPrecisionLinear`: under bfloat16 autocast only hidden-to-hidden products lower."""
     layers: list[nn.Module] = [nn.LayerNorm(in_dim)] if layer_norm else []
     last = in_dim
-    for width in hidden:
-        layers += [nn.Linear(last, int(width)), nn.ReLU(inplace=True) if activation is nn.ReLU else activation()]
+    for i, width in enumerate(hidden):
+        linear = FullPrecisionLinear if i == 0 else nn.Linear
+        layers += [linear(last, int(width)), nn.ReLU(inplace=True) if activation is nn.ReLU else activation()]
         if layer_norm:
             layers.append(nn.LayerNorm(int(width)))
         last = int(width)
-    layers.append(nn.Linear(last, out_dim))
+    layers.append(FullPrecisionLinear(last, out_dim))
     return nn.Sequential(*layers)
 
 
