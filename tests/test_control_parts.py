@@ -159,3 +159,53 @@ def test_hysteretic_loss_applies_the_smaller_rate_to_negative_td_errors() -> Non
     assert td.grad is not None
     # d/d td of rate * td^2 / 4: negative errors pull ten times less
     assert torch.allclose(td.grad, torch.tensor([1.0, -0.1, 0.5, -0.05]))
+
+
+def _adam_run(make_opt, *, steps: int = 30, hook_calls: list[int] | None = None, switch_at: int | None = None):
+    """Train a small net with an optimiser from `make_opt`; at `switch_at`, move the state into a fresh one."""
+    torch.manual_seed(0)
+    net = torch.nn.Sequential(torch.nn.Linear(4, 32), torch.nn.ReLU(), torch.nn.Linear(32, 2), torch.nn.Linear(2, 2))
+    x = torch.randn(16, 4)
+    opt = make_opt(net.parameters())
+    for i in range(steps):
+        if i == 10:
+            opt.param_groups[0]["lr"] = 3e-3          # a schedule's change is read on the next step
+        if switch_at is not None and i == switch_at:
+            state = opt.state_dict()
+            opt = make_opt(net.parameters())
+            opt.load_state_dict(state)
+        frozen_head = 12 <= i < 15                     # a parameter without a gradient: torch's own step
+        net[3].requires_grad_(not frozen_head)
+        opt.zero_grad()
+        net(x + i).pow(2).mean().backward()
+        opt.step()
+    return [p.detach().clone() for p in net.parameters()], opt
+
+
+def test_lean_adam_equals_torchs_fused_adam_through_schedules_reloads_and_missing_gradients() -> None:
+    from pbmarl.learners.nets import LeanAdam
+
+    def torch_adam(params):
+        return torch.optim.Adam(params, lr=1e-2, eps=1e-5, fused=True)
+
+    def lean(params):
+        return LeanAdam(params, lr=1e-2, eps=1e-5)
+
+    reference, ref_opt = _adam_run(torch_adam)
+    for switch in (None, 5, 20):
+        params, opt = _adam_run(lean, switch_at=switch)
+        assert all(torch.equal(p, q) for p, q in zip(reference, params)), switch
+        assert opt._lists is not None                  # the direct kernel call did run
+        ref_state, state = ref_opt.state_dict()["state"], opt.state_dict()["state"]
+        assert all(torch.equal(ref_state[k][n], state[k][n]) for k in ref_state for n in ("exp_avg", "exp_avg_sq", "step"))
+    # step hooks still run: with one registered, every step takes torch's path
+    calls: list[int] = []
+    torch.manual_seed(0)
+    net = torch.nn.Linear(3, 1)
+    opt = LeanAdam(net.parameters(), lr=1e-2)
+    opt.register_step_post_hook(lambda *_: calls.append(1))
+    for _ in range(3):
+        opt.zero_grad()
+        net(torch.ones(2, 3)).sum().backward()
+        opt.step()
+    assert len(calls) == 3
