@@ -90,8 +90,9 @@ class LeanAdam(torch.optim.Adam):
     all take torch's own step, so the result is always torch's.
     """
 
-    def __init__(self, params: Iterator[nn.Parameter] | list[nn.Parameter], *, lr: float, eps: float = 1e-8) -> None:
-        super().__init__(params, lr=lr, eps=eps, fused=True)
+    def __init__(self, params: Iterator[nn.Parameter] | list[nn.Parameter], lr: float = 1e-3, **options: Any) -> None:
+        # torch.optim.Adam's options (a parameter server rebuilds the optimiser from its ``defaults``); always fused
+        super().__init__(params, lr=lr, **{**options, "fused": True})
         self._lists: tuple[list[torch.Tensor], list[torch.Tensor], list[torch.Tensor], list[torch.Tensor]] | None = None
 
     def load_state_dict(self, state_dict: dict[str, Any]) -> None:
