@@ -12,6 +12,7 @@ A train folder::
 Example:
     $ pbmarl train --game gym:Pendulum-v1 --algo sac --steps 20000
     $ pbmarl train --game gym:Pendulum-v1 --algo td3 --workers 4 --sync bap --staleness 1
+    $ pbmarl train --game gym:Pendulum-v1 --algo td3 --matmul-precision bfloat16
     $ pbmarl resume runs/Pendulum-v1-sac-... --steps 10000
 """
 
@@ -41,6 +42,9 @@ def add_train_parser(sub: Any, positive: Any) -> None:
     train.add_argument("--seed", type=positive(0, "--seed"), default=0)
     train.add_argument("--eval-episodes", type=positive(1, "--eval-episodes"), default=10,
                        help="deterministic episodes of the final evaluation (default: 10)")
+    train.add_argument("--matmul-precision", choices=("float32", "bfloat16"), default="float32",
+                       help="bfloat16: the updates' hidden-to-hidden products in bfloat16 (faster on CPUs with "
+                            "AVX512-BF16 and networks of 256 units or more; default: float32)")
     add_server_options(train, positive)
     train.add_argument("--out", type=Path, default=None, help="run folder (default: runs/GAME-ALGO-TIME)")
     train.add_argument("--quiet", action="store_true", help="only the first and the final line")
@@ -77,7 +81,7 @@ def cmd_train(args: argparse.Namespace, argv: Sequence[str]) -> int:
         raise CliError(f"run folder {str(out)!r} already holds a run; continue it with: pbmarl resume {out}")
     learner = make_learner(game, {"name": args.algo, "seed": args.seed, "budget": args.steps,
                                   "workers": args.workers, "sync": args.sync, "staleness": args.staleness,
-                                  "backend": args.backend})
+                                  "backend": args.backend, "matmul_precision": args.matmul_precision})
     if isinstance(learner, ControlLearner) and learner.multi_seat:
         from pbmarl.cli import CliError
 

@@ -326,10 +326,11 @@ def test_sac_gsde_draws_its_noise_per_rollout_or_every_n_steps_and_per_update(sa
 
 def test_pbmarl_train_writes_a_run_folder_that_resume_continues(tmp_path: Any, capsys: Any) -> None:
     from pbmarl.cli import main
+    from pbmarl.io import read_json
 
     out = tmp_path / "run"
     argv = ["train", "--game", "mdp:two_round_dmdp", "--algo", "sac", "--steps", "120", "--eval-episodes", "2",
-            "--out", str(out), "--quiet"]
+            "--matmul-precision", "bfloat16", "--out", str(out), "--quiet"]
     assert main(argv) == 0
     for name in ("train.json", "history.csv", "learning_curve.png", "policy.npz", "policy.json", "evaluation.json",
                  "learner/learner.json"):
@@ -340,6 +341,8 @@ def test_pbmarl_train_writes_a_run_folder_that_resume_continues(tmp_path: Any, c
     second = pd.read_csv(out / "history.csv")
     assert len(second) == len(first) + 1 and second["env_steps"].iloc[-1] >= first["env_steps"].iloc[-1] + 60
     assert main(["resume", str(out)]) == 0 and "is complete" in capsys.readouterr().out
+    # the precision asked for is part of the learner's spec, so the resumed rounds kept it
+    assert read_json(out / "learner" / "learner.json")["spec"]["config"]["matmul_precision"] == "bfloat16"
     assert main(["train", "--game", "gym:Pendulum-v1", "--algo", "rainbow", "--steps", "10",
                  "--out", str(tmp_path / "bad")]) == 2
     assert "Rainbow needs Discrete actions" in capsys.readouterr().err
