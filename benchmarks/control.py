@@ -61,6 +61,8 @@ import numpy as np
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 
+from pbmarl.learners.control_config import PRECISIONS  # noqa: E402  (the checkout on the path first)
+
 HEADER = ["date", "commit", "command", "env", "algo", "seed", "budget", "pbmarl_return", "sb3_return",
           "pbmarl_seconds_per_1000", "sb3_seconds_per_1000", "time_ratio", "pbmarl_cpu_per_1000", "sb3_cpu_per_1000",
           "cpu_ratio", "load_before", "load_after"]
@@ -239,14 +241,6 @@ def run_sb3(python: str, env: str, algo: str, seed: int, budget: int) -> dict[st
 
 
 # -- the table -----------------------------------------------------------------------------------
-def cases_of(only: list[str] | None) -> list[tuple[str, str]]:
-    """The cases `--only` names (all without it); unknown names are left to `main` to report."""
-    if not only:
-        return list(CASES)
-    wanted = {tuple(o.split("/", 1)) for o in only}
-    return [c for c in CASES if c in wanted]
-
-
 def _commit() -> str:
     try:
         return subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True,
@@ -267,21 +261,19 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--skip-sb3", action="store_true", help="same as --side pbmarl")
     parser.add_argument("--steps", type=int, default=None,
                         help="override every case's budget (a shorter, partial measurement; recorded in the CSV)")
-    parser.add_argument("--matmul-precision", choices=("float32", "bfloat16"), default="float32",
+    parser.add_argument("--matmul-precision", choices=PRECISIONS, default="float32",
                         help="pbmarl's matmul_precision for the off-policy learners (bfloat16: hidden-to-hidden "
                              "products in bfloat16; SB3 stays float32; the command column records it)")
     args = parser.parse_args(argv)
-    if args.matmul_precision != "float32" and any(a == "ppo" for _, a in cases_of(args.only)):
-        parser.error("--matmul-precision applies to the off-policy learners (SAC, TD3, DDPG, DQN, Rainbow), not PPO")
     side = "pbmarl" if args.skip_sb3 else args.side
-    cases = list(CASES)
-    if args.only:
-        wanted = {tuple(o.split("/", 1)) for o in args.only}
-        unknown = wanted - set(CASES)
-        if unknown:
-            known = ", ".join(f"{e}/{a}" for e, a in CASES)
-            parser.error(f"unknown case(s) {sorted(unknown)}; known: {known}")
-        cases = [c for c in cases if c in wanted]
+    wanted = {tuple(o.split("/", 1)) for o in args.only or ()}
+    unknown = wanted - set(CASES)
+    if unknown:
+        known = ", ".join(f"{e}/{a}" for e, a in CASES)
+        parser.error(f"unknown case(s) {sorted(unknown)}; known: {known}")
+    cases = [c for c in CASES if not wanted or c in wanted]
+    if args.matmul_precision != "float32" and any(a == "ppo" for _, a in cases):
+        parser.error("--matmul-precision applies to the off-policy learners (SAC, TD3, DDPG, DQN, Rainbow), not PPO")
     command = "python benchmarks/control.py " + " ".join(sys.argv[1:] if argv is None else argv)
     print(f"{'env/algo':32} {'seed':>4} {'steps':>6} {'pbmarl return':>14} {'SB3 return':>11} {'diff':>8} "
           f"{'pbmarl s/1k':>11} {'SB3 s/1k':>9} {'time ratio':>10} {'pbmarl cpu/1k':>13} {'SB3 cpu/1k':>10} "

@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from pbmarl.fmt import fmt
+from pbmarl.learners.control_config import PRECISIONS
 
 ALGOS = ("sac", "td3", "ddpg", "hddpg", "rainbow")
 MARKER = "train.json"
@@ -42,7 +43,7 @@ def add_train_parser(sub: Any, positive: Any) -> None:
     train.add_argument("--seed", type=positive(0, "--seed"), default=0)
     train.add_argument("--eval-episodes", type=positive(1, "--eval-episodes"), default=10,
                        help="deterministic episodes of the final evaluation (default: 10)")
-    train.add_argument("--matmul-precision", choices=("float32", "bfloat16"), default="float32",
+    train.add_argument("--matmul-precision", choices=PRECISIONS, default="float32",
                        help="bfloat16: the updates' hidden-to-hidden products in bfloat16 (faster on CPUs with "
                             "AVX512-BF16 and networks of 256 units or more; default: float32)")
     add_server_options(train, positive)

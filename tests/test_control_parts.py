@@ -161,7 +161,7 @@ def test_hysteretic_loss_applies_the_smaller_rate_to_negative_td_errors() -> Non
     assert torch.allclose(td.grad, torch.tensor([1.0, -0.1, 0.5, -0.05]))
 
 
-def _adam_run(make_opt, *, steps: int = 30, hook_calls: list[int] | None = None, switch_at: int | None = None):
+def _adam_run(make_opt, *, steps: int = 30, switch_at: int | None = None):
     """Train a small net with an optimiser from `make_opt`; at `switch_at`, move the state into a fresh one."""
     torch.manual_seed(0)
     net = torch.nn.Sequential(torch.nn.Linear(4, 32), torch.nn.ReLU(), torch.nn.Linear(32, 2), torch.nn.Linear(2, 2))

@@ -17,10 +17,11 @@ from typing import Any, TypeVar
 import numpy as np
 import torch
 from torch import nn
+from torch.optim import optimizer as _torch_optimizer
 
 from pbmarl.games.base import Game
 from pbmarl.policies.base import Policy
-from pbmarl.policies.neural import FullPrecisionLinear, MLPPolicy, build_mlp, masked_logits
+from pbmarl.policies.neural import FullPrecisionLinear, MLPPolicy, build_mlp, masked_logits, outside_autocast
 
 __all__ = [
     "EpsilonGreedy", "adam", "build_mlp", "tempered_policy", "masked_argmax", "masked_logits", "masked_max_q",
@@ -108,10 +109,9 @@ class LeanAdam(torch.optim.Adam):
 
     def _lean(self) -> tuple[list[torch.Tensor], ...] | None:
         """(params, grads, exp_avgs, exp_avg_sqs, steps) when the direct kernel call applies, else None."""
-        from torch.optim import optimizer as _opt
-
         if (len(self.param_groups) != 1 or self._optimizer_step_pre_hooks or self._optimizer_step_post_hooks
-                or getattr(_opt, "_global_optimizer_pre_hooks", None) or getattr(_opt, "_global_optimizer_post_hooks", None)):
+                or getattr(_torch_optimizer, "_global_optimizer_pre_hooks", None)
+                or getattr(_torch_optimizer, "_global_optimizer_post_hooks", None)):
             return None
         group = self.param_groups[0]
         if (group["amsgrad"] or group["weight_decay"] or group["maximize"] or group.get("capturable")
@@ -284,8 +284,7 @@ class NoisyLinear(nn.Module):
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         if torch.is_autocast_enabled(x.device.type):  # a head: float32 under autocast, as `FullPrecisionLinear`
-            with torch.autocast(x.device.type, enabled=False):
-                return self.forward(x.float())
+            return outside_autocast(self.forward, x)
         if not self.training:
             return nn.functional.linear(x, self.weight_mu, self.bias_mu)
         weight = self.weight_mu + self.weight_sigma * torch.outer(self.eps_out, self.eps_in)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
@@ -24,18 +24,21 @@ class FullPrecisionLinear(nn.Linear):
     """
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        if torch.is_autocast_enabled(x.device.type):
-            with torch.autocast(x.device.type, enabled=False):
-                return nn.functional.linear(x.float(), self.weight, self.bias)
-        return nn.functional.linear(x, self.weight, self.bias)
+        return outside_autocast(super().forward, x)
+
+
+def outside_autocast(fn: Callable[..., torch.Tensor], *tensors: torch.Tensor) -> torch.Tensor:
+    """``fn(*tensors)``, and where autocast is on, with it off and the tensors cast to float32 first."""
+    device = tensors[0].device.type
+    if torch.is_autocast_enabled(device):
+        with torch.autocast(device, enabled=False):
+            return fn(*(t.float() for t in tensors))
+    return fn(*tensors)
 
 
 def full_precision_matmul(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
     """``a @ b`` in float32 even under autocast (gSDE's noise and std, which are not hidden layers)."""
-    if torch.is_autocast_enabled(a.device.type):
-        with torch.autocast(a.device.type, enabled=False):
-            return a.float() @ b.float()
-    return a @ b
+    return outside_autocast(torch.matmul, a, b)
 
 
 def build_mlp(in_dim: int, hidden: Sequence[int], out_dim: int, *, activation: type[nn.Module] = nn.ReLU,
