@@ -131,7 +131,10 @@ class MARL(OnServer):
         seed: seeds collection.
         num_envs: environment instances stepped together.
         num_threads: torch threads while training (None: leave torch's setting).
-        pool: a `RolloutPool` of the game (default: a local one); ``backend="ray"`` pools work too.
+        pool: a `RolloutPool` of the game; ``backend="ray"`` pools work too, and cut each round into their own
+            work units. The default, a local pool, collects a round as one unit: at least ``steps_per_round``
+            env steps and less than one more wave of `num_envs` episodes (3,200 steps of 25-step episodes on
+            32 copies are exactly 4 waves).
     """
 
     def __init__(self, game: Game, learners: Mapping[str, GroupLearner], mapping: AgentMapping | None = None, *,
@@ -173,7 +176,12 @@ class MARL(OnServer):
         self.num_envs = int(num_envs)
         self.num_threads = num_threads
         self.rng = np.random.default_rng(seed)
-        self.pool = pool if pool is not None else RolloutPool(self.stepped, envs_per_worker=self.num_envs, seed=seed)
+        # one work unit per round: the pool's default cuts a call into ~8 units of >= 512 steps, and every unit
+        # starts all `num_envs` copies on whole episodes, so 3,200 steps of 25-step episodes on 32 copies were
+        # 7 units of 800 = 5,600 steps; as one unit they are 4 waves of 800 = 3,200
+        self.pool = pool if pool is not None else RolloutPool(
+            self.stepped, envs_per_worker=self.num_envs, seed=seed,
+            unit_steps=max(lr.steps_per_round for lr in self.learners.values()))
         self.records: list[MARLRecord] = []
         self.total_env_steps = 0
         self.parallel = parallel_options(self.learners)
