@@ -7,7 +7,7 @@ import pytest
 import torch
 
 from pbmarl.learners.buffers import PrioritizedReplayBuffer, ReplayBuffer
-from pbmarl.learners.nets import NoisyLinear, RainbowNet
+from pbmarl.learners.nets import NoisyLinear, RainbowNet, clip_grad_norm
 from pbmarl.learners.rl_math import c51_projection, hysteretic_td_loss, nstep_targets, soft_update
 
 
@@ -180,6 +180,29 @@ def _adam_run(make_opt, *, steps: int = 30, switch_at: int | None = None):
         net(x + i).pow(2).mean().backward()
         opt.step()
     return [p.detach().clone() for p in net.parameters()], opt
+
+
+@pytest.mark.parametrize("max_norm", [0.05, 1e6])  # clipped, and left alone
+def test_clip_grad_norm_gives_torchs_bits(max_norm: float) -> None:
+    def grads(dtype: torch.dtype = torch.float32) -> list[torch.nn.Parameter]:
+        gen = torch.Generator().manual_seed(3)
+        params = [torch.nn.Parameter(torch.zeros(shape, dtype=dtype)) for shape in [(256, 4), (256,), (2, 256), (7,)]]
+        for p in params[:3]:  # the last has no gradient
+            p.grad = torch.randn(p.shape, generator=gen, dtype=dtype)
+        return params
+
+    ours, theirs = grads(), grads()
+    total = clip_grad_norm(iter(ours), max_norm)  # an iterator, as .parameters() gives
+    expected = torch.nn.utils.clip_grad_norm_(theirs, max_norm)
+    assert torch.equal(total, expected)
+    for a, b in zip(ours, theirs):
+        assert (a.grad is None and b.grad is None) or torch.equal(a.grad, b.grad)
+    if max_norm < 1:
+        assert float(torch.linalg.vector_norm(torch.cat([p.grad.flatten() for p in ours[:3]]))) == pytest.approx(max_norm)
+    mixed, reference = grads() + grads(torch.float64)[:1], grads() + grads(torch.float64)[:1]  # torch's own path
+    assert torch.equal(clip_grad_norm(mixed, max_norm), torch.nn.utils.clip_grad_norm_(reference, max_norm))
+    assert all((a.grad is None and b.grad is None) or torch.equal(a.grad, b.grad) for a, b in zip(mixed, reference))
+    assert float(clip_grad_norm([torch.nn.Parameter(torch.zeros(3))], 1.0)) == 0.0   # no gradient at all
 
 
 def test_lean_adam_equals_torchs_fused_adam_through_schedules_reloads_and_missing_gradients() -> None:

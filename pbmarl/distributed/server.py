@@ -23,6 +23,7 @@ import numpy as np
 import torch
 
 from pbmarl.distributed.hosting import Hosted
+from pbmarl.learners.nets import clip_grad_norm
 
 __all__ = ["ParameterServer", "RemoteServer", "ServerProcess", "get_vector", "set_vector"]
 
@@ -85,7 +86,7 @@ class ParameterServer:
             p.grad = flat[offset:offset + k].view_as(p).clone()
             offset += k
         if self.max_grad_norm is not None:
-            torch.nn.utils.clip_grad_norm_(self.params, self.max_grad_norm)
+            clip_grad_norm(self.params, self.max_grad_norm)
         self.optimizer.step()
         self.staleness.extend(self.version - int(v) for v in versions)
         self.version += 1

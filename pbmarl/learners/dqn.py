@@ -57,6 +57,7 @@ from pbmarl.learners.nets import (
     EpsilonGreedy,
     adam,
     build_mlp,
+    clip_grad_norm,
     masked_max_q,
     obs_dim,
     seeded,
@@ -254,7 +255,7 @@ class DQN(Learner):
         loss, q, td = self._td_loss(batch)
         self.optimizer.zero_grad()
         loss.backward()
-        torch.nn.utils.clip_grad_norm_(self.q_net.parameters(), cfg.max_grad_norm)
+        clip_grad_norm(self.q_net.parameters(), cfg.max_grad_norm)
         self.optimizer.step()
         self.replay.update_priorities(batch.index, td.detach().numpy())
         task.updates += 1

@@ -26,7 +26,7 @@ import torch
 
 from pbmarl.distributed.options import ParallelOptions, check_parallel
 from pbmarl.learners.group import GroupLearner, joint_steps
-from pbmarl.learners.nets import build_mlp, masked_logits
+from pbmarl.learners.nets import build_mlp, clip_grad_norm, masked_logits
 from pbmarl.learners.rl_math import soft_update
 from pbmarl.policies.base import Policy
 from pbmarl.policies.continuous import DeterministicPolicy
@@ -192,7 +192,7 @@ class MADDPG(GroupLearner):
             critic_loss = torch.nn.functional.mse_loss(q, y)
             self.critic_opt.zero_grad()
             critic_loss.backward()
-            torch.nn.utils.clip_grad_norm_(self.critics.parameters(), cfg.max_grad_norm)
+            clip_grad_norm(self.critics.parameters(), cfg.max_grad_norm)
             self.critic_opt.step()
             mine = self._act_train(self.actor.net, obs.reshape(B * n, -1), b["mask"].reshape(B * n, -1),
                                    sample=True).view(B, n, -1)
@@ -202,7 +202,7 @@ class MADDPG(GroupLearner):
                 actor_loss = actor_loss - self.critics[i](self.critic_input(obs, acts)).mean() / n
             self.actor_opt.zero_grad()
             actor_loss.backward()
-            torch.nn.utils.clip_grad_norm_(self.actor.net.parameters(), cfg.max_grad_norm)
+            clip_grad_norm(self.actor.net.parameters(), cfg.max_grad_norm)
             self.actor_opt.step()
             self._after_update(())
             closs.append(critic_loss.item())

@@ -29,7 +29,7 @@ import torch
 
 from pbmarl.distributed.options import ParallelOptions, check_parallel
 from pbmarl.learners.group import GroupLearner, agent_onehot, central_input, central_source, check_discrete, joint_steps
-from pbmarl.learners.nets import build_mlp, masked_logits, to_tensor
+from pbmarl.learners.nets import build_mlp, clip_grad_norm, masked_logits, to_tensor
 from pbmarl.learners.returns import gae
 from pbmarl.policies.neural import MLPPolicy, orthogonal_init_
 from pbmarl.rollout.mapping import GroupGame
@@ -269,7 +269,7 @@ class MAPPO(GroupLearner):
                 loss = pg + cfg.vf_coef * v_loss - cfg.ent_coef * entropy
                 self.optimizer.zero_grad()
                 loss.backward()
-                torch.nn.utils.clip_grad_norm_(list(self.actor.net.parameters()) + list(self.critic.parameters()),
+                clip_grad_norm(list(self.actor.net.parameters()) + list(self.critic.parameters()),
                                                cfg.max_grad_norm)
                 self.optimizer.step()
                 with torch.no_grad():

@@ -42,7 +42,16 @@ from pbmarl.learners.base import (
     StepRecord,
     Task,
 )
-from pbmarl.learners.nets import adam, build_mlp, masked_logits, obs_dim, seeded, tempered_policy, to_tensor
+from pbmarl.learners.nets import (
+    adam,
+    build_mlp,
+    clip_grad_norm,
+    masked_logits,
+    obs_dim,
+    seeded,
+    tempered_policy,
+    to_tensor,
+)
 from pbmarl.learners.returns import gae
 from pbmarl.policies.neural import MLPPolicy
 from pbmarl.rollout.trajectories import Trajectories
@@ -221,7 +230,7 @@ class PPO(Learner):
         self.optimizer.zero_grad()
         loss.backward()
         params = [p for group in self.optimizer.param_groups for p in group["params"]]
-        torch.nn.utils.clip_grad_norm_(params, self.config.max_grad_norm)
+        clip_grad_norm(params, self.config.max_grad_norm)
         self.optimizer.step()
 
     def _update(self, batch: RolloutBatch, task: Task) -> dict[str, float]:

@@ -39,7 +39,7 @@ from pbmarl.distributed.options import ParallelOptions, check_parallel
 from pbmarl.learners.episode_batch import episode_grid, unroll_q
 from pbmarl.learners.group import GroupLearner, central_input, central_source, check_discrete, joint_steps
 from pbmarl.learners.mixers import CentralQ, make_mixer, wqmix_weights
-from pbmarl.learners.nets import masked_argmax
+from pbmarl.learners.nets import clip_grad_norm, masked_argmax
 from pbmarl.learners.rl_math import linear_schedule
 from pbmarl.policies.neural import MLPPolicy
 from pbmarl.policies.recurrent import RecurrentQNet, RecurrentQPolicy
@@ -305,7 +305,7 @@ class QMIX(GroupLearner):
                 loss = self._weighted_loss(b, q, q_all, best)
             self.optimizer.zero_grad()
             loss.backward()
-            torch.nn.utils.clip_grad_norm_(self.params, cfg.max_grad_norm)
+            clip_grad_norm(self.params, cfg.max_grad_norm)
             self.optimizer.step()
             self._after_update(())
             losses.append(loss.item())

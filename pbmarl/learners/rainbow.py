@@ -35,7 +35,7 @@ from pbmarl.games.base import Game
 from pbmarl.learners.base import FLAG, POSITIVE, POSITIVE_INT, UNIT, Rule, _is_real
 from pbmarl.learners.buffers import Batch
 from pbmarl.learners.control import ControlConfig, ControlLearner, ControlRecord, PrioritizedOptions
-from pbmarl.learners.nets import RainbowNet, adam, seeded, to_tensor
+from pbmarl.learners.nets import RainbowNet, adam, clip_grad_norm, seeded, to_tensor
 from pbmarl.learners.rl_math import c51_projection, linear_schedule, nstep_targets, soft_update
 from pbmarl.policies.base import Policy
 
@@ -229,7 +229,7 @@ class Rainbow(ControlLearner):
         loss = (to_tensor(batch.weight) * per_sample).mean() if cfg.prioritized else per_sample.mean()
         self.optimizer.zero_grad()
         loss.backward()
-        torch.nn.utils.clip_grad_norm_(self.params, cfg.max_grad_norm)
+        clip_grad_norm(self.params, cfg.max_grad_norm)
         self.optimizer.step()
         if cfg.prioritized:
             self.replay.update_priorities(batch.index, priority.numpy())
