@@ -94,7 +94,7 @@ def append_rows(rows: list[dict[str, Any]]) -> None:
 def _learner(slice_: str, seed: int, server: dict[str, Any] | None = None, *,
              ppo: dict[str, Any] | None = None) -> Any:
     """The slice's learner; `server` (``workers``, ``sync``, ``backend``) puts it on a parameter server;
-    `ppo` holds MAPPO / IPPO options (``team_reward``, ``bootstrap_truncated``)."""
+    `ppo` holds MAPPO / IPPO options (``team_reward``, ``bootstrap_truncated``, ``activation``, ``epochs``)."""
     options: dict[str, Any] = dict(server or {})
     if ppo:
         if slice_ not in ("mappo", "ippo"):
@@ -274,6 +274,10 @@ def ppo_options(args: argparse.Namespace) -> dict[str, Any]:
         options["team_reward"] = True
     if args.no_truncation_bootstrap:
         options["bootstrap_truncated"] = False
+    if args.activation is not None:
+        options["activation"] = args.activation
+    if args.epochs is not None:
+        options["epochs"] = args.epochs
     return options
 
 
@@ -292,6 +296,11 @@ def main(argv: list[str] | None = None) -> int:
                         help="train MAPPO / IPPO on the team's summed reward, as the MAPPO paper's MPE does")
     parser.add_argument("--no-truncation-bootstrap", action="store_true",
                         help="MAPPO / IPPO treat the time limit as the episode's end, as the MAPPO paper's code does")
+    parser.add_argument("--activation", choices=("relu", "tanh"), default=None,
+                        help="MAPPO / IPPO hidden activation (the MAPPO authors' simple_spread run: tanh)")
+    parser.add_argument("--epochs", type=int, default=None,
+                        help="MAPPO / IPPO epochs per round (default 15, the paper's table; its authors' simple_spread "
+                             "script: 10)")
     parser.add_argument("--eval-every", type=int, default=None,
                         help="also evaluate every N env steps and append that row at once (a stopped run keeps its curve)")
     args = parser.parse_args(argv)

@@ -162,6 +162,33 @@ def test_mappo_networks_carry_layer_norm_and_orthogonal_init_and_export_with_the
         pb.MAPPO(layer_norm=1)
 
 
+def test_mappo_tanh_networks_take_tanhs_gain_and_export_with_it(spread: pb.Game) -> None:
+    """``activation="tanh"`` (the MAPPO authors' simple_spread run): Tanh in actor and critic, orthogonal gain
+    5/3 inside, and the exported policy rebuilds its Tanh layers (its probabilities survive a save and load)."""
+    from pbmarl.policies.base import new_policy_from_state
+
+    mapping = pb.AgentMapping.shared(spread, agent_id=True)
+    mappo = pb.MAPPO(seed=0, steps_per_round=24, activation="tanh")
+    pb.MARL(spread, {"shared": mappo}, mapping, num_envs=2)
+    for net in (mappo.actor.net, mappo.critic):
+        kinds = ["Linear" if isinstance(m, torch.nn.Linear) else type(m).__name__ for m in net]
+        assert kinds == ["LayerNorm", "Linear", "Tanh", "LayerNorm", "Linear", "Tanh", "LayerNorm", "Linear"]
+    hidden = mappo.actor.net[4].weight.detach()  # 64 x 64: W W^T = (5/3)^2 I
+    torch.testing.assert_close(hidden @ hidden.T, (5 / 3) ** 2 * torch.eye(64), atol=1e-4, rtol=0)
+    policy = mappo.policy()
+    assert policy.meta()["activation"] == "tanh"
+    view = mapping.group_game("shared")
+    back = new_policy_from_state(view, policy.arrays(), policy.meta())
+    assert any(isinstance(m, torch.nn.Tanh) for m in back.net)
+    obs = np.random.default_rng(0).normal(size=(5, policy.in_dim)).astype(np.float32)
+    mask = np.ones((5, view.num_actions), bool)
+    np.testing.assert_allclose(back.action_probabilities(obs, mask), policy.action_probabilities(obs, mask))
+    with pytest.raises(ValueError, match=r"MAPPOConfig activation must be one of \['relu', 'tanh'\], got 'gelu'"):
+        pb.MAPPO(activation="gelu")
+    with pytest.raises(ValueError, match="MLPPolicy activation must be one of"):
+        pb.MLPPolicy(view, activation="sigmoid")
+
+
 def test_mappo_team_reward_and_truncation_bootstrap_set_the_value_targets(spread: pb.Game) -> None:
     """``team_reward=True`` (the MAPPO paper's ``shared_reward``): each row's reward becomes the sum over the
     group's agents at that step. ``bootstrap_truncated=False`` (the paper code's time limit): a row cut by

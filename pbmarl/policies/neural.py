@@ -61,12 +61,25 @@ def build_mlp(in_dim: int, hidden: Sequence[int], out_dim: int, *, activation: t
     return nn.Sequential(*layers)
 
 
-def orthogonal_init_(net: nn.Sequential, head_gain: float) -> nn.Sequential:
-    """Orthogonal weights and zero biases in place (the MAPPO and PPO codes' init): gain sqrt(2) (ReLU) on the
-    hidden Linears, `head_gain` on the last one (0.01 for an actor: near-uniform first policies)."""
+#: hidden-layer activations by name, and their orthogonal-init gains (``torch.nn.init.calculate_gain``)
+ACTIVATIONS: dict[str, tuple[type[nn.Module], float]] = {"relu": (nn.ReLU, math.sqrt(2.0)), "tanh": (nn.Tanh, 5.0 / 3.0)}
+
+
+def activation_named(name: str, owner: str) -> type[nn.Module]:
+    """The activation module called `name` (a key of `ACTIVATIONS`); a clear error for anything else."""
+    if not isinstance(name, str) or name not in ACTIVATIONS:
+        raise ValueError(f"{owner} activation must be one of {sorted(ACTIVATIONS)}, got {name!r}")
+    return ACTIVATIONS[name][0]
+
+
+def orthogonal_init_(net: nn.Sequential, head_gain: float, activation: str = "relu") -> nn.Sequential:
+    """Orthogonal weights and zero biases in place (the MAPPO and PPO codes' init): the activation's gain
+    (sqrt(2) for ReLU, 5/3 for tanh) on the hidden Linears, `head_gain` on the last one (0.01 for an actor:
+    near-uniform first policies)."""
+    gain = ACTIVATIONS[activation][1]
     linears = [m for m in net if isinstance(m, nn.Linear)]
     for i, layer in enumerate(linears):
-        nn.init.orthogonal_(layer.weight, gain=head_gain if i == len(linears) - 1 else math.sqrt(2.0))
+        nn.init.orthogonal_(layer.weight, gain=head_gain if i == len(linears) - 1 else gain)
         nn.init.zeros_(layer.bias)
     return net
 
@@ -87,8 +100,9 @@ class MLPPolicy(Policy):
     kind = "mlp"
 
     def __init__(self, game: Game, hidden: Sequence[int] = (128, 128), *, seed: int | None = 0,
-                 layer_norm: bool = False) -> None:
+                 layer_norm: bool = False, activation: str = "relu") -> None:
         super().__init__(game)
+        act = activation_named(activation, "MLPPolicy")
         if game.num_actions < 1:
             raise ValueError(
                 f"MLPPolicy needs discrete actions; {game.name!r} acts in {game.action_space(0)} "
@@ -96,11 +110,13 @@ class MLPPolicy(Policy):
             )
         self.hidden = tuple(int(h) for h in hidden)
         self.layer_norm = bool(layer_norm)
+        self.activation = activation
         self.in_dim = int(np.prod(game.observation_shape))
         with torch.random.fork_rng(devices=[]):
             if seed is not None:
                 torch.manual_seed(int(seed))  # scoped by fork_rng: no global seeding leaks
-            self.net = build_mlp(self.in_dim, self.hidden, game.num_actions, layer_norm=self.layer_norm)
+            self.net = build_mlp(self.in_dim, self.hidden, game.num_actions, activation=act,
+                                 layer_norm=self.layer_norm)
 
     def logits(self, obs: torch.Tensor) -> torch.Tensor:
         return self.net(obs.reshape(obs.shape[0], -1))
@@ -115,11 +131,13 @@ class MLPPolicy(Policy):
         return {k: v.detach().cpu().numpy() for k, v in self.net.state_dict().items()}
 
     def meta(self) -> dict[str, Any]:
-        return {**super().meta(), "hidden": list(self.hidden), **({"layer_norm": True} if self.layer_norm else {})}
+        return {**super().meta(), "hidden": list(self.hidden), **({"layer_norm": True} if self.layer_norm else {}),
+                **({"activation": self.activation} if self.activation != "relu" else {})}
 
     @classmethod
     def from_state(cls, game: Game, arrays: dict[str, np.ndarray], meta: dict[str, Any]) -> MLPPolicy:
-        policy = cls(game, hidden=meta["hidden"], seed=None, layer_norm=bool(meta.get("layer_norm", False)))
+        policy = cls(game, hidden=meta["hidden"], seed=None, layer_norm=bool(meta.get("layer_norm", False)),
+                     activation=str(meta.get("activation", "relu")))
         policy.net.load_state_dict({k: torch.as_tensor(np.array(v)) for k, v in arrays.items()})
         policy.version = int(meta.get("version", 0))
         return policy
