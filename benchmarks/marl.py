@@ -27,6 +27,9 @@ Every seed appends a row (date, commit, command) to ``benchmarks/results/marl.cs
 
     python benchmarks/marl.py --only mappo --seeds 0 1 2 --steps 200000
     python benchmarks/marl.py --only mappo --seeds 0 --steps 200000 --workers 2 --sync asp --backend ray
+    python benchmarks/marl.py --only mappo --seeds 0 --steps 20000000 --eval-every 2000000 --activation tanh --epochs 10
+
+The last is the MAPPO authors' own simple_spread run (``train_mpe_spread.sh``: tanh, 10 epochs, 20M env steps).
 
 With ``--workers N`` the learner runs on a parameter server (`pbmarl.distributed.marl_rounds`): each
 worker job collects ``steps_per_round`` env steps and pushes one gradient per optimiser (MAPPO: one
