@@ -31,7 +31,7 @@ from pbmarl.distributed.options import ParallelOptions, check_parallel
 from pbmarl.learners.group import GroupLearner, agent_onehot, central_input, central_source, check_discrete, joint_steps
 from pbmarl.learners.nets import build_mlp, clip_grad_norm, masked_logits, to_tensor
 from pbmarl.learners.returns import gae
-from pbmarl.policies.neural import MLPPolicy, activation_named, orthogonal_init_
+from pbmarl.policies.neural import ACTIVATIONS, MLPPolicy, activation_named, orthogonal_init_
 from pbmarl.rollout.mapping import GroupGame
 from pbmarl.rollout.trajectories import Trajectories
 
@@ -83,8 +83,8 @@ class MAPPOConfig(ParallelOptions):
     it ran tanh (with orthogonal gain 5/3). On simple_spread, seed 0, at 1M / 2M env steps: tanh -163.9 /
     -156.8 in the paper's convention, ReLU -170.5 / -164.0."""
     orthogonal_init: bool = True
-    """Orthogonal weights (the activation's gain on hidden layers: sqrt(2) ReLU, 5/3 tanh; 0.01 on the actor's head, 1 on the value head) and
-    zero biases (the paper's code: ``use_orthogonal``, ``gain 0.01``)."""
+    """Orthogonal weights (the activation's gain on hidden layers: sqrt(2) ReLU, 5/3 tanh; 0.01 on the actor's
+    head, 1 on the value head) and zero biases (the paper's code: ``use_orthogonal``, ``gain 0.01``)."""
     team_reward: bool = False
     """Train every agent on the group's summed reward at each step instead of its own. The MAPPO paper's
     MPE does this (its ``shared_reward``: each agent receives the sum of all agents' rewards), so the
@@ -181,7 +181,7 @@ class MAPPO(GroupLearner):
             self.actor = MLPPolicy(view, hidden=cfg.hidden, seed=self.seed, layer_norm=cfg.layer_norm,
                                    activation=cfg.activation)
             width = self._critic_width(view)
-            self.critic = build_mlp(width, cfg.hidden, 1, activation=activation_named(cfg.activation, "MAPPOConfig"),
+            self.critic = build_mlp(width, cfg.hidden, 1, activation=ACTIVATIONS[cfg.activation][0],  # checked by the config
                                     layer_norm=cfg.layer_norm)
             if cfg.orthogonal_init:
                 orthogonal_init_(self.actor.net, 0.01, cfg.activation)
@@ -277,8 +277,7 @@ class MAPPO(GroupLearner):
                 loss = pg + cfg.vf_coef * v_loss - cfg.ent_coef * entropy
                 self.optimizer.zero_grad()
                 loss.backward()
-                clip_grad_norm(list(self.actor.net.parameters()) + list(self.critic.parameters()),
-                                               cfg.max_grad_norm)
+                clip_grad_norm(list(self.actor.net.parameters()) + list(self.critic.parameters()), cfg.max_grad_norm)
                 self.optimizer.step()
                 with torch.no_grad():
                     kl = float(((ratio - 1) - log_ratio).mean())
