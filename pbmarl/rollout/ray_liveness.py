@@ -16,6 +16,12 @@ ends the core worker's reconnect loop, so the process lives on and the exception
 60 s by default), as long as Ray's default reconnect time-out: measured, one kill in three
 then ended the process first. An embedded instance is therefore started with
 `patient_gcs_clients` (a reconnect time-out of `GCS_RECONNECT_S`, unless the user set one).
+
+What this cannot prevent: when the raylet dies and a write to its socket (``ray.wait`` on
+objects in the store, freeing them) fails before the next check, Ray's core worker ends the
+process itself (status 1; its driver log says "Exiting because the Raylet IPC connection
+failed and the local Raylet is dead"). Seen once in a loaded test run; the table a fill was
+writing is then lost with the process, as it would be without pbmarl's checks.
 """
 
 from __future__ import annotations
