@@ -20,8 +20,8 @@ then ended the process first. An embedded instance is therefore started with
 What this cannot prevent: when the raylet dies and a write to its socket (``ray.wait`` on
 objects in the store, freeing them) fails before the next check, Ray's core worker ends the
 process itself (status 1; its driver log says "Exiting because the Raylet IPC connection
-failed and the local Raylet is dead"). A CI run once ended so (status 1 mid-fill, no traceback); the table a fill was
-writing is then lost with the process, as it would be without pbmarl's checks.
+failed and the local Raylet is dead"). A CI run once ended so (status 1 mid-fill, no
+traceback); the table a fill was writing is then lost with the process.
 """
 
 from __future__ import annotations
