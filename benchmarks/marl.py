@@ -97,7 +97,8 @@ def append_rows(rows: list[dict[str, Any]]) -> None:
 def _learner(slice_: str, seed: int, server: dict[str, Any] | None = None, *,
              ppo: dict[str, Any] | None = None) -> Any:
     """The slice's learner; `server` (``workers``, ``sync``, ``backend``) puts it on a parameter server;
-    `ppo` holds MAPPO / IPPO options (``team_reward``, ``bootstrap_truncated``, ``activation``, ``epochs``)."""
+    `ppo` holds MAPPO / IPPO options (``team_reward``, ``bootstrap_truncated``, ``activation``, ``epochs``,
+    ``value_clip``, ``clip_apart``)."""
     options: dict[str, Any] = dict(server or {})
     if ppo:
         if slice_ not in ("mappo", "ippo"):
@@ -281,6 +282,10 @@ def ppo_options(args: argparse.Namespace) -> dict[str, Any]:
         options["activation"] = args.activation
     if args.epochs is not None:
         options["epochs"] = args.epochs
+    if args.value_clip:
+        options["value_clip"] = True
+    if args.clip_apart:
+        options["clip_apart"] = True
     return options
 
 
@@ -304,6 +309,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--epochs", type=int, default=None,
                         help="MAPPO / IPPO epochs per round (default 15, the paper's table; its authors' simple_spread "
                              "script: 10)")
+    parser.add_argument("--value-clip", action="store_true",
+                        help="MAPPO / IPPO clip the value change per round (the MAPPO authors' use_clipped_value_loss)")
+    parser.add_argument("--clip-apart", action="store_true",
+                        help="MAPPO / IPPO clip actor and critic gradient norms separately, as the MAPPO authors' code does")
     parser.add_argument("--eval-every", type=int, default=None,
                         help="also evaluate every N env steps and append that row at once (a stopped run keeps its curve)")
     args = parser.parse_args(argv)

@@ -98,6 +98,14 @@ class MAPPOConfig(ParallelOptions):
     ``episode_length``): the value targets are then the finite-horizon returns the evaluation measures. On
     simple_spread, seed 0, it scored -185.5 in the paper's convention at 1M env steps against -171.7 with
     the bootstrap (the critic does not see the time left), so the default keeps it."""
+    value_clip: bool = False
+    """Clip each value prediction's change within a round to ``clip_coef`` (in the critic's normalised units
+    where ``value_norm``) and take the larger of the clipped and unclipped Huber losses, as the MAPPO
+    authors' code does (``use_clipped_value_loss``, on by default there)."""
+    clip_apart: bool = False
+    """Clip the actor's and the critic's gradient norms each to ``max_grad_norm``, as the MAPPO authors' code
+    does (one optimiser and one clip per network), instead of clipping their joint norm: a large value error
+    then no longer scales the policy step down."""
     positive: ClassVar[tuple[str, ...]] = ("lr", "clip_coef", "huber_delta", "max_grad_norm")
 
     def __post_init__(self) -> None:
@@ -109,7 +117,7 @@ class MAPPOConfig(ParallelOptions):
         for name in ("gamma", "gae_lambda"):
             if not 0.0 <= float(getattr(self, name)) <= 1.0:
                 raise ValueError(f"MAPPOConfig.{name} must be in [0, 1], got {getattr(self, name)!r}")
-        for name in ("layer_norm", "orthogonal_init", "team_reward", "bootstrap_truncated"):
+        for name in ("layer_norm", "orthogonal_init", "team_reward", "bootstrap_truncated", "value_clip", "clip_apart"):
             if not isinstance(getattr(self, name), bool):
                 raise ValueError(f"MAPPOConfig.{name} must be True or False, got {getattr(self, name)!r}")
         for name in ("epochs", "minibatches", "steps_per_round"):
@@ -118,6 +126,9 @@ class MAPPOConfig(ParallelOptions):
         activation_named(self.activation, "MAPPOConfig")
         if self.central not in ("auto", "state", "concat", "local"):
             raise ValueError(f"MAPPOConfig.central must be 'auto', 'state', 'concat' or 'local', got {self.central!r}")
+
+
+huber = torch.nn.functional.huber_loss
 
 
 class ValueNorm(torch.nn.Module):
@@ -254,6 +265,10 @@ class MAPPO(GroupLearner):
         obs, mask = to_tensor(rows.obs.reshape(len(rows), -1)), torch.as_tensor(rows.legal_mask)
         action, old_logp = torch.as_tensor(rows.action), to_tensor(rows.log_prob)
         adv_t, x_t = to_tensor(adv), to_tensor(x)
+        if cfg.value_clip:
+            with torch.no_grad():  # the critic's own outputs before this round (normalised where value_norm)
+                old_v = self.critic(x_t).squeeze(-1)
+        actor_params, critic_params = list(self.actor.net.parameters()), list(self.critic.parameters())
         sums = {"policy_loss": 0.0, "value_loss": 0.0, "entropy": 0.0, "approx_kl": 0.0}
         n = 0
         T = len(rows)
@@ -273,11 +288,20 @@ class MAPPO(GroupLearner):
                 pg = torch.max(-a * ratio, -a * ratio.clamp(1 - cfg.clip_coef, 1 + cfg.clip_coef)).mean()
                 target = self.value_norm.normalize(ret_t[idx]) if cfg.value_norm else ret_t[idx]
                 v = self.critic(x_t[idx]).squeeze(-1)
-                v_loss = torch.nn.functional.huber_loss(v, target, delta=cfg.huber_delta)
+                if cfg.value_clip:
+                    v_clipped = old_v[idx] + (v - old_v[idx]).clamp(-cfg.clip_coef, cfg.clip_coef)
+                    v_loss = torch.max(huber(v, target, reduction="none", delta=cfg.huber_delta),
+                                       huber(v_clipped, target, reduction="none", delta=cfg.huber_delta)).mean()
+                else:
+                    v_loss = huber(v, target, delta=cfg.huber_delta)
                 loss = pg + cfg.vf_coef * v_loss - cfg.ent_coef * entropy
                 self.optimizer.zero_grad()
                 loss.backward()
-                clip_grad_norm(list(self.actor.net.parameters()) + list(self.critic.parameters()), cfg.max_grad_norm)
+                if cfg.clip_apart:
+                    clip_grad_norm(actor_params, cfg.max_grad_norm)
+                    clip_grad_norm(critic_params, cfg.max_grad_norm)
+                else:
+                    clip_grad_norm(actor_params + critic_params, cfg.max_grad_norm)
                 self.optimizer.step()
                 with torch.no_grad():
                     kl = float(((ratio - 1) - log_ratio).mean())
