@@ -189,6 +189,52 @@ def test_mappo_tanh_networks_take_tanhs_gain_and_export_with_it(spread: pb.Game)
         pb.MLPPolicy(view, activation="sigmoid")
 
 
+def test_clipped_value_loss_stops_a_prediction_that_moved_past_the_clip_towards_its_target() -> None:
+    """The MAPPO authors' clipped value loss: per sample the larger of the plain and the clipped Huber loss."""
+    from pbmarl.learners.mappo import value_loss
+
+    target, old = torch.tensor([1.0, 1.0, 1.0]), torch.tensor([0.0, 0.0, 0.0])
+    # moved 0.1 (inside the clip), 0.5 towards the target (past the clip), 0.5 away from it
+    v = torch.tensor([0.1, 0.5, -0.5], requires_grad=True)
+    loss = value_loss(v, target, 10.0, old, clip=0.2)
+    loss.backward()
+    assert v.grad is not None
+    plain = torch.nn.functional.huber_loss(v.detach(), target, reduction="none", delta=10.0)
+    clipped = torch.nn.functional.huber_loss(torch.tensor([0.1, 0.2, -0.2]), target, reduction="none", delta=10.0)
+    torch.testing.assert_close(loss.detach(), torch.max(plain, clipped).mean())
+    # d/dv of 0.5 (v - 1)^2 / 3 where the plain loss counts; nothing where the clipped one does
+    torch.testing.assert_close(v.grad, torch.tensor([(0.1 - 1) / 3, 0.0, (-0.5 - 1) / 3]))
+    assert value_loss(v.detach(), target, 10.0) == torch.nn.functional.huber_loss(v.detach(), target, delta=10.0)
+
+
+def test_mappo_clip_apart_keeps_the_policy_step_free_of_the_value_loss(spread: pb.Game) -> None:
+    """``clip_apart=True`` (the MAPPO authors' one clip per network): the actor's step is the same whatever
+    the value loss weighs; with the joint clip a heavy value loss shrinks it. ``value_clip`` changes nothing
+    in a round's first epoch (every prediction is still at its old value) and changes the second."""
+    mapping = pb.AgentMapping.shared(spread, agent_id=True)
+    pool = pb.RolloutPool(spread, envs_per_worker=2)
+    rows = None
+    actors, critics = {}, {}
+    for apart, vf, epochs, vclip in ((True, 1.0, 1, False), (True, 1e4, 1, False), (False, 1.0, 1, False),
+                                     (False, 1e4, 1, False), (False, 1.0, 1, True), (False, 1.0, 2, False),
+                                     (False, 1.0, 2, True)):
+        mappo = pb.MAPPO(seed=0, clip_apart=apart, vf_coef=vf, epochs=epochs, value_clip=vclip, lr=1e-2)
+        mappo.bind(mapping, "shared")
+        if rows is None:
+            rows = pool.collect(policies={"shared": mappo.behaviour()}, mapping=mapping, steps=48, seed=1)["shared"]
+        mappo.train(rows, env_steps=48)
+        key = (apart, vf, epochs, vclip)
+        actors[key] = torch.cat([p.detach().ravel() for p in mappo.actor.net.parameters()])
+        critics[key] = torch.cat([p.detach().ravel() for p in mappo.critic.parameters()])
+    assert torch.equal(actors[(True, 1.0, 1, False)], actors[(True, 1e4, 1, False)])
+    assert not torch.allclose(actors[(False, 1.0, 1, False)], actors[(False, 1e4, 1, False)])
+    assert torch.equal(critics[(False, 1.0, 1, True)], critics[(False, 1.0, 1, False)])
+    assert not torch.equal(critics[(False, 1.0, 2, True)], critics[(False, 1.0, 2, False)])
+    for name in ("value_clip", "clip_apart"):
+        with pytest.raises(ValueError, match=f"MAPPOConfig.{name} must be True or False, got 1"):
+            pb.MAPPO(**{name: 1})
+
+
 def test_mappo_team_reward_and_truncation_bootstrap_set_the_value_targets(spread: pb.Game) -> None:
     """``team_reward=True`` (the MAPPO paper's ``shared_reward``): each row's reward becomes the sum over the
     group's agents at that step. ``bootstrap_truncated=False`` (the paper code's time limit): a row cut by

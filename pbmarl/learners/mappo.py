@@ -128,7 +128,20 @@ class MAPPOConfig(ParallelOptions):
             raise ValueError(f"MAPPOConfig.central must be 'auto', 'state', 'concat' or 'local', got {self.central!r}")
 
 
-huber = torch.nn.functional.huber_loss
+def value_loss(v: torch.Tensor, target: torch.Tensor, delta: float, old: torch.Tensor | None = None,
+               clip: float = 0.2) -> torch.Tensor:
+    """Mean Huber loss of predictions `v`; given the round's `old` predictions, PPO's clipped value loss.
+
+    The clipped form (the MAPPO authors' ``use_clipped_value_loss``) takes, per sample, the larger of the
+    losses of `v` and of ``old + clamp(v - old, -clip, clip)``: a prediction that has already moved more
+    than `clip` towards its target gets no further gradient this round, one moving away still does.
+    """
+    huber = torch.nn.functional.huber_loss
+    if old is None:
+        return huber(v, target, delta=delta)
+    clipped = old + (v - old).clamp(-clip, clip)
+    return torch.max(huber(v, target, reduction="none", delta=delta),
+                     huber(clipped, target, reduction="none", delta=delta)).mean()
 
 
 class ValueNorm(torch.nn.Module):
@@ -288,12 +301,7 @@ class MAPPO(GroupLearner):
                 pg = torch.max(-a * ratio, -a * ratio.clamp(1 - cfg.clip_coef, 1 + cfg.clip_coef)).mean()
                 target = self.value_norm.normalize(ret_t[idx]) if cfg.value_norm else ret_t[idx]
                 v = self.critic(x_t[idx]).squeeze(-1)
-                if cfg.value_clip:
-                    v_clipped = old_v[idx] + (v - old_v[idx]).clamp(-cfg.clip_coef, cfg.clip_coef)
-                    v_loss = torch.max(huber(v, target, reduction="none", delta=cfg.huber_delta),
-                                       huber(v_clipped, target, reduction="none", delta=cfg.huber_delta)).mean()
-                else:
-                    v_loss = huber(v, target, delta=cfg.huber_delta)
+                v_loss = value_loss(v, target, cfg.huber_delta, old_v[idx] if cfg.value_clip else None, cfg.clip_coef)
                 loss = pg + cfg.vf_coef * v_loss - cfg.ent_coef * entropy
                 self.optimizer.zero_grad()
                 loss.backward()
