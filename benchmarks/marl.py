@@ -59,6 +59,8 @@ FIELDS = ["date", "commit", "command", "load_avg", "slice", "game", "method", "s
           "summed_return", "mappo_paper", "env_steps_per_s", "wall_s", "reference"]
 SLICES = ("random", "random_continuous", "scripted", "mappo", "ippo", "qmix", "maddpg", "peer")
 BAR = -135.0
+#: the method label's suffix for evaluations with every actor playing its most likely action
+MOST_LIKELY = "[most likely action]"
 PEER_VENV = Path("/work/venvs/benchmarl")
 ENV: dict[str, Any] = dict(N=3, local_ratio=0.5, max_cycles=25)
 
@@ -117,10 +119,13 @@ def _learner(slice_: str, seed: int, server: dict[str, Any] | None = None, *,
 
 def run_slice(slice_: str, seed: int, steps: int, eval_episodes: int, *, every: int | None = None,
               checkpoint: Callable[[dict[str, Any]], None] | None = None,
-              server: dict[str, Any] | None = None, ppo: dict[str, Any] | None = None) -> dict[str, Any]:
+              server: dict[str, Any] | None = None, ppo: dict[str, Any] | None = None,
+              deterministic: bool = False) -> dict[str, Any]:
     """Train (or, for the random slices, only evaluate) and return the row; with `every`, evaluate every
     `every` env steps on the way and hand each of those rows to `checkpoint` (so a long run that is
-    stopped keeps its curve)."""
+    stopped keeps its curve). With `deterministic` (MAPPO, IPPO) every evaluation is also made with the
+    actors playing their most likely action: that row is the returned row's ``"deterministic"`` entry,
+    and at a checkpoint it goes to `checkpoint` after the sampled one."""
     continuous = slice_ in ("maddpg", "random_continuous")
     game = pb.load_game("pettingzoo:simple_spread_v3", continuous_actions=continuous, **ENV)
     mapping = pb.AgentMapping.shared(game, agent_id=True)
@@ -134,19 +139,28 @@ def run_slice(slice_: str, seed: int, steps: int, eval_episodes: int, *, every: 
     if ppo:
         label += " (" + ", ".join(f"{k}={v}" for k, v in ppo.items()) + ")"
     next_check = every
+
+    def rows_now(note: str = "") -> list[dict[str, Any]]:
+        wall = time.perf_counter() - t0
+        out = [_row(label, seed, game, marl, marl.evaluate(eval_episodes), wall, note=note)]
+        if deterministic:
+            out.append(_row(f"{label} {MOST_LIKELY}", seed, game, marl,
+                            marl.evaluate(eval_episodes, deterministic=True), wall, note=note))
+        return out
+
     try:
         while marl.total_env_steps < steps:
             rec = marl.step()
             print(f"  {label} seed {seed}: {rec.total_env_steps} env steps, train return {rec.returns['shared']:.1f}",
                   flush=True)
             if next_check is not None and checkpoint is not None and next_check <= marl.total_env_steps < steps:
-                checkpoint(_row(label, seed, game, marl, marl.evaluate(eval_episodes), time.perf_counter() - t0,
-                                note="checkpoint"))
+                for row in rows_now("checkpoint"):
+                    checkpoint(row)
                 next_check += every * (1 + (marl.total_env_steps - next_check) // every)
     finally:
         marl.close()
-    result = marl.evaluate(eval_episodes)
-    return _row(label, seed, game, marl, result, time.perf_counter() - t0)
+    final = rows_now()
+    return {**final[0], "deterministic": final[1]} if deterministic else final[0]
 
 
 def _row(slice_: str, seed: int, game: Any, marl: Any, result: dict[str, Any], wall: float, *,
@@ -260,7 +274,7 @@ def peer(seed: int, steps: int) -> dict[str, Any] | None:
 
 def _compare(rows: list[dict[str, Any]]) -> None:
     """pbmarl MAPPO beside the peer, seed by seed, where both ran in this call: training return and speed."""
-    ours = {r["seed"]: r for r in rows if r["slice"] == "mappo"}
+    ours = {r["seed"]: r for r in rows if r["slice"] == "mappo" and MOST_LIKELY not in r["method"]}
     for r in rows:
         mine = ours.get(r["seed"])
         if r["slice"] != "peer" or mine is None or not mine["env_steps_per_s"]:
@@ -269,6 +283,18 @@ def _compare(rows: list[dict[str, Any]]) -> None:
               f"env steps vs BenchMARL {r['train_return']:.2f} at {r['env_steps']}; env steps/s "
               f"{mine['env_steps_per_s']:.0f} vs {r['env_steps_per_s']:.0f}: "
               f"{mine['env_steps_per_s'] / r['env_steps_per_s']:.2f}x", flush=True)
+
+
+def _print_row(row: dict[str, Any], seed: int, load: str) -> None:
+    rate = f"{row['env_steps_per_s']:.0f} env steps/s (collect and train)" if row["env_steps_per_s"] else ""
+    if row["mappo_paper"] is None:
+        print(f"{row['method']:>20} seed {seed}: {row['env_steps']} env steps | {row['reference']} | {rate} | "
+              f"load {load}", flush=True)
+        return
+    ok = "meets" if row["mappo_paper"] >= BAR else "below"
+    print(f"{row['method']:>20} seed {seed}: {row['env_steps']} env steps | MAPPO paper convention "
+          f"{row['mappo_paper']:.1f} ({ok} the bar {BAR}) | summed return {row['summed_return']:.1f} | "
+          f"per agent x 25 {row['per_agent_x25']:.2f} | {rate} | load {load}", flush=True)
 
 
 def ppo_options(args: argparse.Namespace) -> dict[str, Any]:
@@ -313,6 +339,9 @@ def main(argv: list[str] | None = None) -> int:
                         help="MAPPO / IPPO clip the value change per round (the MAPPO authors' use_clipped_value_loss)")
     parser.add_argument("--clip-apart", action="store_true",
                         help="MAPPO / IPPO clip actor and critic gradient norms separately, as the MAPPO authors' code does")
+    parser.add_argument("--deterministic-eval", action="store_true",
+                        help="MAPPO / IPPO: also evaluate with the actors playing their most likely action (BenchMARL's "
+                             "and the MAPPO authors' eval), a second row per evaluation")
     parser.add_argument("--eval-every", type=int, default=None,
                         help="also evaluate every N env steps and append that row at once (a stopped run keeps its curve)")
     args = parser.parse_args(argv)
@@ -339,21 +368,18 @@ def main(argv: list[str] | None = None) -> int:
             else:
                 server = ({"workers": args.workers, "sync": args.sync, "backend": args.backend}
                           if args.workers > 1 else None)
+                if args.deterministic_eval and slice_ not in ("mappo", "ippo"):
+                    parser.error(f"--deterministic-eval applies to mappo and ippo (stochastic actors), not {slice_!r}")
                 row = run_slice(slice_, seed, args.steps, args.eval_episodes, every=args.eval_every,
-                                checkpoint=checkpoint, server=server, ppo=ppo_options(args))
+                                checkpoint=checkpoint, server=server, ppo=ppo_options(args),
+                                deterministic=args.deterministic_eval)
             if row is None:
                 continue
             load = " ".join(f"{x:.2f}" for x in os.getloadavg())
-            rows.append({**base, "load_avg": load, **row})
-            rate = f"{row['env_steps_per_s']:.0f} env steps/s (collect and train)" if row["env_steps_per_s"] else ""
-            if row["mappo_paper"] is None:
-                print(f"{row['method']:>20} seed {seed}: {row['env_steps']} env steps | {row['reference']} | {rate} | "
-                      f"load {load}", flush=True)
-                continue
-            ok = "meets" if row["mappo_paper"] >= BAR else "below"
-            print(f"{row['method']:>20} seed {seed}: {row['env_steps']} env steps | MAPPO paper convention "
-                  f"{row['mappo_paper']:.1f} ({ok} the bar {BAR}) | summed return {row['summed_return']:.1f} | "
-                  f"per agent x 25 {row['per_agent_x25']:.2f} | {rate} | load {load}", flush=True)
+            extra = row.pop("deterministic", None)
+            for r in [row] + ([extra] if extra is not None else []):
+                rows.append({**base, "load_avg": load, **r})
+                _print_row(r, seed, load)
     _compare(rows)
     if rows and not args.no_record:
         append_rows(rows)

@@ -301,8 +301,13 @@ class MARL(OnServer):
         return out
 
     def evaluate(self, episodes: int = 100, *, seed: int | None = None,
-                 policies: Mapping[str, Policy | Mixture] | None = None) -> pd.Series:
+                 policies: Mapping[str, Policy | Mixture] | None = None, deterministic: bool = False) -> pd.Series:
         """Mean episode return per group over `episodes` episodes of the current policies (no exploration).
+
+        The trained policies are what each learner's ``policy()`` gives: MAPPO's and IPPO's stochastic
+        actors sample their actions, QMIX's and IQL's pick the greedy one. ``deterministic=True`` makes
+        every policy play its most likely legal action (Box policies: their noise-free action), the
+        evaluation BenchMARL and the MAPPO authors' ``eval`` use.
 
         Returns a Series ``return/{group}`` plus ``mean_step_reward`` (per agent per env step) and ``episode_length``.
         """
@@ -311,12 +316,14 @@ class MARL(OnServer):
 
         if isinstance(episodes, bool) or not isinstance(episodes, (int, np.integer)) or episodes < 1:
             raise ValueError(f"episodes must be a positive int, got {episodes!r}")
+        if not isinstance(deterministic, bool):
+            raise ValueError(f"deterministic must be True or False, got {deterministic!r}")
         chosen = dict(self.policies() if policies is None else policies)
         seats = {g: Seat.of(chosen[g]) for g in self.mapping.groups}
         rng = np.random.default_rng(self.seed + 7919 if seed is None else seed)
         with torch_threads(self.num_threads):
             out = run_parallel(self.stepped, self.mapping, seats, set(), rng, num_envs=self.num_envs,
-                               episodes=int(episodes))
+                               episodes=int(episodes), deterministic=deterministic)
         ret = np.asarray(out.returns, dtype=float)
         row: dict[str, float] = {f"return/{g}": v for g, v in self._group_returns(ret).items()}
         row["mean_step_reward"] = float(ret.sum() / max(out.lengths.sum(), 1) / ret.shape[1])

@@ -120,6 +120,7 @@ def run_parallel(
     episodes: int | None = None,
     instances: list[EnvInstance] | None = None,
     whole_episodes: bool = True,
+    deterministic: bool = False,
 ) -> ParallelOutput:
     """Play episodes with `num_envs` instances stepped together; see the module doc.
 
@@ -130,6 +131,8 @@ def run_parallel(
     kept). `seats` has one `Seat` per group of `mapping`.
     `instances` is a list of environment instances to reuse between calls (grown as
     needed); every episode starts with a reset from a seed drawn from `rng`.
+    ``deterministic=True`` plays every policy's most likely legal action (Box policies: their
+    noise-free action) instead of sampling: for evaluation, not for learning groups' rows.
     """
     agents = mapping.agents
     P = len(agents)
@@ -201,7 +204,7 @@ def run_parallel(
                 index = np.asarray([k for _, k in pairs], dtype=np.int64)
                 x, mask = _group_rows(grp, raw_spaces, obs, infos, pairs)
                 ids = grp.noise_offset + np.asarray(inst) * len(grp.agents) + index
-                actions, log_prob = _act(grp, grp.seat.policies[m], x, mask, rng, ids)
+                actions, log_prob = _act(grp, grp.seat.policies[m], x, mask, rng, ids, deterministic)
                 for (i, k), a in zip(pairs, actions):
                     joint[i][grp.agents[k]] = int(a) if grp.discrete else a
                 if grp.rows is not None:
@@ -341,19 +344,20 @@ def _stateful_noise(groups: list[_Group], num_envs: int) -> list[tuple[int, Any]
 
 
 def _act(grp: _Group, pi: Policy, x: np.ndarray, mask: np.ndarray, rng: np.random.Generator,
-         ids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """One policy call for a group's rows: actions and their log-probabilities (`ids`: rows' noise instances)."""
+         ids: np.ndarray, deterministic: bool = False) -> tuple[np.ndarray, np.ndarray]:
+    """One policy call for a group's rows: actions and their log-probabilities (`ids`: rows' noise instances;
+    `deterministic`: the most likely legal action, ties to the lowest index, as `Policy.act` does)."""
     if grp.discrete:
         probs = pi.step_probabilities(x, mask, ids) if isinstance(pi, StatefulPolicy) else pi.action_probabilities(x, mask)
-        actions = sample_actions(probs, rng)
+        actions = np.argmax(probs, axis=1).astype(np.int64) if deterministic else sample_actions(probs, rng)
         with np.errstate(divide="ignore"):
             return actions, np.log(probs[np.arange(len(actions)), actions])
     from pbmarl.policies.continuous import DeterministicPolicy
 
     if isinstance(pi, DeterministicPolicy):
-        record = pi.act(x, mask, rng=rng, env_ids=ids)
+        record = pi.act(x, mask, rng=rng, env_ids=ids, deterministic=deterministic)
     else:
-        record = pi.act(x, mask, rng=rng)
+        record = pi.act(x, mask, rng=rng, deterministic=deterministic)
     actions = np.asarray(record.action, dtype=np.float32).reshape(len(x), -1)
     low, high = grp.space.low.reshape(1, -1), grp.space.high.reshape(1, -1)
     tol = 1e-6 * (1.0 + np.abs(high - low))
