@@ -181,6 +181,32 @@ def test_maddpg_save_resume_gives_the_same_history(tmp_path) -> None:
     assert resumed.evaluate(4).equals(straight.evaluate(4))
 
 
+def test_deterministic_evaluation_plays_each_policys_most_likely_action(climbing: pb.MatrixGame) -> None:
+    """A policy leaning to action 1 (p = 0.45) plays exactly (1, 1) = 7 when deterministic, and a mix when sampled;
+    MADDPG's noisy actor plays its noise-free action. Evaluating leaves the run's own random state alone."""
+    marl = pb.MARL(climbing, {"shared": pb.MAPPO(seed=0)}, pb.AgentMapping.shared(climbing), seed=1, num_envs=8)
+    view = marl.mapping.group_game("shared")
+    leaning = {"shared": pb.FixedPolicy(view, [0.3, 0.45, 0.25])}
+    state = marl.rng.bit_generator.state
+    greedy = marl.evaluate(50, policies=leaning, deterministic=True)
+    pure = marl.evaluate(50, policies={"shared": pb.FixedPolicy.pure(view, 1)})
+    sampled = marl.evaluate(50, policies=leaning)
+    assert greedy["return/shared"] == pure["return/shared"] == 2 * CLIMBING[1][1]   # both agents score 7
+    assert sampled["return/shared"] < 2 * 7.0 - 1.0                                   # miscoordination costs -30
+    assert marl.rng.bit_generator.state == state
+    with pytest.raises(ValueError, match="deterministic must be True or False, got 'yes'"):
+        marl.evaluate(5, deterministic="yes")  # type: ignore[arg-type]
+
+    game = pb.load_game("pettingzoo:simple_spread_v3", N=2, continuous_actions=True, max_cycles=5)
+    mapping = pb.AgentMapping.shared(game, group="team", agent_id=True)
+    noisy = pb.MARL(game, {"team": pb.MADDPG(seed=2, steps_per_round=10)}, mapping, seed=4, num_envs=2)
+    actor = noisy.learners["team"].behaviour()                     # the exploring actor: Gaussian noise on
+    assert isinstance(actor, pb.DeterministicPolicy) and actor.noise is not None
+    played = [noisy.evaluate(3, policies={"team": actor}, deterministic=True, seed=s)["return/team"] for s in (0, 0)]
+    quiet = noisy.evaluate(3, policies={"team": noisy.policies()["team"]}, deterministic=True, seed=0)["return/team"]
+    assert played[0] == played[1] == quiet
+
+
 def test_a_failed_step_leaves_the_run_as_it_was(climbing: pb.MatrixGame) -> None:
     marl = pb.MARL(climbing, {"team": pb.MAPPO(seed=0, steps_per_round=16, epochs=1)}, seed=1, num_envs=4)
     assert [r.iteration for r in marl.run(1, progress=True)] == [1]
