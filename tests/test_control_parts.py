@@ -232,3 +232,35 @@ def test_lean_adam_equals_torchs_fused_adam_through_schedules_reloads_and_missin
         net(torch.ones(2, 3)).sum().backward()
         opt.step()
     assert len(calls) == 3
+
+
+@pytest.mark.parametrize("options", [{}, {"n_step": 3, "dueling": True, "distributional": True, "v_min": 0.0,
+                                          "v_max": 100.0, "matmul_precision": "bfloat16"}])
+def test_rainbow_burst_batches_the_targets_and_gives_the_bits_of_one_update_at_a_time(options: dict) -> None:
+    """Without double Q, noisy nets or priorities, a burst of updates draws its minibatches at once and the
+    target network values them in one pass per target sync (48 updates, a sync every 32: two passes in the
+    first burst). Weights, losses and the random state equal those of one update at a time, bit for bit."""
+    import pbmarl as pb
+    from pbmarl.learners.control import ControlLearner
+
+    config = dict(hidden=(32, 32), batch_size=16, learning_starts=200, train_freq=64, gradient_steps=48,
+                  target_update_interval=32, double=False, noisy=False, prioritized=False, distributional=False,
+                  n_step=1, dueling=False)
+    runs, passes = [], []
+    for batched in (True, False):
+        learner = pb.Rainbow(pb.load_game("gym:CartPole-v1"), seed=3, budget=700, steps_per_round=700,
+                             **{**config, **options})
+        if not batched:  # the plain loop: `_sample` and `_update` once per update
+            learner._burst = lambda n, losses, lr=learner: ControlLearner._burst(lr, n, losses)  # type: ignore[method-assign]
+        calls = []
+        td_target = learner._td_target
+        learner._td_target = lambda *a, f=td_target, c=calls: c.append(len(a[0])) or f(*a)  # type: ignore[method-assign]
+        runs.append((learner, learner.train()))
+        passes.append(calls)
+    (fast, fast_history), (plain, plain_history) = runs
+    assert fast.updates == plain.updates >= 7 * 48               # bursts from env step 256, every 64
+    assert passes[0][:2] == [32 * 16, 16 * 16] and len(passes[0]) < len(passes[1]) == fast.updates
+    assert all(torch.equal(a, b) for a, b in zip(fast.net.state_dict().values(), plain.net.state_dict().values()))
+    assert all(torch.equal(a, b) for a, b in zip(fast.target.state_dict().values(), plain.target.state_dict().values()))
+    assert fast_history["loss"].tolist() == plain_history["loss"].tolist()
+    assert fast.rng.bit_generator.state == plain.rng.bit_generator.state

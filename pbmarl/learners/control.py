@@ -35,6 +35,7 @@ answer trains a fresh learner for the seat asked (`pbmarl.learners.seat_oracle`)
 from __future__ import annotations
 
 import abc
+import contextlib
 import dataclasses
 import math
 import time
@@ -168,15 +169,27 @@ class ControlLearner(Recorded, OnServer, abc.ABC):
         """One gradient step on `batch`; the losses by name."""
 
     def _train_step(self, batch: Batch) -> dict[str, float]:
-        """`_update` on `batch`, its hidden-to-hidden matmuls in bfloat16 where ``matmul_precision`` says so.
+        """`_update` on `batch`, its hidden-to-hidden matmuls in bfloat16 where ``matmul_precision`` says so."""
+        with self._precision():
+            return self._update(batch)
+
+    def _precision(self) -> contextlib.AbstractContextManager[Any]:
+        """The matmul precision of updates: nothing for float32, bfloat16 autocast otherwise.
 
         The autocast cache is off: an update that steps one optimiser and then reads those weights
         again (the actor's loss through the critic) must see the new values, not a stale cast.
         """
         if self.config.matmul_precision == "float32":
-            return self._update(batch)
-        with torch.autocast("cpu", dtype=torch.bfloat16, cache_enabled=False):
-            return self._update(batch)
+            return contextlib.nullcontext()
+        return torch.autocast("cpu", dtype=torch.bfloat16, cache_enabled=False)
+
+    def _burst(self, n: int, losses: dict[str, list[float]]) -> None:
+        """`n` gradient steps in a row, with no env step between them (every ``train_freq`` steps); each
+        step's losses are appended to `losses`. `Rainbow` batches what the steps share."""
+        for _ in range(n):
+            for k, v in self._train_step(self._sample()).items():
+                losses.setdefault(k, []).append(v)
+            self.updates += 1
 
     def _after_update(self) -> None:
         """What follows update number ``updates + 1``'s optimiser steps (the target networks' move).
@@ -274,10 +287,7 @@ class ControlLearner(Recorded, OnServer, abc.ABC):
             total += reward
             self.env_steps += 1
             if self.env_steps >= cfg.learning_starts and self.env_steps % cfg.train_freq == 0:
-                for _ in range(cfg.gradient_steps):
-                    for k, v in self._train_step(self._sample()).items():
-                        losses.setdefault(k, []).append(v)
-                    self.updates += 1
+                self._burst(cfg.gradient_steps, losses)
             if terminated or truncated:
                 self.episodes += 1
                 return total

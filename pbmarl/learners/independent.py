@@ -169,10 +169,7 @@ class Independent(GroupLearner):
                       bool(rows.done[i]))
             lr.env_steps += 1
             if lr.env_steps >= cfg.learning_starts and lr.env_steps % cfg.train_freq == 0:
-                for _ in range(cfg.gradient_steps):
-                    for k, v in lr._train_step(lr._sample()).items():
-                        losses.setdefault(k, []).append(float(v))
-                    lr.updates += 1
+                lr._burst(cfg.gradient_steps, losses)
         return {k: float(np.mean(v)) for k, v in losses.items()} | {"updates": float(lr.updates)}
 
     # -- saving -------------------------------------------------------------------------------

@@ -134,6 +134,7 @@ class Rainbow(ControlLearner):
                                                              sigma0=cfg.noisy_sigma))
         self.target = copy.deepcopy(self.net)
         self.params = list(self.net.parameters())  # walked once, not on every update's clip
+        self._rows = torch.arange(cfg.batch_size)
         self.optimizer = adam(self.params, lr=cfg.lr)
         self.support = torch.linspace(cfg.v_min, cfg.v_max, cfg.atoms)
         self.discount = np.zeros(cfg.buffer_size)
@@ -205,18 +206,53 @@ class Rainbow(ControlLearner):
             self.target.reset_noise(self.gen)
         obs, next_obs = to_tensor(batch.obs), to_tensor(batch.next_obs)
         action = to_tensor(batch.action, dtype=None)
-        reward = to_tensor(batch.reward)
-        discount = to_tensor(self.discount[batch.index])
-        rows = torch.arange(len(action))
-        out = self.net(obs)[rows, action]  # [B, atoms]
-        with torch.no_grad():
-            target_out = self.target(next_obs)
-            pick = self.q_values(self.net(next_obs) if cfg.double else target_out).argmax(-1)
-            chosen = target_out[rows, pick]
-            if cfg.distributional:
-                target = c51_projection(self.support, torch.softmax(chosen, -1), reward, discount)
-            else:
-                target = reward + discount * chosen[:, 0]
+        out = self.net(obs)[torch.arange(len(action)), action]  # [B, atoms]
+        target = self._td_target(next_obs, to_tensor(batch.reward), to_tensor(self.discount[batch.index]))
+        return self._learn(out, target, batch)
+
+    @torch.no_grad()
+    def _td_target(self, next_obs: torch.Tensor, reward: torch.Tensor, discount: torch.Tensor) -> torch.Tensor:
+        """The TD target ``[B]`` (C51: the projected distribution ``[B, atoms]``) of the transitions."""
+        cfg = self.config
+        target_out = self.target(next_obs)
+        pick = self.q_values(self.net(next_obs) if cfg.double else target_out).argmax(-1)
+        chosen = target_out[torch.arange(len(pick)), pick]
+        if cfg.distributional:
+            return c51_projection(self.support, torch.softmax(chosen, -1), reward, discount)
+        return reward + discount * chosen[:, 0]
+
+    def _burst(self, n: int, losses: dict[str, list[float]]) -> None:
+        """`n` updates; where no update changes the targets of the next (no double Q, noisy nets or
+        priorities), their minibatches are drawn at once and the target network values all of them in one
+        pass per target sync, then the updates run one by one. The same numbers as `n` single updates,
+        up to float rounding in the larger matmul."""
+        cfg = self.config
+        if cfg.double or cfg.noisy or cfg.prioritized or n < 2:
+            super()._burst(n, losses)
+            return
+        B, interval = cfg.batch_size, cfg.target_update_interval
+        index = self.rng.integers(self.replay.size, size=(n, B))  # what `n` calls of `_sample` draw, in order
+        done = 0
+        while done < n:
+            k = min(n - done, interval - self.updates % interval)  # the updates before the next target sync
+            slots = index[done:done + k].reshape(-1)
+            obs, next_obs = torch.from_numpy(self.replay.obs[slots]), torch.from_numpy(self.replay.next_obs[slots])
+            action = torch.from_numpy(self.replay.action[slots])
+            with self._precision():
+                target = self._td_target(next_obs, to_tensor(self.replay.reward[slots]),
+                                         to_tensor(self.discount[slots]))
+                for j in range(k):
+                    rows = slice(j * B, (j + 1) * B)
+                    out = self.net(obs[rows])[self._rows, action[rows]]
+                    for key, v in self._learn(out, target[rows], None).items():
+                        losses.setdefault(key, []).append(v)
+                    self.updates += 1
+            done += k
+
+    def _learn(self, out: torch.Tensor, target: torch.Tensor, batch: Batch | None) -> dict[str, float]:
+        """One gradient step from the replayed actions' outputs `out` ``[B, atoms]`` towards `target`
+        (`batch`: its importance weights and slots, for prioritised replay)."""
+        cfg = self.config
         if cfg.distributional:
             per_sample = -(target * torch.log_softmax(out, -1)).sum(-1)
             priority = per_sample.detach()
@@ -226,13 +262,14 @@ class Rainbow(ControlLearner):
             per_sample = F.smooth_l1_loss(q, target, reduction="none")
             priority = (target - q).detach()
         # uniform replay's importance weights are all 1: the plain mean is the same loss
-        loss = (to_tensor(batch.weight) * per_sample).mean() if cfg.prioritized else per_sample.mean()
+        weighted = cfg.prioritized and batch is not None
+        loss = (to_tensor(batch.weight) * per_sample).mean() if weighted else per_sample.mean()  # type: ignore[union-attr]
         self.optimizer.zero_grad()
         loss.backward()
         clip_grad_norm(self.params, cfg.max_grad_norm)
         self.optimizer.step()
-        if cfg.prioritized:
-            self.replay.update_priorities(batch.index, priority.numpy())
+        if weighted:
+            self.replay.update_priorities(batch.index, priority.numpy())  # type: ignore[union-attr]
         self._after_update()
         return {"loss": float(loss.detach()), "q_mean": float(q.detach().mean()), "epsilon": self.epsilon()}
 
