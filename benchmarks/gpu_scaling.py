@@ -1,0 +1,205 @@
+"""Where a GPU starts to pay for pbmarl's update steps: one gradient step of three learners' networks, timed
+on the CPU (one thread, and every thread) and on CUDA where there is one, for growing minibatches.
+
+pbmarl's learners train on the CPU: their networks are small MLPs and their minibatches hundreds of rows,
+where a GPU's kernel launches cost more than the arithmetic. This measures that trade with pbmarl's own
+parts (`RainbowNet`, `Critic`, `build_mlp`, `adam`, `clip_grad_norm`, MAPPO's `value_loss`), each step the
+one the learner takes, the data already on the device:
+
+- ``dqn``: the CartPole DQN row's TD update (4-256-256-2, Huber loss, target network, clip 10, Adam);
+- ``td3``: Pendulum TD3's critic update of twin 400-300 critics and its actor update through the first;
+- ``mappo``: one MAPPO minibatch on simple_spread (tanh 64-64 actor and critic with LayerNorm, the
+  clipped surrogate, entropy and clipped Huber value loss), a round being 3,200 steps x 3 agents = 9,600 rows.
+
+Prints milliseconds per update and rows per second; appends rows to ``benchmarks/results/gpu_scaling.csv``
+(``--out`` elsewhere). It needs no pbmarl extras beyond torch, numpy and pandas.
+
+    python benchmarks/gpu_scaling.py                       # every workload, cpu:1, cpu:all, cuda if present
+    python benchmarks/gpu_scaling.py --only dqn --devices cpu:1
+"""
+
+from __future__ import annotations
+
+import argparse
+import copy
+import csv
+import datetime
+import os
+import platform
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+import torch  # noqa: E402
+import torch.nn.functional as F  # noqa: E402
+
+from pbmarl.learners.mappo import value_loss  # noqa: E402
+from pbmarl.learners.nets import Critic, RainbowNet, adam, build_mlp, clip_grad_norm  # noqa: E402
+
+RESULTS = Path(__file__).resolve().parent / "results" / "gpu_scaling.csv"
+FIELDS = ["date", "commit", "command", "machine", "device", "threads", "workload", "batch", "ms_per_update",
+          "rows_per_s", "updates_timed"]
+BATCHES = {"dqn": [64, 256, 1024, 4096, 16384], "td3": [256, 1024, 4096, 16384], "mappo": [9600, 38400, 153600]}
+
+
+def dqn_step(device: torch.device, batch: int) -> Callable[[], None]:
+    """The CartPole DQN update (`Rainbow` with its parts off): Huber TD loss against a target network."""
+    net = RainbowNet(4, (256, 256), 2, dueling=False).to(device)
+    target, opt, params = copy.deepcopy(net), adam(net.parameters(), lr=2.3e-3), list(net.parameters())
+    obs, next_obs = torch.randn(batch, 4, device=device), torch.randn(batch, 4, device=device)
+    action = torch.randint(2, (batch,), device=device)
+    reward, rows = torch.ones(batch, device=device), torch.arange(batch, device=device)
+
+    def step() -> None:
+        q = net(obs)[rows, action, 0]
+        with torch.no_grad():
+            y = reward + 0.99 * target(next_obs)[..., 0].max(-1).values
+        loss = F.smooth_l1_loss(q, y)
+        opt.zero_grad()
+        loss.backward()
+        clip_grad_norm(params, 10.0)
+        opt.step()
+    return step
+
+
+def td3_step(device: torch.device, batch: int) -> Callable[[], None]:
+    """Pendulum TD3's update: twin 400-300 critics against smoothed targets, then the actor through critic 0."""
+    actor = build_mlp(3, (400, 300), 1).to(device)
+    critics = torch.nn.ModuleList(Critic(3, 1, (400, 300)) for _ in range(2)).to(device)
+    actor_t, critics_t = copy.deepcopy(actor), copy.deepcopy(critics)
+    actor_opt, critic_opt = adam(actor.parameters(), lr=1e-3), adam(critics.parameters(), lr=1e-3)
+    obs, next_obs = torch.randn(batch, 3, device=device), torch.randn(batch, 3, device=device)
+    action, reward = torch.rand(batch, 1, device=device) * 4 - 2, torch.randn(batch, device=device)
+
+    def step() -> None:
+        with torch.no_grad():
+            noise = (torch.randn(batch, 1, device=device) * 0.2).clamp(-0.5, 0.5)
+            a2 = (2 * torch.tanh(actor_t(next_obs)) + noise * 2).clamp(-2, 2)
+            y = reward + 0.98 * torch.min(*(c(next_obs, a2) for c in critics_t))
+        loss = sum(((c(obs, action) - y) ** 2).mean() for c in critics)
+        critic_opt.zero_grad()
+        loss.backward()  # type: ignore[union-attr]
+        critic_opt.step()
+        for p in critics.parameters():
+            p.requires_grad_(False)
+        actor_loss = -critics[0](obs, 2 * torch.tanh(actor(obs))).mean()
+        for p in critics.parameters():
+            p.requires_grad_(True)
+        actor_opt.zero_grad()
+        actor_loss.backward()
+        actor_opt.step()
+    return step
+
+
+def mappo_step(device: torch.device, batch: int) -> Callable[[], None]:
+    """One MAPPO minibatch on simple_spread (N=3): 18-dim observations + agent id, 5 actions, a 54 + 3 critic."""
+    actor = build_mlp(21, (64, 64), 5, activation=torch.nn.Tanh, layer_norm=True).to(device)
+    critic = build_mlp(57, (64, 64), 1, activation=torch.nn.Tanh, layer_norm=True).to(device)
+    params = list(actor.parameters()) + list(critic.parameters())
+    opt = torch.optim.Adam(params, lr=7e-4, eps=1e-5)
+    obs, x = torch.randn(batch, 21, device=device), torch.randn(batch, 57, device=device)
+    action, old_logp = torch.randint(5, (batch,), device=device), torch.full((batch,), -1.6, device=device)
+    adv, ret, old_v = (torch.randn(batch, device=device) for _ in range(3))
+
+    def step() -> None:
+        logp_all = torch.log_softmax(actor(obs), -1)
+        ratio = (logp_all.gather(1, action[:, None]).squeeze(1) - old_logp).exp()
+        a = (adv - adv.mean()) / (adv.std() + 1e-8)
+        pg = torch.max(-a * ratio, -a * ratio.clamp(0.8, 1.2)).mean()
+        entropy = -(logp_all.exp() * logp_all).sum(-1).mean()
+        loss = pg + value_loss(critic(x).squeeze(-1), ret, 10.0, old_v, 0.2) - 0.01 * entropy
+        opt.zero_grad()
+        loss.backward()
+        clip_grad_norm(params, 10.0)
+        opt.step()
+    return step
+
+
+WORKLOADS: dict[str, Callable[[torch.device, int], Callable[[], None]]] = {
+    "dqn": dqn_step, "td3": td3_step, "mappo": mappo_step}
+
+
+def time_step(step: Callable[[], None], device: torch.device, *, seconds: float, warmup: int = 5) -> tuple[float, int]:
+    """Mean wall seconds of `step` over as many calls as fit in `seconds` (at least 3), after `warmup` calls."""
+    sync = torch.cuda.synchronize if device.type == "cuda" else (lambda: None)
+    for _ in range(warmup):
+        step()
+    sync()
+    n, start = 0, time.perf_counter()
+    while n < 3 or time.perf_counter() - start < seconds:
+        step()
+        n += 1
+        if n % 10 == 0:
+            sync()
+    sync()
+    return (time.perf_counter() - start) / n, n
+
+
+def _commit() -> str:
+    try:
+        return subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True,
+                              cwd=Path(__file__).resolve().parents[1], check=True).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        return "unknown"
+
+
+def _devices(names: list[str]) -> list[tuple[str, torch.device, int]]:
+    """``cpu:1`` (one thread), ``cpu:all`` (every core), ``cuda`` (skipped, with a line, where there is none)."""
+    out = []
+    for name in names:
+        if name == "cuda":
+            if not torch.cuda.is_available():
+                print("cuda: not available here, skipped")
+                continue
+            out.append((f"cuda ({torch.cuda.get_device_name()})", torch.device("cuda"), torch.get_num_threads()))
+        elif name in ("cpu:1", "cpu:all"):
+            threads = 1 if name == "cpu:1" else (os.cpu_count() or 1)
+            out.append((f"cpu ({platform.processor() or platform.machine()})", torch.device("cpu"), threads))
+        else:
+            raise SystemExit(f"--devices: unknown device {name!r}; accepted: cpu:1, cpu:all, cuda")
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--only", nargs="+", choices=sorted(WORKLOADS), default=list(WORKLOADS))
+    parser.add_argument("--devices", nargs="+", default=["cpu:1", "cpu:all", "cuda"])
+    parser.add_argument("--seconds", type=float, default=0.5, help="timed wall seconds per (workload, batch, device)")
+    parser.add_argument("--out", type=Path, default=RESULTS)
+    parser.add_argument("--no-record", action="store_true")
+    args = parser.parse_args(argv)
+    command = "python benchmarks/gpu_scaling.py " + " ".join(argv if argv is not None else sys.argv[1:])
+    base = {"date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M"), "commit": _commit(),
+            "command": command.strip(), "machine": f"{platform.node()}, {os.cpu_count()} cores"}
+    rows = []
+    devices = _devices(args.devices)
+    print(f"torch {torch.__version__}; {base['machine']}")
+    for workload in args.only:
+        for label, device, threads in devices:
+            torch.set_num_threads(threads)
+            for batch in BATCHES[workload]:
+                torch.manual_seed(0)
+                seconds, n = time_step(WORKLOADS[workload](device, batch), device, seconds=args.seconds)
+                rows.append({**base, "device": label, "threads": threads, "workload": workload, "batch": batch,
+                             "ms_per_update": round(seconds * 1e3, 4), "rows_per_s": round(batch / seconds),
+                             "updates_timed": n})
+                print(f"{workload:6s} {label:32s} {threads:3d} threads  batch {batch:7,d}: {seconds * 1e3:9.3f} ms per "
+                      f"update, {batch / seconds:13,.0f} rows/s", flush=True)
+    if not args.no_record:
+        args.out.parent.mkdir(parents=True, exist_ok=True)
+        new = not args.out.exists()
+        with open(args.out, "a", newline="") as fh:
+            writer = csv.DictWriter(fh, fieldnames=FIELDS)
+            if new:
+                writer.writeheader()
+            writer.writerows(rows)
+        print(f"appended {len(rows)} rows to {args.out}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
