@@ -264,3 +264,41 @@ def test_rainbow_burst_batches_the_targets_and_gives_the_bits_of_one_update_at_a
     assert all(torch.equal(a, b) for a, b in zip(fast.target.state_dict().values(), plain.target.state_dict().values()))
     assert fast_history["loss"].tolist() == plain_history["loss"].tolist()
     assert fast.rng.bit_generator.state == plain.rng.bit_generator.state
+
+
+@pytest.mark.parametrize("options", [{"dueling": False, "distributional": False},
+                                     {"dueling": True, "distributional": True, "v_min": 0.0, "v_max": 50.0}])
+def test_rainbow_explores_with_a_numpy_copy_that_follows_every_weight_change(tmp_path, options: dict) -> None:
+    """Epsilon-greedy acting reads Q from numpy copies of the weights: the torch network's Q (to float
+    rounding) and its argmax, retaken after an optimiser step and after a load."""
+    import pbmarl as pb
+    from pbmarl.learners.control import ControlLearner
+
+    game = pb.load_game("gym:CartPole-v1")
+    make = lambda: pb.Rainbow(game, seed=1, noisy=False, prioritized=False, hidden=(16, 16), budget=600,  # noqa: E731
+                              learning_starts=100, train_freq=50, gradient_steps=5, epsilon_end=0.0,
+                              exploration_fraction=1e-9, **options)
+    learner = make()
+    obs = np.random.default_rng(0).normal(size=(64, 4)).astype(np.float32)
+
+    def check(lr: pb.Rainbow) -> np.ndarray:
+        with torch.no_grad():
+            q = lr.q_values(lr.net(torch.as_tensor(obs))).numpy()
+        mine = np.stack([lr._numpy_q(o) for o in obs])
+        np.testing.assert_allclose(mine, q, rtol=1e-5, atol=1e-5)
+        steps, lr.env_steps = lr.env_steps, lr.config.budget  # epsilon at its end, 0: the greedy action
+        plain = [int(ControlLearner._explore(lr, o)) for o in obs]
+        assert [lr._explore(o) for o in obs] == plain == q.argmax(axis=1).tolist()
+        lr.env_steps = steps
+        return mine
+
+    before = check(learner)
+    learner.train()
+    assert learner.updates > 0
+    after = check(learner)
+    assert not np.allclose(before, after)  # the copy was retaken
+    learner.save(tmp_path / "run")
+    fresh = make()
+    check(fresh)
+    loaded = fresh.load(tmp_path / "run")
+    np.testing.assert_array_equal(check(loaded), after)

@@ -22,7 +22,6 @@ from dataclasses import dataclass, replace
 from typing import Any, ClassVar
 
 import numpy as np
-import torch
 
 from pbmarl.distributed.apex import apex_epsilons
 from pbmarl.distributed.executors import make_executor
@@ -93,8 +92,7 @@ class DDPGActor:
         while len(rows) < self.steps:
             obs, total = lrn.env.reset(int(lrn.rng.integers(2**31))), 0.0
             while True:
-                with torch.no_grad():
-                    action = lrn._act(torch.as_tensor(obs).view(1, -1), deterministic=False)
+                action = lrn._explore(obs)
                 next_obs, reward, terminated, truncated = lrn.env.step(action)
                 rows.append((obs, action, reward, terminated, next_obs))
                 total += reward

@@ -191,7 +191,7 @@ class ControlWorker:
                 if learner.env_steps < cfg.learning_starts:
                     action = learner._random_action()
                 else:
-                    action = learner._act(torch.as_tensor(obs).view(1, -1), deterministic=False)
+                    action = learner._explore(obs)
                 next_obs, reward, terminated, truncated = learner.env.step(action)
                 learner._store(obs, action, reward, terminated, next_obs, terminated or truncated)
                 self.episode_return += reward

@@ -164,6 +164,11 @@ class ControlLearner(Recorded, OnServer, abc.ABC):
     def _act(self, obs: torch.Tensor, *, deterministic: bool) -> np.ndarray | int:
         """The action for one observation ``[1, D]``: exploring, or the greedy/mean action."""
 
+    def _explore(self, obs: np.ndarray) -> np.ndarray | int:
+        """The exploring action for one observation ``[D]`` while collecting (`_act` without gradients)."""
+        with torch.no_grad():
+            return self._act(torch.as_tensor(obs).view(1, -1), deterministic=False)
+
     @abc.abstractmethod
     def _update(self, batch: Batch) -> dict[str, float]:
         """One gradient step on `batch`; the losses by name."""
@@ -280,8 +285,7 @@ class ControlLearner(Recorded, OnServer, abc.ABC):
             if self.env_steps < cfg.learning_starts:
                 action = self._random_action()
             else:
-                with torch.no_grad():
-                    action = self._act(torch.as_tensor(obs).view(1, -1), deterministic=False)
+                action = self._explore(obs)
             next_obs, reward, terminated, truncated = self.env.step(action)
             self._store(obs, action, reward, terminated, next_obs, terminated or truncated)
             total += reward

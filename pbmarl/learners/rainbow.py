@@ -135,6 +135,9 @@ class Rainbow(ControlLearner):
         self.target = copy.deepcopy(self.net)
         self.params = list(self.net.parameters())  # walked once, not on every update's clip
         self._rows = torch.arange(cfg.batch_size)
+        #: the weights `_numpy_q` acts with: (the parameters' versions, torso, advantage head, value head)
+        self._acting: tuple[list[int], list[tuple[np.ndarray, np.ndarray]], tuple[np.ndarray, np.ndarray],
+                            tuple[np.ndarray, np.ndarray] | None] | None = None
         self.optimizer = adam(self.params, lr=cfg.lr)
         self.support = torch.linspace(cfg.v_min, cfg.v_max, cfg.atoms)
         self.discount = np.zeros(cfg.buffer_size)
@@ -167,6 +170,40 @@ class Rainbow(ControlLearner):
         if self.config.noisy:
             self.net.reset_noise(self.gen)
         return int(self.q_values(self.net(obs))[0].argmax())
+
+    def _explore(self, obs: np.ndarray) -> int:
+        """Epsilon-greedy on one observation. Without noisy nets the greedy action comes from a numpy copy of
+        the network's weights, taken again whenever they change: a batch-of-one forward costs a fifth of
+        torch's call. A change is a new optimiser step count (the fused Adam kernel writes the weights in
+        place without bumping their tensor versions) or a new tensor version (loads, a parameter server's
+        copies)."""
+        if self.config.noisy:
+            return int(super()._explore(obs))
+        if self.rng.random() < self.epsilon():
+            return int(self.rng.integers(self.num_actions))
+        return int(self._numpy_q(obs).argmax())
+
+    def _numpy_q(self, obs: np.ndarray) -> np.ndarray:
+        """Q ``[A]`` of one observation by `RainbowNet.forward`'s arithmetic in numpy (float32; no noisy layers)."""
+        net = self.net
+        state = self.optimizer.state.get(self.params[0])
+        key = [p._version for p in self.params] + [int(state["step"]) if state else 0]
+        if self._acting is None or self._acting[0] != key:
+            def wb(m: torch.nn.Module) -> tuple[np.ndarray, np.ndarray]:
+                return m.weight.detach().numpy().T.copy(), m.bias.detach().numpy().copy()  # type: ignore[operator]
+            torso = [wb(m) for m in net.torso if isinstance(m, torch.nn.Linear)]
+            self._acting = (key, torso, wb(net.advantage), wb(net.value) if net.value is not None else None)
+        _, torso, (wa, ba), value = self._acting
+        h = np.asarray(obs, np.float32).reshape(1, -1)
+        for w, b in torso:
+            h = np.maximum(h @ w + b, 0.0)
+        out = (h @ wa + ba).reshape(net.num_actions, net.atoms)
+        if value is not None:
+            out = (h @ value[0] + value[1]).reshape(1, net.atoms) + out - out.mean(axis=0, keepdims=True)
+        if not self.config.distributional:
+            return out[:, 0]
+        e = np.exp(out - out.max(axis=1, keepdims=True))
+        return (e / e.sum(axis=1, keepdims=True)) @ self.support.numpy()
 
     def _store(self, obs: np.ndarray, action: Any, reward: float, terminated: bool, next_obs: np.ndarray,
                episode_end: bool) -> None:
