@@ -30,6 +30,9 @@ Every seed appends a row (date, commit, command) to ``benchmarks/results/marl.cs
     python benchmarks/marl.py --only mappo --seeds 0 --steps 20000000 --eval-every 2000000 --activation tanh --epochs 10
 
 The last is the MAPPO authors' own simple_spread run (``train_mpe_spread.sh``: tanh, 10 epochs, 20M env steps).
+``--deterministic-eval`` adds, beside every MAPPO / IPPO evaluation, one with the actors playing their most
+likely action (``MARL.evaluate(deterministic=True)``: BenchMARL's evaluation default and the MAPPO
+authors' ``eval``), method label suffixed ``[most likely action]``.
 
 With ``--workers N`` the learner runs on a parameter server (`pbmarl.distributed.marl_rounds`): each
 worker job collects ``steps_per_round`` env steps and pushes one gradient per optimiser (MAPPO: one
