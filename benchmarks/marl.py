@@ -30,6 +30,8 @@ Every seed appends a row (date, commit, command) to ``benchmarks/results/marl.cs
     python benchmarks/marl.py --only mappo --seeds 0 --steps 20000000 --eval-every 2000000 --activation tanh --epochs 10
 
 The last is the MAPPO authors' own simple_spread run (``train_mpe_spread.sh``: tanh, 10 epochs, 20M env steps).
+``--save-dir DIR`` saves every learner run at each checkpoint and at the end, and continues a run saved
+there before up to ``--steps`` (a budget longer than one session, in parts).
 ``--deterministic-eval`` adds, beside every MAPPO / IPPO evaluation, one with the actors playing their most
 likely action (``MARL.evaluate(deterministic=True)``: BenchMARL's evaluation default and the MAPPO
 authors' ``eval``), method label suffixed ``[most likely action]``.
@@ -123,12 +125,14 @@ def _learner(slice_: str, seed: int, server: dict[str, Any] | None = None, *,
 def run_slice(slice_: str, seed: int, steps: int, eval_episodes: int, *, every: int | None = None,
               checkpoint: Callable[[dict[str, Any]], None] | None = None,
               server: dict[str, Any] | None = None, ppo: dict[str, Any] | None = None,
-              deterministic: bool = False) -> dict[str, Any]:
+              deterministic: bool = False, save_dir: Path | None = None) -> dict[str, Any]:
     """Train (or, for the random slices, only evaluate) and return the row; with `every`, evaluate every
     `every` env steps on the way and hand each of those rows to `checkpoint` (so a long run that is
     stopped keeps its curve). With `deterministic` (MAPPO, IPPO) every evaluation is also made with the
     actors playing their most likely action: that row is the returned row's ``"deterministic"`` entry,
-    and at a checkpoint it goes to `checkpoint` after the sampled one."""
+    and at a checkpoint it goes to `checkpoint` after the sampled one. With `save_dir` the run is saved
+    to ``save_dir / "{label} seed {seed}"`` at every checkpoint and at the end, and a run saved there
+    before is loaded and continued to `steps` (its own options, not the call's)."""
     continuous = slice_ in ("maddpg", "random_continuous")
     game = pb.load_game("pettingzoo:simple_spread_v3", continuous_actions=continuous, **ENV)
     mapping = pb.AgentMapping.shared(game, agent_id=True)
@@ -137,11 +141,16 @@ def run_slice(slice_: str, seed: int, steps: int, eval_episodes: int, *, every: 
         marl = pb.MARL(game, {"shared": pb.MADDPG(seed=seed) if continuous else pb.MAPPO(seed=seed)}, mapping, seed=seed)
         result = marl.evaluate(eval_episodes, policies={"shared": pb.RandomPolicy(mapping.group_game("shared"))})
         return _row(slice_, seed, game, marl, result, time.perf_counter() - t0)
-    marl = pb.MARL(game, {"shared": _learner(slice_, seed, server, ppo=ppo)}, mapping, seed=seed)
     label = slice_ if not server else f"{slice_} ({server['workers']} workers, {server['sync']}, {server['backend']})"
     if ppo:
         label += " (" + ", ".join(f"{k}={v}" for k, v in ppo.items()) + ")"
-    next_check = every
+    folder = save_dir / f"{label} seed {seed}".replace(" ", "_") if save_dir is not None else None
+    if folder is not None and (folder / "run.json").exists():
+        marl = pb.MARL.load(folder)
+        print(f"  continuing {folder} from {marl.total_env_steps} env steps", flush=True)
+    else:
+        marl = pb.MARL(game, {"shared": _learner(slice_, seed, server, ppo=ppo)}, mapping, seed=seed)
+    next_check = None if every is None else every * (1 + marl.total_env_steps // every)
 
     def rows_now(note: str = "") -> list[dict[str, Any]]:
         wall = time.perf_counter() - t0
@@ -159,9 +168,13 @@ def run_slice(slice_: str, seed: int, steps: int, eval_episodes: int, *, every: 
             if next_check is not None and checkpoint is not None and next_check <= marl.total_env_steps < steps:
                 for row in rows_now("checkpoint"):
                     checkpoint(row)
+                if folder is not None:
+                    marl.save(folder)
                 next_check += every * (1 + (marl.total_env_steps - next_check) // every)
     finally:
         marl.close()
+    if folder is not None:
+        marl.save(folder)
     final = rows_now()
     return {**final[0], "deterministic": final[1]} if deterministic else final[0]
 
@@ -345,6 +358,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--deterministic-eval", action="store_true",
                         help="MAPPO / IPPO: also evaluate with the actors playing their most likely action (BenchMARL's "
                              "and the MAPPO authors' eval), a second row per evaluation")
+    parser.add_argument("--save-dir", type=Path, default=None,
+                        help="save each learner run there at every checkpoint and at the end; a run saved there "
+                             "before is continued to --steps (so a long run can go on in a later session)")
     parser.add_argument("--eval-every", type=int, default=None,
                         help="also evaluate every N env steps and append that row at once (a stopped run keeps its curve)")
     args = parser.parse_args(argv)
@@ -375,7 +391,7 @@ def main(argv: list[str] | None = None) -> int:
                     parser.error(f"--deterministic-eval applies to mappo and ippo (stochastic actors), not {slice_!r}")
                 row = run_slice(slice_, seed, args.steps, args.eval_episodes, every=args.eval_every,
                                 checkpoint=checkpoint, server=server, ppo=ppo_options(args),
-                                deterministic=args.deterministic_eval)
+                                deterministic=args.deterministic_eval, save_dir=args.save_dir)
             if row is None:
                 continue
             load = " ".join(f"{x:.2f}" for x in os.getloadavg())
