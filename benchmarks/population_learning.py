@@ -14,6 +14,8 @@ Slices (run one at a time on a shared machine, ``--only``):
   (``OPENSPIEL_NFSP_VENV``), exploitability at 10k..40k episodes.
 - ``oracle``: the DQN oracle's best-response gap on Leduc (exact BR value minus the exact value of
   the learned policy) along one best response, for the settings in ``ORACLE_SETTINGS``.
+- ``exact``: exact-oracle PSRO on Leduc with the meta-solvers of ``--solvers`` (nash, prd, rm, uniform): the
+  iterations each needs to reach 1, 0.5, 0.3, 0.2, 0.1 with perfect best responses.
 - ``league``: a League (DQN agents) on ``pettingzoo:connect_four_v3`` and, with the same env-step
   budget, a self-play run and a PSRO run; then the league's main agent plays both.
 
@@ -172,6 +174,29 @@ def nfsp_peer_slice(args: argparse.Namespace, sink: Sink) -> None:
 LEDUC_DQN: dict[str, Any] = dict(lr=1e-3, batch_size=256, hidden=(128, 128), updates_per_round=64)
 #: exploitability levels whose first wall time each Leduc run reports
 LEDUC_LEVELS = (1.0, 0.5, 0.3, 0.2, 0.1)
+
+
+def exact_solvers_slice(args: argparse.Namespace, sink: Sink) -> None:
+    """``--only exact``: exact-oracle PSRO on Leduc with each meta-solver of ``--solvers``: the first iteration
+    at which it reaches each level. With perfect best responses these are the fewest iterations that meta-solver
+    needs, so at a neural oracle's seconds per iteration they bound how soon a neural run can get there."""
+    game = pb.load_game("leduc_poker")
+    for solver in args.solvers:
+        run = pb.PSRO(game, solver=solver, stop_exploitability=None)
+        start, first, best = time.perf_counter(), {}, float("inf")
+        while len(first) < len(LEDUC_LEVELS) and run.iteration < args.max_iterations:
+            rec = run.step()
+            best = min(best, rec.exploitability)
+            for level in LEDUC_LEVELS:
+                if level not in first and rec.exploitability <= level:
+                    first[level] = rec.iteration
+        wall = time.perf_counter() - start
+        for level, it in first.items():
+            sink.add(slice="exact", game=game.name, method=f"psro (exact oracle, {solver})", seed="", x=it,
+                     x_unit="iterations", value=level, metric="first iteration with exploitability <= value",
+                     wall_s=round(wall, 2), reference="exact (pure) best responses")
+        print(f"  {solver:8s}: " + ", ".join(f"<= {lv} at iteration {it}" for lv, it in first.items())
+              + f"; best {best:.4f} in {run.iteration} iterations ({wall:.1f}s)", flush=True)
 
 
 def exact_psro_reference(game: Any, sink: Sink, target: float) -> dict[float, int]:
@@ -414,7 +439,11 @@ def league_slice(args: argparse.Namespace, sink: Sink) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--only", choices=["nfsp", "nfsp-peer", "psro", "p2sro", "xdo", "league", "oracle"], required=True)
+    parser.add_argument("--only", choices=["nfsp", "nfsp-peer", "psro", "p2sro", "xdo", "league", "oracle", "exact"],
+                        required=True)
+    parser.add_argument("--solvers", type=lambda s: s.split(","), default=["nash", "prd", "rm", "uniform"],
+                        help="exact: the meta-solvers to run exact-oracle PSRO with")
+    parser.add_argument("--max-iterations", type=int, default=200, help="exact: iterations per solver at most")
     parser.add_argument("--seeds", type=lambda s: [int(x) for x in s.split(",")], default=[0])
     parser.add_argument("--episodes", type=int, default=40_000, help="nfsp: episodes per seed")
     parser.add_argument("--episodes-per-step", type=int, default=10_000)
@@ -442,8 +471,7 @@ def main() -> None:
     args = parser.parse_args()
     sink = Sink("python benchmarks/population_learning.py " + " ".join(sys.argv[1:]))
     {"nfsp": nfsp_slice, "nfsp-peer": nfsp_peer_slice, "psro": leduc_slice, "p2sro": leduc_slice, "xdo": leduc_slice,
-     "league": league_slice,
-     "oracle": oracle_slice}[args.only](args, sink)
+     "league": league_slice, "oracle": oracle_slice, "exact": exact_solvers_slice}[args.only](args, sink)
     if not args.no_record:
         sink.write()
 
