@@ -231,7 +231,7 @@ def leduc_slice(args: argparse.Namespace, sink: Sink) -> None:
     game = pb.load_game("leduc_poker")
     options = {**LEDUC_DQN, "budget": args.budget}
     cpus = f", {args.level_cpus:.2g} CPU per level" if args.p2sro_backend == "ray" and args.level_cpus != 1 else ""
-    label = {"psro": "psro", "xdo": "xdo (dqn oracle)"}.get(
+    label = {"psro": "psro" if args.solver == "nash" else f"psro ({args.solver})", "xdo": "xdo (dqn oracle)"}.get(
         args.only, f"p2sro(active={args.active}, {args.p2sro_backend}{cpus})")
     print(f"Leduc: {label}, DQN oracle {options}, {args.minutes} min, target exploitability {args.target}; "
           f"load average {os.getloadavg()}")
@@ -241,7 +241,7 @@ def leduc_slice(args: argparse.Namespace, sink: Sink) -> None:
         learner = pb.DQN(game, seed=seed, **options)
         run: pb.PSRO | pb.XDO
         if args.only == "psro":
-            run = pb.PSRO(game, learner=learner, seed=seed)
+            run = pb.PSRO(game, learner=learner, seed=seed, solver=args.solver)
         elif args.only == "xdo":
             run = pb.XDO(game, learner=learner)
         else:
@@ -444,6 +444,7 @@ def main() -> None:
     parser.add_argument("--solvers", type=lambda s: s.split(","), default=["nash", "prd", "rm", "uniform"],
                         help="exact: the meta-solvers to run exact-oracle PSRO with")
     parser.add_argument("--max-iterations", type=int, default=200, help="exact: iterations per solver at most")
+    parser.add_argument("--solver", default="nash", help="psro: the meta-solver (nash, prd, rm, ...)")
     parser.add_argument("--seeds", type=lambda s: [int(x) for x in s.split(",")], default=[0])
     parser.add_argument("--episodes", type=int, default=40_000, help="nfsp: episodes per seed")
     parser.add_argument("--episodes-per-step", type=int, default=10_000)
@@ -469,6 +470,8 @@ def main() -> None:
     parser.add_argument("--warm", action="store_true", help="oracle: also a warm-started BR to the next target")
     parser.add_argument("--no-record", action="store_true", help="print only; append nothing to the CSV")
     args = parser.parse_args()
+    if args.solver != "nash" and args.only != "psro":
+        parser.error(f"--solver applies to --only psro, not {args.only!r}")
     sink = Sink("python benchmarks/population_learning.py " + " ".join(sys.argv[1:]))
     {"nfsp": nfsp_slice, "nfsp-peer": nfsp_peer_slice, "psro": leduc_slice, "p2sro": leduc_slice, "xdo": leduc_slice,
      "league": league_slice, "oracle": oracle_slice, "exact": exact_solvers_slice}[args.only](args, sink)
