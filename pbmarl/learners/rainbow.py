@@ -176,7 +176,7 @@ class Rainbow(ControlLearner):
         the network's weights, taken again whenever they change: a batch-of-one forward costs a fifth of
         torch's call. A change is a new optimiser step count (the fused Adam kernel writes the weights in
         place without bumping their tensor versions) or a new tensor version (loads, a parameter server's
-        copies)."""
+        copies). Its Q-values equal torch's to float rounding only, so a near-tie may pick the other action."""
         if self.config.noisy:
             return int(super()._explore(obs))
         if self.rng.random() < self.epsilon():
