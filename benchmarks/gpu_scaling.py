@@ -11,6 +11,8 @@ one the learner takes, the data already on the device:
 - ``mappo``: one MAPPO minibatch on simple_spread (tanh 64-64 actor and critic with LayerNorm, the
   clipped surrogate, entropy and clipped Huber value loss), a round being 3,200 steps x 3 agents = 9,600 rows.
 
+Beside each, in the same run, the same update with torch's own parts (``torch.optim.Adam`` with its default
+step, ``torch.nn.utils.clip_grad_norm_``) in place of pbmarl's `adam` and `clip_grad_norm`: the reference.
 Prints milliseconds per update and rows per second; appends rows to ``benchmarks/results/gpu_scaling.csv``
 (``--out`` elsewhere). It needs no pbmarl extras beyond torch, numpy and pandas.
 
@@ -31,6 +33,7 @@ import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
@@ -42,14 +45,22 @@ from pbmarl.learners.nets import Critic, RainbowNet, adam, build_mlp, clip_grad_
 
 RESULTS = Path(__file__).resolve().parent / "results" / "gpu_scaling.csv"
 FIELDS = ["date", "commit", "command", "machine", "device", "threads", "workload", "batch", "ms_per_update",
-          "rows_per_s", "updates_timed"]
+          "rows_per_s", "updates_timed", "torch_parts_ms_per_update"]
+
+
+def _parts(plain: bool) -> tuple[Callable[..., torch.optim.Optimizer], Callable[..., Any]]:
+    """(Adam factory, gradient clip): pbmarl's, or torch's own for the reference."""
+    if plain:
+        return torch.optim.Adam, torch.nn.utils.clip_grad_norm_
+    return adam, clip_grad_norm
 BATCHES = {"dqn": [64, 256, 1024, 4096, 16384], "td3": [256, 1024, 4096, 16384], "mappo": [9600, 38400, 153600]}
 
 
-def dqn_step(device: torch.device, batch: int) -> Callable[[], None]:
+def dqn_step(device: torch.device, batch: int, plain: bool = False) -> Callable[[], None]:
     """The CartPole DQN update (`Rainbow` with its parts off): Huber TD loss against a target network."""
+    make_adam, clip = _parts(plain)
     net = RainbowNet(4, (256, 256), 2, dueling=False).to(device)
-    target, opt, params = copy.deepcopy(net), adam(net.parameters(), lr=2.3e-3), list(net.parameters())
+    target, opt, params = copy.deepcopy(net), make_adam(net.parameters(), lr=2.3e-3), list(net.parameters())
     obs, next_obs = torch.randn(batch, 4, device=device), torch.randn(batch, 4, device=device)
     action = torch.randint(2, (batch,), device=device)
     reward, rows = torch.ones(batch, device=device), torch.arange(batch, device=device)
@@ -61,17 +72,18 @@ def dqn_step(device: torch.device, batch: int) -> Callable[[], None]:
         loss = F.smooth_l1_loss(q, y)
         opt.zero_grad()
         loss.backward()
-        clip_grad_norm(params, 10.0)
+        clip(params, 10.0)
         opt.step()
     return step
 
 
-def td3_step(device: torch.device, batch: int) -> Callable[[], None]:
+def td3_step(device: torch.device, batch: int, plain: bool = False) -> Callable[[], None]:
     """Pendulum TD3's update: twin 400-300 critics against smoothed targets, then the actor through critic 0."""
     actor = build_mlp(3, (400, 300), 1).to(device)
     critics = torch.nn.ModuleList(Critic(3, 1, (400, 300)) for _ in range(2)).to(device)
     actor_t, critics_t = copy.deepcopy(actor), copy.deepcopy(critics)
-    actor_opt, critic_opt = adam(actor.parameters(), lr=1e-3), adam(critics.parameters(), lr=1e-3)
+    make_adam, _ = _parts(plain)
+    actor_opt, critic_opt = make_adam(actor.parameters(), lr=1e-3), make_adam(critics.parameters(), lr=1e-3)
     obs, next_obs = torch.randn(batch, 3, device=device), torch.randn(batch, 3, device=device)
     action, reward = torch.rand(batch, 1, device=device) * 4 - 2, torch.randn(batch, device=device)
 
@@ -95,12 +107,12 @@ def td3_step(device: torch.device, batch: int) -> Callable[[], None]:
     return step
 
 
-def mappo_step(device: torch.device, batch: int) -> Callable[[], None]:
+def mappo_step(device: torch.device, batch: int, plain: bool = False) -> Callable[[], None]:
     """One MAPPO minibatch on simple_spread (N=3): 18-dim observations + agent id, 5 actions, a 54 + 3 critic."""
     actor = build_mlp(21, (64, 64), 5, activation=torch.nn.Tanh, layer_norm=True).to(device)
     critic = build_mlp(57, (64, 64), 1, activation=torch.nn.Tanh, layer_norm=True).to(device)
     params = list(actor.parameters()) + list(critic.parameters())
-    opt = torch.optim.Adam(params, lr=7e-4, eps=1e-5)
+    opt, clip = torch.optim.Adam(params, lr=7e-4, eps=1e-5), _parts(plain)[1]  # MAPPO steps torch's Adam either way
     obs, x = torch.randn(batch, 21, device=device), torch.randn(batch, 57, device=device)
     action, old_logp = torch.randint(5, (batch,), device=device), torch.full((batch,), -1.6, device=device)
     adv, ret, old_v = (torch.randn(batch, device=device) for _ in range(3))
@@ -114,12 +126,12 @@ def mappo_step(device: torch.device, batch: int) -> Callable[[], None]:
         loss = pg + value_loss(critic(x).squeeze(-1), ret, 10.0, old_v, 0.2) - 0.01 * entropy
         opt.zero_grad()
         loss.backward()
-        clip_grad_norm(params, 10.0)
+        clip(params, 10.0)
         opt.step()
     return step
 
 
-WORKLOADS: dict[str, Callable[[torch.device, int], Callable[[], None]]] = {
+WORKLOADS: dict[str, Callable[[torch.device, int, bool], Callable[[], None]]] = {
     "dqn": dqn_step, "td3": td3_step, "mappo": mappo_step}
 
 
@@ -182,13 +194,17 @@ def main(argv: list[str] | None = None) -> int:
         for label, device, threads in devices:
             torch.set_num_threads(threads)
             for batch in BATCHES[workload]:
-                torch.manual_seed(0)
-                seconds, n = time_step(WORKLOADS[workload](device, batch), device, seconds=args.seconds)
+                timed = []
+                for plain in (False, True):
+                    torch.manual_seed(0)
+                    timed.append(time_step(WORKLOADS[workload](device, batch, plain), device, seconds=args.seconds))
+                (seconds, n), (ref, _) = timed
                 rows.append({**base, "device": label, "threads": threads, "workload": workload, "batch": batch,
                              "ms_per_update": round(seconds * 1e3, 4), "rows_per_s": round(batch / seconds),
-                             "updates_timed": n})
+                             "updates_timed": n, "torch_parts_ms_per_update": round(ref * 1e3, 4)})
                 print(f"{workload:6s} {label:32s} {threads:3d} threads  batch {batch:7,d}: {seconds * 1e3:9.3f} ms per "
-                      f"update, {batch / seconds:13,.0f} rows/s", flush=True)
+                      f"update, {batch / seconds:13,.0f} rows/s | torch's Adam and clip {ref * 1e3:9.3f} ms "
+                      f"({seconds / ref:.2f}x)", flush=True)
     if not args.no_record:
         args.out.parent.mkdir(parents=True, exist_ok=True)
         new = not args.out.exists()
