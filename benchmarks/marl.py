@@ -105,7 +105,7 @@ def _learner(slice_: str, seed: int, server: dict[str, Any] | None = None, *,
              ppo: dict[str, Any] | None = None) -> Any:
     """The slice's learner; `server` (``workers``, ``sync``, ``backend``) puts it on a parameter server;
     `ppo` holds MAPPO / IPPO options (``team_reward``, ``bootstrap_truncated``, ``activation``, ``epochs``,
-    ``value_clip``, ``clip_apart``)."""
+    ``value_clip``, ``clip_apart``, ``recurrent``)."""
     options: dict[str, Any] = dict(server or {})
     if ppo:
         if slice_ not in ("mappo", "ippo"):
@@ -328,6 +328,8 @@ def ppo_options(args: argparse.Namespace) -> dict[str, Any]:
         options["value_clip"] = True
     if args.clip_apart:
         options["clip_apart"] = True
+    if args.recurrent:
+        options["recurrent"] = True
     return options
 
 
@@ -355,6 +357,9 @@ def main(argv: list[str] | None = None) -> int:
                         help="MAPPO / IPPO clip the value change per round (the MAPPO authors' use_clipped_value_loss)")
     parser.add_argument("--clip-apart", action="store_true",
                         help="MAPPO / IPPO clip actor and critic gradient norms separately, as the MAPPO authors' code does")
+    parser.add_argument("--recurrent", action="store_true",
+                        help="MAPPO / IPPO with a GRU in actor and critic (rMAPPO: the MAPPO authors' simple_spread "
+                             "script runs algo=rmappo)")
     parser.add_argument("--deterministic-eval", action="store_true",
                         help="MAPPO / IPPO: also evaluate with the actors playing their most likely action (BenchMARL's "
                              "and the MAPPO authors' eval), a second row per evaluation")

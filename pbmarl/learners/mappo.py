@@ -28,10 +28,13 @@ import numpy as np
 import torch
 
 from pbmarl.distributed.options import ParallelOptions, check_parallel
+from pbmarl.learners.episode_batch import episode_grid
 from pbmarl.learners.group import GroupLearner, agent_onehot, central_input, central_source, check_discrete, joint_steps
 from pbmarl.learners.nets import build_mlp, clip_grad_norm, masked_logits, to_tensor
 from pbmarl.learners.returns import gae
+from pbmarl.policies.base import Policy
 from pbmarl.policies.neural import ACTIVATIONS, MLPPolicy, activation_named, orthogonal_init_
+from pbmarl.policies.recurrent import RecurrentNet, RecurrentPolicy
 from pbmarl.rollout.mapping import GroupGame
 from pbmarl.rollout.trajectories import Trajectories
 
@@ -102,6 +105,12 @@ class MAPPOConfig(ParallelOptions):
     """Clip each value prediction's change within a round to ``clip_coef`` (in the critic's normalised units
     where ``value_norm``) and take the larger of the clipped and unclipped Huber losses, as the MAPPO
     authors' code does (``use_clipped_value_loss``, on by default there)."""
+    recurrent: bool = False
+    """rMAPPO: a GRU after the MLP in actor and critic (`pbmarl.policies.recurrent.RecurrentNet`, as wide as the
+    last hidden layer, a LayerNorm on its output), its hidden state carried through each episode in play. The
+    MAPPO authors' simple_spread script (on-policy's ``train_mpe_spread.sh``) runs ``algo="rmappo"``. Their code
+    trains on 10-step chunks started from hidden states stored in play; pbmarl unrolls each agent's whole episode
+    from a zero state in every epoch, so the states the gradient sees are the current networks' own."""
     clip_apart: bool = False
     """Clip the actor's and the critic's gradient norms each to ``max_grad_norm``, as the MAPPO authors' code
     does (one optimiser and one clip per network), instead of clipping their joint norm: a large value error
@@ -117,7 +126,8 @@ class MAPPOConfig(ParallelOptions):
         for name in ("gamma", "gae_lambda"):
             if not 0.0 <= float(getattr(self, name)) <= 1.0:
                 raise ValueError(f"MAPPOConfig.{name} must be in [0, 1], got {getattr(self, name)!r}")
-        for name in ("layer_norm", "orthogonal_init", "team_reward", "bootstrap_truncated", "value_clip", "clip_apart"):
+        for name in ("layer_norm", "orthogonal_init", "team_reward", "bootstrap_truncated", "value_clip", "clip_apart",
+                     "recurrent"):
             if not isinstance(getattr(self, name), bool):
                 raise ValueError(f"MAPPOConfig.{name} must be True or False, got {getattr(self, name)!r}")
         for name in ("epochs", "minibatches", "steps_per_round"):
@@ -142,6 +152,31 @@ def value_loss(v: torch.Tensor, target: torch.Tensor, delta: float, old: torch.T
     clipped = old + (v - old).clamp(-clip, clip)
     return torch.max(huber(v, target, reduction="none", delta=delta),
                      huber(clipped, target, reduction="none", delta=delta)).mean()
+
+
+def sequence_grid(rows: Trajectories) -> tuple[np.ndarray, np.ndarray]:
+    """``(grid [S, L], valid [S, L])``: each agent's episode as one sequence, ``grid`` holding its rows in time order.
+
+    Raises:
+        ValueError: rows without agent and time columns, or an agent's episode that does not start at t = 0.
+    """
+    if rows.agent is None or rows.time is None:
+        raise ValueError("a recurrent MAPPO trains on multi-agent rows (agent and time columns), got rows without them")
+    key = rows.episode.astype(np.int64) * (int(rows.agent.max(initial=0)) + 1) + rows.agent
+    order, grid, valid = episode_grid(key, rows.time)
+    return order[grid], valid
+
+
+def unroll(net: RecurrentNet, x: torch.Tensor, grid: np.ndarray,
+           valid: np.ndarray) -> tuple[torch.Tensor, torch.Tensor, np.ndarray]:
+    """``(out [K, o], states [K, H], rows [K])``: `net` run along the sequences of `grid` from zero states, one entry
+    per valid slot (row-major), with the row of `x` it belongs to."""
+    v = torch.as_tensor(valid)
+    k = grid[valid]
+    seq = x.new_zeros(*grid.shape, x.shape[1])
+    seq[v] = x[torch.as_tensor(k)]
+    out, states = net(seq, net.initial(len(grid)))
+    return out[v], states[v], k
 
 
 class ValueNorm(torch.nn.Module):
@@ -202,14 +237,24 @@ class MAPPO(GroupLearner):
         self.source = "local" if cfg.central == "local" else central_source(view.base, cfg.central, who)
         with torch.random.fork_rng(devices=[]):
             torch.manual_seed(self.seed)
-            self.actor = MLPPolicy(view, hidden=cfg.hidden, seed=self.seed, layer_norm=cfg.layer_norm,
-                                   activation=cfg.activation)
             width = self._critic_width(view)
-            self.critic = build_mlp(width, cfg.hidden, 1, activation=ACTIVATIONS[cfg.activation][0],  # checked by the config
-                                    layer_norm=cfg.layer_norm)
-            if cfg.orthogonal_init:
-                orthogonal_init_(self.actor.net, 0.01, cfg.activation)
-                orthogonal_init_(self.critic, 1.0, cfg.activation)
+            self.actor: MLPPolicy | RecurrentPolicy
+            self.critic: torch.nn.Module
+            if cfg.recurrent:
+                self.actor = RecurrentPolicy(view, hidden=cfg.hidden, seed=self.seed, layer_norm=cfg.layer_norm,
+                                             activation=cfg.activation)
+                self.critic = RecurrentNet(width, cfg.hidden, 1, activation=cfg.activation, layer_norm=cfg.layer_norm)
+                if cfg.orthogonal_init:
+                    self.actor.net.orthogonal_(0.01, cfg.activation)
+                    self.critic.orthogonal_(1.0, cfg.activation)
+            else:
+                self.actor = MLPPolicy(view, hidden=cfg.hidden, seed=self.seed, layer_norm=cfg.layer_norm,
+                                       activation=cfg.activation)
+                self.critic = build_mlp(width, cfg.hidden, 1, activation=ACTIVATIONS[cfg.activation][0],  # checked by the config
+                                        layer_norm=cfg.layer_norm)
+                if cfg.orthogonal_init:
+                    orthogonal_init_(self.actor.net, 0.01, cfg.activation)
+                    orthogonal_init_(self.critic, 1.0, cfg.activation)
         self.critic_width = width
         self.value_norm = ValueNorm()
         self._moments: dict[str, float] = {}
@@ -247,10 +292,10 @@ class MAPPO(GroupLearner):
         out[steps.index] = steps.reward.sum(axis=1, keepdims=True)
         return out
 
-    def behaviour(self) -> MLPPolicy:
+    def behaviour(self) -> Policy:
         return self.actor
 
-    def policy(self) -> MLPPolicy:
+    def policy(self) -> Policy:
         return copy.deepcopy(self.actor)
 
     def _values(self, x: np.ndarray) -> np.ndarray:
@@ -260,11 +305,30 @@ class MAPPO(GroupLearner):
                 v = self.value_norm.denormalize(v)
         return v.double().numpy()
 
+    def _recurrent_values(self, x: np.ndarray, next_x: np.ndarray, grid: np.ndarray,
+                          valid: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """``(V(s_t), V(s_t+1))`` per row from the recurrent critic run along each sequence; the next value is one
+        more GRU step, on the row's next input, from the state after the row."""
+        assert isinstance(self.critic, RecurrentNet)
+        with torch.no_grad():
+            out, states, k = unroll(self.critic, to_tensor(x), grid, valid)
+            nxt, _ = self.critic.step(to_tensor(next_x[k]), states)
+            v, v_next = out[:, 0], nxt[:, 0]
+            if self.config.value_norm:
+                v, v_next = self.value_norm.denormalize(v), self.value_norm.denormalize(v_next)
+        value, next_value = np.zeros(len(x)), np.zeros(len(x))
+        value[k], next_value[k] = v.double().numpy(), v_next.double().numpy()
+        return value, next_value
+
     def train(self, rows: Trajectories, env_steps: int) -> dict[str, float]:
         cfg = self.config
         self.env_steps = int(env_steps)
         x, next_x = self.critic_inputs(rows)
-        value, next_value = self._values(x), self._values(next_x)
+        if cfg.recurrent:
+            grid, valid = sequence_grid(rows)
+            value, next_value = self._recurrent_values(x, next_x, grid, valid)
+        else:
+            value, next_value = self._values(x), self._values(next_x)
         assert rows.terminated is not None and rows.truncated is not None
         reward = self.team_rewards(rows) if cfg.team_reward else rows.reward
         if cfg.bootstrap_truncated:  # a truncated row bootstraps from V(s'); its recursion still stops there
@@ -280,16 +344,31 @@ class MAPPO(GroupLearner):
         adv_t, x_t = to_tensor(adv), to_tensor(x)
         if cfg.value_clip:
             with torch.no_grad():  # the critic's own outputs before this round (normalised where value_norm)
-                old_v = self.critic(x_t).squeeze(-1)
+                if cfg.recurrent:
+                    assert isinstance(self.critic, RecurrentNet)
+                    out, _, rows_k = unroll(self.critic, x_t, grid, valid)
+                    old_v = torch.zeros(len(rows))
+                    old_v[torch.as_tensor(rows_k)] = out[:, 0]
+                else:
+                    old_v = self.critic(x_t).squeeze(-1)
         actor_params, critic_params = list(self.actor.net.parameters()), list(self.critic.parameters())
         sums = {"policy_loss": 0.0, "value_loss": 0.0, "entropy": 0.0, "approx_kl": 0.0}
         n = 0
-        T = len(rows)
+        units = len(grid) if cfg.recurrent else len(rows)  # minibatches of whole sequences for the GRU
         for _ in range(cfg.epochs):
-            order = self.rng.permutation(T)
-            for idx_np in np.array_split(order, min(cfg.minibatches, T)):
-                idx = torch.as_tensor(idx_np)
-                logits = masked_logits(self.actor.logits(obs[idx]), mask[idx])
+            order = self.rng.permutation(units)
+            for part in np.array_split(order, min(cfg.minibatches, units)):
+                if cfg.recurrent:
+                    assert isinstance(self.actor, RecurrentPolicy) and isinstance(self.critic, RecurrentNet)
+                    raw, _, rows_k = unroll(self.actor.net, obs, grid[part], valid[part])
+                    v, _, _ = unroll(self.critic, x_t, grid[part], valid[part])
+                    idx = torch.as_tensor(rows_k)
+                else:
+                    assert isinstance(self.actor, MLPPolicy)
+                    idx = torch.as_tensor(part)
+                    raw, v = self.actor.logits(obs[idx]), self.critic(x_t[idx])
+                v = v.squeeze(-1)
+                logits = masked_logits(raw, mask[idx])
                 logp_all = torch.log_softmax(logits, dim=-1)
                 logp = logp_all.gather(1, action[idx][:, None]).squeeze(1)
                 p = logp_all.exp()
@@ -300,7 +379,6 @@ class MAPPO(GroupLearner):
                 ratio = log_ratio.exp()
                 pg = torch.max(-a * ratio, -a * ratio.clamp(1 - cfg.clip_coef, 1 + cfg.clip_coef)).mean()
                 target = self.value_norm.normalize(ret_t[idx]) if cfg.value_norm else ret_t[idx]
-                v = self.critic(x_t[idx]).squeeze(-1)
                 v_loss = value_loss(v, target, cfg.huber_delta, old_v[idx] if cfg.value_clip else None, cfg.clip_coef)
                 loss = pg + cfg.vf_coef * v_loss - cfg.ent_coef * entropy
                 self.optimizer.zero_grad()
@@ -313,8 +391,8 @@ class MAPPO(GroupLearner):
                 self.optimizer.step()
                 with torch.no_grad():
                     kl = float(((ratio - 1) - log_ratio).mean())
-                for k, val in zip(sums, (pg.item(), v_loss.item(), entropy.item(), kl)):
-                    sums[k] += val
+                for name, val in zip(sums, (pg.item(), v_loss.item(), entropy.item(), kl)):
+                    sums[name] += val
                 n += 1
         self.actor.version += 1  # rollout workers cache policies by version
         return {k: v / max(n, 1) for k, v in sums.items()}

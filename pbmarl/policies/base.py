@@ -198,6 +198,7 @@ def new_policy_from_state(game: Game, arrays: dict[str, np.ndarray], meta: dict[
             "mlp": "pbmarl.policies.neural",
             "epsilon_greedy_q": "pbmarl.learners.nets",
             "recurrent_q": "pbmarl.policies.recurrent",
+            "recurrent": "pbmarl.policies.recurrent",
             "gaussian": "pbmarl.policies.continuous",
             "deterministic": "pbmarl.policies.continuous",
         }.get(str(kind))

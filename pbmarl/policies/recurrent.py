@@ -130,3 +130,133 @@ class RecurrentQPolicy(StatefulPolicy):
 
     def __repr__(self) -> str:
         return f"RecurrentQPolicy({self.game_name!r}, rnn_hidden={self.rnn_hidden}, epsilon={self.epsilon:g})"
+
+
+class RecurrentNet(nn.Module):
+    """``MLP -> GRU -> LayerNorm -> Linear``: rMAPPO's actor and critic (Yu et al. 2022, on-policy's ``R_Actor`` /
+    ``R_Critic``: the MLP base, one GRU layer, a LayerNorm on its output, the head).
+
+    The GRU is as wide as the MLP's last hidden layer. The hidden state it carries is the GRU's raw output; the
+    head reads it through the LayerNorm (where ``layer_norm``), as the authors' ``RNNLayer`` does.
+    """
+
+    def __init__(self, in_dim: int, hidden: Sequence[int], out_dim: int, *, activation: str = "relu",
+                 layer_norm: bool = True) -> None:
+        super().__init__()
+        from pbmarl.policies.neural import ACTIVATIONS, build_mlp
+
+        if len(hidden) < 1:
+            raise ValueError(f"RecurrentNet needs at least one hidden layer before its GRU, got hidden={tuple(hidden)!r}")
+        self.in_dim, self.out_dim = int(in_dim), int(out_dim)
+        self.rnn_hidden = int(hidden[-1])
+        mlp = build_mlp(self.in_dim, tuple(hidden), 1, activation=ACTIVATIONS[activation][0], layer_norm=layer_norm)
+        self.base = nn.Sequential(*list(mlp)[:-1])  # the MLP without its head
+        self.gru = nn.GRU(self.rnn_hidden, self.rnn_hidden, batch_first=True)
+        self.norm: nn.Module = nn.LayerNorm(self.rnn_hidden) if layer_norm else nn.Identity()
+        self.head = nn.Linear(self.rnn_hidden, self.out_dim)
+
+    def initial(self, batch: int) -> torch.Tensor:
+        return torch.zeros(batch, self.rnn_hidden)
+
+    def orthogonal_(self, head_gain: float, activation: str) -> RecurrentNet:
+        """The MAPPO code's init: orthogonal weights (the activation's gain in the MLP, `head_gain` on the head,
+        1 in the GRU) and zero biases."""
+        from pbmarl.policies.neural import orthogonal_init_
+
+        orthogonal_init_(nn.Sequential(*self.base, self.head), head_gain, activation)
+        for name, p in self.gru.named_parameters():
+            if name.startswith("weight"):
+                nn.init.orthogonal_(p)
+            else:
+                nn.init.zeros_(p)
+        return self
+
+    def forward(self, x: torch.Tensor, hidden: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """``(out [B, T, out], states [B, T, H])`` over sequences ``x [B, T, d]`` from ``hidden [B, H]``;
+        ``states[:, t]`` is the hidden state after step t."""
+        B, T = x.shape[:2]
+        z = self.base(x.reshape(B * T, -1)).view(B, T, -1)
+        states, _ = self.gru(z, hidden[None].contiguous())
+        return self.head(self.norm(states)), states
+
+    def step(self, x: torch.Tensor, hidden: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """``(out [B, out], h' [B, H])``: one step of each row from its own hidden state."""
+        out, states = self(x[:, None], hidden)
+        return out[:, 0], states[:, 0]
+
+
+class RecurrentPolicy(StatefulPolicy):
+    """Softmax over a `RecurrentNet`'s logits (rMAPPO's actor), one hidden state per environment instance.
+
+    Like `RecurrentQPolicy`, the rollout layer drives it through `reset_state` and `step_probabilities`;
+    ``action_probabilities`` without ids reads each row as an episode's first step.
+    """
+
+    kind = "recurrent"
+
+    def __init__(self, game: Game, hidden: Sequence[int] = (64, 64), *, seed: int | None = 0, layer_norm: bool = True,
+                 activation: str = "relu") -> None:
+        super().__init__(game)
+        from pbmarl.policies.neural import activation_named
+
+        activation_named(activation, "RecurrentPolicy")
+        if game.num_actions < 1:
+            raise ValueError(f"RecurrentPolicy needs Discrete actions; {game.name!r} acts in {game.action_space(0)}")
+        self.hidden = tuple(int(h) for h in hidden)
+        self.layer_norm, self.activation = bool(layer_norm), activation
+        self.in_dim = int(np.prod(game.observation_shape))
+        with torch.random.fork_rng(devices=[]):
+            if seed is not None:
+                torch.manual_seed(int(seed))
+            self.net = RecurrentNet(self.in_dim, self.hidden, game.num_actions, activation=activation,
+                                    layer_norm=self.layer_norm)
+        self._h = np.zeros((0, self.net.rnn_hidden), np.float32)  # row i: instance i's hidden state
+
+    def reset_state(self, ids: Sequence[int] | np.ndarray | None) -> None:
+        """Zero the hidden states of instances `ids` (None: of every instance)."""
+        if ids is None:
+            self._h = np.zeros((0, self.net.rnn_hidden), np.float32)
+            return
+        ids_arr = np.asarray(ids, dtype=np.int64)
+        self._h[ids_arr[ids_arr < len(self._h)]] = 0.0
+
+    def step_probabilities(self, obs: np.ndarray, legal_mask: np.ndarray, ids: np.ndarray) -> np.ndarray:
+        """Probabilities ``[B, A]`` of one step of instances `ids` (distinct), advancing their hidden states."""
+        from pbmarl.policies.neural import masked_logits
+
+        ids_arr = np.asarray(ids, dtype=np.int64)
+        if len(ids_arr) and ids_arr.max() >= len(self._h):
+            grown = np.zeros((int(ids_arr.max()) + 1, self.net.rnn_hidden), np.float32)
+            grown[: len(self._h)] = self._h
+            self._h = grown
+        with torch.no_grad():
+            x = torch.as_tensor(np.asarray(obs, np.float32)).reshape(len(ids_arr), -1)
+            logits, h = self.net.step(x, torch.from_numpy(self._h[ids_arr]))
+            self._h[ids_arr] = h.numpy()
+            return torch.softmax(masked_logits(logits, torch.as_tensor(np.asarray(legal_mask, bool))), -1).double().numpy()
+
+    def _probs(self, obs: np.ndarray, legal_mask: np.ndarray, keys: Sequence[str] | None) -> np.ndarray:
+        from pbmarl.policies.neural import masked_logits
+
+        with torch.no_grad():
+            x = torch.as_tensor(np.asarray(obs, np.float32)).reshape(len(obs), -1)
+            logits, _ = self.net.step(x, self.net.initial(len(x)))
+            return torch.softmax(masked_logits(logits, torch.as_tensor(np.asarray(legal_mask, bool))), -1).double().numpy()
+
+    def arrays(self) -> dict[str, np.ndarray]:
+        return {k: v.detach().numpy().copy() for k, v in self.net.state_dict().items()}
+
+    def meta(self) -> dict[str, Any]:
+        return {**super().meta(), "hidden": list(self.hidden), "layer_norm": self.layer_norm,
+                "activation": self.activation}
+
+    @classmethod
+    def from_state(cls, game: Game, arrays: dict[str, np.ndarray], meta: dict[str, Any]) -> RecurrentPolicy:
+        policy = cls(game, hidden=meta["hidden"], seed=None, layer_norm=bool(meta.get("layer_norm", True)),
+                     activation=str(meta.get("activation", "relu")))
+        policy.net.load_state_dict({k: torch.as_tensor(np.array(v)) for k, v in arrays.items()})
+        policy.version = int(meta.get("version", 0))
+        return policy
+
+    def __repr__(self) -> str:
+        return f"RecurrentPolicy({self.game_name!r}, hidden={self.hidden})"
