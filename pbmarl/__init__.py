@@ -98,6 +98,7 @@ _EXPORTS: dict[str, str] = {
     "MARLRecord": "pbmarl.algorithms.marl",
     "MAPPO": "pbmarl.learners.mappo",
     "IPPO": "pbmarl.learners.mappo",
+    "RMAPPO": "pbmarl.learners.mappo",
     "MAPPOConfig": "pbmarl.learners.mappo",
     "QMIX": "pbmarl.learners.qmix",
     "IQL": "pbmarl.learners.qmix",

@@ -28,7 +28,7 @@ from typing import Any
 
 from pbmarl.fmt import fmt
 
-ALGOS = ("mappo", "ippo", "qmix", "vdn", "iql", "maddpg")
+ALGOS = ("mappo", "rmappo", "ippo", "qmix", "vdn", "iql", "maddpg")
 MAPPINGS = ("role", "shared", "independent")
 MARKER = "marl.json"
 

@@ -76,11 +76,11 @@ def test_training_unroll_reproduces_the_log_probabilities_recorded_in_play(sprea
 
 def test_recurrent_mappo_save_resume_gives_the_same_history(tmp_path, spread: pb.Game) -> None:
     def make() -> pb.MARL:
-        return pb.MARL(spread, {"shared": pb.MAPPO(seed=3, recurrent=True, steps_per_round=36, epochs=2,
-                                                   value_clip=True)},
+        return pb.MARL(spread, {"shared": pb.RMAPPO(seed=3, steps_per_round=36, epochs=2, value_clip=True)},
                        pb.AgentMapping.shared(spread, agent_id=True), seed=5, num_envs=3)
 
     straight, resumed = marl_straight_and_resumed(make, tmp_path / "run")
+    assert type(resumed.learners["shared"]) is pb.RMAPPO and resumed.learners["shared"].config.recurrent
     cols = [c for c in straight.history.columns if not c.startswith("seconds/")]
     pd.testing.assert_frame_equal(straight.history[cols], resumed.history[cols])
     assert resumed.evaluate(6, deterministic=True).equals(straight.evaluate(6, deterministic=True))
@@ -102,6 +102,10 @@ def test_recurrent_policy_files_round_trip(spread: pb.Game) -> None:
 
 
 def test_recurrent_options_are_checked() -> None:
+    from pbmarl.algorithms.marl_io import make_group_learner
+
+    assert pb.RMAPPO().config.recurrent and not pb.MAPPO().config.recurrent
+    assert type(make_group_learner("rmappo")) is pb.RMAPPO
     with pytest.raises(ValueError, match="MAPPOConfig.recurrent must be True or False, got 'yes'"):
         pb.MAPPO(recurrent="yes")
     with pytest.raises(ValueError, match=r"at least one hidden layer before its GRU, got hidden=\(\)"):

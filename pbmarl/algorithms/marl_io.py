@@ -26,10 +26,10 @@ def learner_classes() -> dict[str, Any]:
     """Registry name -> (learner class, config class), for loading and the command line."""
     from pbmarl.learners.independent import Independent, IndependentConfig
     from pbmarl.learners.maddpg import MADDPG, MADDPGConfig
-    from pbmarl.learners.mappo import IPPO, MAPPO, MAPPOConfig
+    from pbmarl.learners.mappo import IPPO, MAPPO, RMAPPO, MAPPOConfig
     from pbmarl.learners.qmix import IQL, QMIX, QMIXConfig, VDNLearner
 
-    return {"mappo": (MAPPO, MAPPOConfig), "ippo": (IPPO, MAPPOConfig), "qmix": (QMIX, QMIXConfig),
+    return {"mappo": (MAPPO, MAPPOConfig), "rmappo": (RMAPPO, MAPPOConfig), "ippo": (IPPO, MAPPOConfig), "qmix": (QMIX, QMIXConfig),
             "iql": (IQL, QMIXConfig), "vdn": (VDNLearner, QMIXConfig), "maddpg": (MADDPG, MADDPGConfig),
             "independent": (Independent, IndependentConfig)}
 

@@ -221,11 +221,12 @@ class MAPPO(GroupLearner):
 
     name = "mappo"
     default_central = "auto"
+    default_recurrent = False
     one_gradient = {"epochs": 1, "minibatches": 1}
 
     def __init__(self, config: MAPPOConfig | None = None, *, seed: int = 0, **options: Any) -> None:
         if config is None:
-            config = MAPPOConfig(central=self.default_central)
+            config = MAPPOConfig(central=self.default_central, recurrent=self.default_recurrent)
         if not isinstance(config, MAPPOConfig):
             raise TypeError(f"config must be a MAPPOConfig, got {type(config).__name__}")
         super().__init__(replace(config, **options) if options else config, seed)
@@ -427,3 +428,10 @@ class IPPO(MAPPO):
 
     name = "ippo"
     default_central = "local"
+
+
+class RMAPPO(MAPPO):
+    """rMAPPO, the MAPPO authors' name for MAPPO with a GRU in actor and critic: `MAPPO` with ``recurrent=True``."""
+
+    name = "rmappo"
+    default_recurrent = True
