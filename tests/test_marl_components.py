@@ -255,7 +255,7 @@ def test_mappo_team_reward_and_truncation_bootstrap_set_the_value_targets(spread
             np.testing.assert_allclose(summed[steps.index[:, k]], steps.reward.sum(axis=1))
         assert not np.allclose(summed, rows.reward)  # local_ratio 0.5: the own reward is not the sum
         x, next_x = mappo.critic_inputs(rows)
-        value, next_value = mappo._values(x), mappo._values(next_x)
+        value, next_value = (mappo._in_return_units(r) for r in mappo._critic_outputs(x, next_x, None))
         reward = (summed if team else rows.reward) + bootstrap * mappo.config.gamma * rows.truncated * next_value
         _, ret = gae(reward, rows.done, value, next_value, gamma=mappo.config.gamma, lam=mappo.config.gae_lambda)
         mappo.train(rows, env_steps=24)

@@ -62,7 +62,7 @@ def test_training_unroll_reproduces_the_log_probabilities_recorded_in_play(sprea
         logp = torch.log_softmax(logits, -1).gather(1, torch.as_tensor(rows.action[k])[:, None]).squeeze(1)
     np.testing.assert_allclose(logp.double().numpy(), rows.log_prob[k], atol=1e-5)
     x, next_x = mappo.critic_inputs(rows)
-    value, next_value = mappo._recurrent_values(x, next_x, grid, valid)
+    value, next_value = (mappo._in_return_units(r) for r in mappo._critic_outputs(x, next_x, (grid, valid)))
     inner = np.flatnonzero(~rows.done[:-1])
     np.testing.assert_allclose(next_value[inner], value[inner + 1], atol=1e-5)
     # the critic reads history: the same input valued from a zero state and from the state after 3 steps differs

@@ -299,37 +299,33 @@ class MAPPO(GroupLearner):
     def policy(self) -> Policy:
         return copy.deepcopy(self.actor)
 
-    def _values(self, x: np.ndarray) -> np.ndarray:
+    def _critic_outputs(self, x: np.ndarray, next_x: np.ndarray,
+                        seqs: tuple[np.ndarray, np.ndarray] | None) -> tuple[torch.Tensor, torch.Tensor]:
+        """The critic's own outputs ``[T]`` (normalised units where ``value_norm``) for each row's input and next
+        input. With `seqs` (``sequence_grid``) the recurrent critic runs along each sequence, and the next output is
+        one more GRU step, on the row's next input, from the state after the row."""
         with torch.no_grad():
-            v = self.critic(to_tensor(x)).squeeze(-1)
-            if self.config.value_norm:
-                v = self.value_norm.denormalize(v)
-        return v.double().numpy()
-
-    def _recurrent_values(self, x: np.ndarray, next_x: np.ndarray, grid: np.ndarray,
-                          valid: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """``(V(s_t), V(s_t+1))`` per row from the recurrent critic run along each sequence; the next value is one
-        more GRU step, on the row's next input, from the state after the row."""
-        assert isinstance(self.critic, RecurrentNet)
-        with torch.no_grad():
-            out, states, k = unroll(self.critic, to_tensor(x), grid, valid)
+            if seqs is None:
+                return self.critic(to_tensor(x)).squeeze(-1), self.critic(to_tensor(next_x)).squeeze(-1)
+            assert isinstance(self.critic, RecurrentNet)
+            out, states, k = unroll(self.critic, to_tensor(x), *seqs)
             nxt, _ = self.critic.step(to_tensor(next_x[k]), states)
-            v, v_next = out[:, 0], nxt[:, 0]
-            if self.config.value_norm:
-                v, v_next = self.value_norm.denormalize(v), self.value_norm.denormalize(v_next)
-        value, next_value = np.zeros(len(x)), np.zeros(len(x))
-        value[k], next_value[k] = v.double().numpy(), v_next.double().numpy()
-        return value, next_value
+            raw, raw_next, rows_k = torch.zeros(len(x)), torch.zeros(len(x)), torch.as_tensor(k)
+            raw[rows_k], raw_next[rows_k] = out[:, 0], nxt[:, 0]
+            return raw, raw_next
+
+    def _in_return_units(self, raw: torch.Tensor) -> np.ndarray:
+        """Critic outputs as values in the reward's units (denormalised where ``value_norm``)."""
+        with torch.no_grad():
+            return (self.value_norm.denormalize(raw) if self.config.value_norm else raw).double().numpy()
 
     def train(self, rows: Trajectories, env_steps: int) -> dict[str, float]:
         cfg = self.config
         self.env_steps = int(env_steps)
         x, next_x = self.critic_inputs(rows)
-        if cfg.recurrent:
-            grid, valid = sequence_grid(rows)
-            value, next_value = self._recurrent_values(x, next_x, grid, valid)
-        else:
-            value, next_value = self._values(x), self._values(next_x)
+        seqs = sequence_grid(rows) if cfg.recurrent else None
+        raw, raw_next = self._critic_outputs(x, next_x, seqs)
+        value, next_value = self._in_return_units(raw), self._in_return_units(raw_next)
         assert rows.terminated is not None and rows.truncated is not None
         reward = self.team_rewards(rows) if cfg.team_reward else rows.reward
         if cfg.bootstrap_truncated:  # a truncated row bootstraps from V(s'); its recursion still stops there
@@ -343,33 +339,25 @@ class MAPPO(GroupLearner):
         obs, mask = to_tensor(rows.obs.reshape(len(rows), -1)), torch.as_tensor(rows.legal_mask)
         action, old_logp = torch.as_tensor(rows.action), to_tensor(rows.log_prob)
         adv_t, x_t = to_tensor(adv), to_tensor(x)
-        if cfg.value_clip:
-            with torch.no_grad():  # the critic's own outputs before this round (normalised where value_norm)
-                if cfg.recurrent:
-                    assert isinstance(self.critic, RecurrentNet)
-                    out, _, rows_k = unroll(self.critic, x_t, grid, valid)
-                    old_v = torch.zeros(len(rows))
-                    old_v[torch.as_tensor(rows_k)] = out[:, 0]
-                else:
-                    old_v = self.critic(x_t).squeeze(-1)
         actor_params, critic_params = list(self.actor.net.parameters()), list(self.critic.parameters())
         sums = {"policy_loss": 0.0, "value_loss": 0.0, "entropy": 0.0, "approx_kl": 0.0}
         n = 0
-        units = len(grid) if cfg.recurrent else len(rows)  # minibatches of whole sequences for the GRU
+        units = len(seqs[0]) if seqs is not None else len(rows)  # minibatches of whole sequences for the GRU
         for _ in range(cfg.epochs):
             order = self.rng.permutation(units)
             for part in np.array_split(order, min(cfg.minibatches, units)):
-                if cfg.recurrent:
+                if seqs is not None:
                     assert isinstance(self.actor, RecurrentPolicy) and isinstance(self.critic, RecurrentNet)
-                    raw, _, rows_k = unroll(self.actor.net, obs, grid[part], valid[part])
-                    v, _, _ = unroll(self.critic, x_t, grid[part], valid[part])
+                    grid, valid = seqs[0][part], seqs[1][part]
+                    out, _, rows_k = unroll(self.actor.net, obs, grid, valid)
+                    v, _, _ = unroll(self.critic, x_t, grid, valid)
                     idx = torch.as_tensor(rows_k)
                 else:
                     assert isinstance(self.actor, MLPPolicy)
                     idx = torch.as_tensor(part)
-                    raw, v = self.actor.logits(obs[idx]), self.critic(x_t[idx])
+                    out, v = self.actor.logits(obs[idx]), self.critic(x_t[idx])
                 v = v.squeeze(-1)
-                logits = masked_logits(raw, mask[idx])
+                logits = masked_logits(out, mask[idx])
                 logp_all = torch.log_softmax(logits, dim=-1)
                 logp = logp_all.gather(1, action[idx][:, None]).squeeze(1)
                 p = logp_all.exp()
@@ -380,7 +368,7 @@ class MAPPO(GroupLearner):
                 ratio = log_ratio.exp()
                 pg = torch.max(-a * ratio, -a * ratio.clamp(1 - cfg.clip_coef, 1 + cfg.clip_coef)).mean()
                 target = self.value_norm.normalize(ret_t[idx]) if cfg.value_norm else ret_t[idx]
-                v_loss = value_loss(v, target, cfg.huber_delta, old_v[idx] if cfg.value_clip else None, cfg.clip_coef)
+                v_loss = value_loss(v, target, cfg.huber_delta, raw[idx] if cfg.value_clip else None, cfg.clip_coef)
                 loss = pg + cfg.vf_coef * v_loss - cfg.ent_coef * entropy
                 self.optimizer.zero_grad()
                 loss.backward()
