@@ -7,8 +7,8 @@ import pytest
 import torch
 
 from pbmarl.learners.buffers import PrioritizedReplayBuffer, ReplayBuffer
-from pbmarl.learners.nets import NoisyLinear, RainbowNet, clip_grad_norm
-from pbmarl.learners.rl_math import c51_projection, hysteretic_td_loss, nstep_targets, soft_update
+from pbmarl.learners.nets import NoisyLinear, RainbowNet, clip_grad_norm, frozen
+from pbmarl.learners.rl_math import Polyak, c51_projection, hysteretic_td_loss, nstep_targets, soft_update
 
 
 # -- C51 projection ------------------------------------------------------------------
@@ -148,6 +148,34 @@ def test_soft_update_is_polyak_and_tau_one_copies() -> None:
     assert torch.equal(a.weight, b.weight)
     with pytest.raises(ValueError, match="tau"):
         soft_update(a, b, 0.0)
+
+
+def test_polyak_keeps_its_lists_across_loads_and_refuses_mismatched_pairs() -> None:
+    """A `Polyak` built once averages the weights a later ``load_state_dict`` put in place (the same tensors),
+    BatchNorm-style buffers are copied, and a pair of different architectures is refused by its shapes."""
+    torch.manual_seed(0)
+    a = torch.nn.Sequential(torch.nn.Linear(2, 3), torch.nn.BatchNorm1d(3))
+    b = torch.nn.Sequential(torch.nn.Linear(2, 3), torch.nn.BatchNorm1d(3))
+    polyak = Polyak(a, b)
+    fresh = torch.nn.Sequential(torch.nn.Linear(2, 3), torch.nn.BatchNorm1d(3))
+    fresh[1].running_mean.fill_(7.0)
+    b.load_state_dict(fresh.state_dict())
+    wa = a[0].weight.detach().clone()
+    polyak(0.5)
+    assert torch.allclose(a[0].weight, 0.5 * wa + 0.5 * fresh[0].weight)
+    assert torch.equal(a[1].running_mean, torch.full((3,), 7.0))
+    with pytest.raises(ValueError, match="tau"):
+        polyak(1.5)
+    with pytest.raises(ValueError, match=r"same architecture.*\(3, 2\).*\(4, 2\)"):
+        Polyak(torch.nn.Linear(2, 3), torch.nn.Linear(2, 4))
+
+
+def test_frozen_accepts_a_parameter_list_and_restores_only_what_it_froze() -> None:
+    net = torch.nn.Linear(2, 2)
+    net.bias.requires_grad_(False)
+    with frozen(list(net.parameters())):
+        assert not net.weight.requires_grad
+    assert net.weight.requires_grad and not net.bias.requires_grad
 
 
 # -- hysteretic loss ------------------------------------------------------------------

@@ -6,7 +6,7 @@ Machin's ``DDPGPer``):
 1. critic: minimise ``w * (Q(s, a) - y)^2`` with
    ``y = r + gamma * (1 - done) * Q'(s', mu'(s'))`` (primed: target networks);
 2. actor: maximise ``Q(s, mu(s))``;
-3. targets: Polyak averaging with rate ``tau`` (`soft_update`).
+3. targets: Polyak averaging with rate ``tau`` (`Polyak`, the parameter lists taken once).
 
 Exploration adds Gaussian or Ornstein-Uhlenbeck noise (scaled to half the action
 range) to ``mu(s)`` and clips to the Box. `HDDPG` and `TD3` build on this file.
@@ -30,7 +30,7 @@ from pbmarl.learners.base import NON_NEGATIVE, POSITIVE, Rule
 from pbmarl.learners.buffers import Batch
 from pbmarl.learners.control import ControlConfig, ControlLearner, ControlRecord, PrioritizedOptions
 from pbmarl.learners.nets import Critic, adam, frozen, seeded, to_tensor
-from pbmarl.learners.rl_math import soft_update
+from pbmarl.learners.rl_math import Polyak
 from pbmarl.policies.continuous import DeterministicPolicy
 from pbmarl.policies.noise import Noise, Normal, OrnsteinUhlenbeck
 
@@ -97,6 +97,8 @@ class DDPG(ControlLearner):
             for _ in range(self.num_critics))
         self.actor_target = copy.deepcopy(self.actor.net)
         self.critics_target = copy.deepcopy(self.critics)
+        self._polyak = (Polyak(self.actor_target, self.actor.net), Polyak(self.critics_target, self.critics))
+        self._critic_params = list(self.critics.parameters())
         self.actor_opt = adam(self.actor.net.parameters(), lr=cfg.lr if cfg.actor_lr is None else cfg.actor_lr)
         self.critic_opt = adam(self.critics.parameters(), lr=cfg.lr)
         self.half_range = (self.act_high - self.act_low) / 2
@@ -152,7 +154,7 @@ class DDPG(ControlLearner):
         self.replay.update_priorities(batch.index, tds[0].detach().numpy())
         stats = {"loss": float(critic_loss.detach()), "q_mean": float(qs[0].detach().mean())}
         if self._actor_due():
-            with frozen(self.critics):
+            with frozen(self._critic_params):
                 actor_loss = -self.critics[0](obs, self.actor.forward(obs)).mean()
             self.actor_opt.zero_grad()
             actor_loss.backward()
@@ -163,8 +165,8 @@ class DDPG(ControlLearner):
 
     def _after_update(self) -> None:
         if self._actor_due():  # the targets move with the actor (TD3: every `policy_delay` updates)
-            soft_update(self.actor_target, self.actor.net, self.config.tau)
-            soft_update(self.critics_target, self.critics, self.config.tau)
+            for polyak in self._polyak:
+                polyak(self.config.tau)
 
     # -- state -----------------------------------------------------------------------------
     def _modules(self) -> dict[str, Any]:

@@ -3,7 +3,7 @@
 For agent ``i`` of the group, the critic ``Q_i(o_1..o_n, a_1..a_n)`` is trained on
 ``y_i = r_i + gamma * (1 - term_i) * Q'_i(o'_1..o'_n, mu'(o'_1)..mu'(o'_n))`` and the
 actor follows ``grad E[Q_i(o, a_1..mu(o_i)..a_n)]`` with the other agents' actions
-from replay. Target networks are Polyak-averaged (`pbmarl.learners.rl_math.soft_update`).
+from replay. Target networks are Polyak-averaged (`pbmarl.learners.rl_math.Polyak`).
 The group's agents share one actor (give each agent a group of its own for separate
 actors). Box actions use a `DeterministicPolicy` with Gaussian exploration noise;
 Discrete actions use a softmax actor trained through the straight-through
@@ -27,7 +27,7 @@ import torch
 from pbmarl.distributed.options import ParallelOptions, check_parallel
 from pbmarl.learners.group import GroupLearner, joint_steps
 from pbmarl.learners.nets import build_mlp, clip_grad_norm, masked_logits
-from pbmarl.learners.rl_math import soft_update
+from pbmarl.learners.rl_math import Polyak
 from pbmarl.policies.base import Policy
 from pbmarl.policies.continuous import DeterministicPolicy
 from pbmarl.policies.neural import MLPPolicy
@@ -118,6 +118,7 @@ class MADDPG(GroupLearner):
             self.critics = torch.nn.ModuleList([build_mlp(self.critic_input_dim, cfg.hidden, 1) for _ in range(n)])
         self.target_actor = copy.deepcopy(self.actor.net)
         self.target_critics = copy.deepcopy(self.critics)
+        self._polyak = (Polyak(self.target_actor, self.actor.net), Polyak(self.target_critics, self.critics))
         self.actor_opt = torch.optim.Adam(self.actor.net.parameters(), lr=cfg.actor_lr)
         self.critic_opt = torch.optim.Adam(self.critics.parameters(), lr=cfg.critic_lr)
 
@@ -212,8 +213,8 @@ class MADDPG(GroupLearner):
 
     def _after_update(self, reports: Sequence[tuple[dict[str, float], int]]) -> None:
         """The targets' Polyak step."""
-        soft_update(self.target_actor, self.actor.net, self.config.tau)
-        soft_update(self.target_critics, self.critics, self.config.tau)
+        for polyak in self._polyak:
+            polyak(self.config.tau)
 
     def _weights_loaded(self) -> None:
         self.actor.version += 1

@@ -257,13 +257,14 @@ class EpsilonGreedy(Policy):
 
 # -- networks of the control learners (Rainbow, DDPG, TD3, SAC, HDDPG) ------------
 @contextlib.contextmanager
-def frozen(module: nn.Module) -> Iterator[None]:
+def frozen(module: nn.Module | Sequence[nn.Parameter]) -> Iterator[None]:
     """Forward passes in the block record no gradients for `module`'s parameters (restored after).
 
     The actor's loss goes through the critics; their weight gradients would be computed and
-    thrown away. The actor's own gradients are the same either way.
+    thrown away. The actor's own gradients are the same either way. A learner that freezes the same
+    critics at every update passes their parameter list, taken once, instead of the module.
     """
-    params = [p for p in module.parameters() if p.requires_grad]
+    params = [p for p in (module.parameters() if isinstance(module, nn.Module) else module) if p.requires_grad]
     for p in params:
         p.requires_grad_(False)
     try:

@@ -18,7 +18,7 @@ import numpy as np
 import torch
 from torch import nn
 
-__all__ = ["c51_projection", "hysteretic_td_loss", "nstep_targets", "soft_update", "linear_schedule"]
+__all__ = ["Polyak", "c51_projection", "hysteretic_td_loss", "nstep_targets", "soft_update", "linear_schedule"]
 
 
 def c51_projection(support: torch.Tensor, probs: torch.Tensor, reward: torch.Tensor,
@@ -111,20 +111,41 @@ def nstep_targets(reward: np.ndarray, done: np.ndarray, *, n: int, gamma: float,
 def soft_update(target: nn.Module, source: nn.Module, tau: float) -> None:
     """Polyak averaging ``theta' <- tau * theta + (1 - tau) * theta'`` (Lillicrap et al. 2016, DDPG).
 
-    ``tau = 1`` copies the source (a hard update, as DQN's periodic sync).
+    ``tau = 1`` copies the source (a hard update, as DQN's periodic sync). A learner that averages the
+    same pair after every update builds a `Polyak` once instead: the same arithmetic without walking
+    both module trees each time.
     """
-    if not 0.0 < tau <= 1.0:
-        raise ValueError(f"tau must be in (0, 1], got {tau!r}")
-    with torch.no_grad():
-        tp: list[torch.Tensor] = list(target.parameters())
-        sp: list[torch.Tensor] = list(source.parameters())
-        if tau == 1.0:
-            for t, s in zip(tp, sp):
-                t.copy_(s)
-        else:
-            torch._foreach_lerp_(tp, sp, tau)
-        for tb, sb in zip(target.buffers(), source.buffers()):
-            tb.copy_(sb)
+    Polyak(target, source)(tau)
+
+
+class Polyak:
+    """`soft_update` for one fixed (target, source) pair, their parameter and buffer lists taken once.
+
+    Loading weights (``load_state_dict``) copies into the same tensors, so the lists stay valid; a
+    module whose layers are replaced needs a new `Polyak`.
+    """
+
+    def __init__(self, target: nn.Module, source: nn.Module) -> None:
+        self.target_params: list[torch.Tensor] = list(target.parameters())
+        self.source_params: list[torch.Tensor] = list(source.parameters())
+        self.target_buffers: list[torch.Tensor] = list(target.buffers())
+        self.source_buffers: list[torch.Tensor] = list(source.buffers())
+        if [t.shape for t in self.target_params] != [s.shape for s in self.source_params]:
+            raise ValueError("Polyak averaging needs a target and a source of the same architecture; their "
+                             f"parameter shapes differ: {[tuple(t.shape) for t in self.target_params]} against "
+                             f"{[tuple(s.shape) for s in self.source_params]}")
+
+    def __call__(self, tau: float) -> None:
+        if not 0.0 < tau <= 1.0:
+            raise ValueError(f"tau must be in (0, 1], got {tau!r}")
+        with torch.no_grad():
+            if tau == 1.0:
+                for t, s in zip(self.target_params, self.source_params):
+                    t.copy_(s)
+            else:
+                torch._foreach_lerp_(self.target_params, self.source_params, tau)
+            for tb, sb in zip(self.target_buffers, self.source_buffers):
+                tb.copy_(sb)
 
 
 def hysteretic_td_loss(td_error: torch.Tensor, *, increase_rate: float, decrease_rate: float,

@@ -36,7 +36,7 @@ from pbmarl.learners.base import FLAG, POSITIVE, Rule, _is_int, _is_real
 from pbmarl.learners.buffers import Batch
 from pbmarl.learners.control import ControlConfig, ControlLearner, ControlRecord
 from pbmarl.learners.nets import Critic, adam, build_mlp, frozen, seeded, to_tensor
-from pbmarl.learners.rl_math import soft_update
+from pbmarl.learners.rl_math import Polyak
 from pbmarl.policies.continuous import GaussianPolicy
 from pbmarl.policies.neural import MLPPolicy
 
@@ -119,6 +119,8 @@ class SAC(ControlLearner):
             default_target = 0.89 * math.log(self.num_actions)
         self.target_entropy = default_target if cfg.target_entropy is None else float(cfg.target_entropy)
         self.critics_target = copy.deepcopy(self.critics)
+        self._polyak = Polyak(self.critics_target, self.critics)
+        self._critic_params = list(self.critics.parameters())
         self.log_alpha = nn.Parameter(torch.tensor(math.log(cfg.alpha)), requires_grad=cfg.autotune)
         self.actor_opt = adam(self.gaussian.parameters() if self.space == "box" else self.actor.parameters(), lr=cfg.lr)
         self.critic_opt = adam(self.critics.parameters(), lr=cfg.lr)
@@ -168,7 +170,7 @@ class SAC(ControlLearner):
 
         if box:
             action_pi, logp_pi = self.gaussian.sample(obs, generator=self.gen)
-            with frozen(self.critics):
+            with frozen(self._critic_params):
                 q_pi = torch.min(*(c(obs, action_pi) for c in self.critics))
             actor_loss = (alpha * logp_pi - q_pi).mean()
             neg_entropy = logp_pi.detach()
@@ -191,7 +193,7 @@ class SAC(ControlLearner):
                 "entropy": float(-neg_entropy.mean())}
 
     def _after_update(self) -> None:
-        soft_update(self.critics_target, self.critics, self.config.tau)
+        self._polyak(self.config.tau)
 
     # -- state -----------------------------------------------------------------------------
     def _modules(self) -> dict[str, Any]:
