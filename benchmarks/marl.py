@@ -105,7 +105,7 @@ def _learner(slice_: str, seed: int, server: dict[str, Any] | None = None, *,
              ppo: dict[str, Any] | None = None) -> Any:
     """The slice's learner; `server` (``workers``, ``sync``, ``backend``) puts it on a parameter server;
     `ppo` holds MAPPO / IPPO options (``team_reward``, ``bootstrap_truncated``, ``activation``, ``epochs``,
-    ``value_clip``, ``clip_apart``, ``recurrent``)."""
+    ``value_clip``, ``clip_apart``, ``recurrent``, ``lr_decay_steps``)."""
     options: dict[str, Any] = dict(server or {})
     if ppo:
         if slice_ not in ("mappo", "ippo"):
@@ -330,6 +330,8 @@ def ppo_options(args: argparse.Namespace) -> dict[str, Any]:
         options["clip_apart"] = True
     if args.recurrent:
         options["recurrent"] = True
+    if args.lr_decay:
+        options["lr_decay_steps"] = args.steps
     return options
 
 
@@ -360,6 +362,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--recurrent", action="store_true",
                         help="MAPPO / IPPO with a GRU in actor and critic (rMAPPO: the MAPPO authors' simple_spread "
                              "script runs algo=rmappo)")
+    parser.add_argument("--lr-decay", action="store_true",
+                        help="MAPPO / IPPO decay the learning rate linearly to 0 over --steps (the MAPPO authors' "
+                             "use_linear_lr_decay; off in their MPE scripts)")
     parser.add_argument("--deterministic-eval", action="store_true",
                         help="MAPPO / IPPO: also evaluate with the actors playing their most likely action (BenchMARL's "
                              "and the MAPPO authors' eval), a second row per evaluation")

@@ -165,6 +165,32 @@ def test_save_resume_gives_the_same_history(tmp_path, climbing: pb.MatrixGame, a
     assert resumed.evaluate(20).equals(straight.evaluate(20))
 
 
+def test_mappo_lr_decay_follows_the_linear_schedule_and_survives_a_resume(tmp_path, climbing: pb.MatrixGame) -> None:
+    """``lr_decay_steps``: round k (ending at E = 32 k env steps) trains at lr (1 - (E - 32) / 96), recorded per
+    round and set in the optimiser; past the end it stays 0; a resumed run continues the same schedule."""
+    def make() -> pb.MARL:
+        learner = pb.MAPPO(seed=3, steps_per_round=32, epochs=2, lr=1e-3, lr_decay_steps=96)
+        return pb.MARL(climbing, {"team": learner}, pb.AgentMapping.shared(climbing, group="team", agent_id=True),
+                       seed=5, num_envs=8)
+
+    straight, resumed = marl_straight_and_resumed(make, tmp_path / "run", total=5, before_save=2)
+    lr = straight.history["team/lr"].to_numpy()
+    expected = 1e-3 * np.clip(1 - (straight.history["total_env_steps"].to_numpy() - 32) / 96, 0, None)
+    np.testing.assert_allclose(lr, expected)
+    assert lr[0] == 1e-3 and lr[-1] == 0.0 and np.all(np.diff(lr) <= 0) and lr[1] < 1e-3
+    learner = straight.learners["team"]
+    assert isinstance(learner, pb.MAPPO) and learner.optimizer.param_groups[0]["lr"] == lr[-1]
+    cols = [c for c in straight.history.columns if not c.startswith("seconds/")]
+    pd.testing.assert_frame_equal(straight.history[cols], resumed.history[cols])
+    for bad in (0, -5, True, 2.5):
+        with pytest.raises(ValueError, match="lr_decay_steps must be a positive int"):
+            pb.MAPPO(lr_decay_steps=bad)
+    with pytest.raises(ValueError, match="lr_decay_steps=100 .*workers=2"):
+        pb.MAPPO(lr_decay_steps=100, workers=2)
+    constant = pb.MARL(climbing, {"team": pb.MAPPO(seed=3, steps_per_round=32, epochs=1)}, seed=5, num_envs=8)
+    assert "lr" not in constant.step().losses["team"] and constant.learners["team"].scheduled_lr() == 7e-4
+
+
 def test_maddpg_save_resume_gives_the_same_history(tmp_path) -> None:
     """MADDPG's replay, critics, targets, optimisers and exploration noise all survive a save."""
     game = pb.load_game("pettingzoo:simple_spread_v3", N=2, continuous_actions=True, max_cycles=5)

@@ -115,6 +115,11 @@ class MAPPOConfig(ParallelOptions):
     """Clip the actor's and the critic's gradient norms each to ``max_grad_norm``, as the MAPPO authors' code
     does (one optimiser and one clip per network), instead of clipping their joint norm: a large value error
     then no longer scales the policy step down."""
+    lr_decay_steps: int | None = None
+    """Decay the learning rate linearly to 0 over this many env steps, as the MAPPO authors' code does with
+    ``use_linear_lr_decay`` (over ``num_env_steps``; off in their MPE scripts): a round that ends at ``E`` env
+    steps trains at ``lr * (1 - (E - steps_per_round) / lr_decay_steps)``, and at 0 past the end. None (the
+    default) keeps ``lr``. Single-process rounds only (``workers=1``)."""
     positive: ClassVar[tuple[str, ...]] = ("lr", "clip_coef", "huber_delta", "max_grad_norm")
 
     def __post_init__(self) -> None:
@@ -134,6 +139,13 @@ class MAPPOConfig(ParallelOptions):
             if int(getattr(self, name)) < 1:
                 raise ValueError(f"MAPPOConfig.{name} must be a positive int, got {getattr(self, name)!r}")
         activation_named(self.activation, "MAPPOConfig")
+        if self.lr_decay_steps is not None:
+            if isinstance(self.lr_decay_steps, bool) or not isinstance(self.lr_decay_steps, int) or self.lr_decay_steps < 1:
+                raise ValueError(f"MAPPOConfig.lr_decay_steps must be a positive int (env steps) or None, "
+                                 f"got {self.lr_decay_steps!r}")
+            if self.workers > 1:
+                raise ValueError(f"MAPPOConfig.lr_decay_steps={self.lr_decay_steps} decays the single-process update's "
+                                 f"learning rate; with workers={self.workers} the server's optimiser steps: drop one")
         if self.central not in ("auto", "state", "concat", "local"):
             raise ValueError(f"MAPPOConfig.central must be 'auto', 'state', 'concat' or 'local', got {self.central!r}")
 
@@ -322,6 +334,9 @@ class MAPPO(GroupLearner):
     def train(self, rows: Trajectories, env_steps: int) -> dict[str, float]:
         cfg = self.config
         self.env_steps = int(env_steps)
+        lr = self.scheduled_lr()
+        for group in self.optimizer.param_groups:
+            group["lr"] = lr
         x, next_x = self.critic_inputs(rows)
         seqs = sequence_grid(rows) if cfg.recurrent else None
         raw, raw_next = self._critic_outputs(x, next_x, seqs)
@@ -384,7 +399,16 @@ class MAPPO(GroupLearner):
                     sums[name] += val
                 n += 1
         self.actor.version += 1  # rollout workers cache policies by version
-        return {k: v / max(n, 1) for k, v in sums.items()}
+        means = {k: v / max(n, 1) for k, v in sums.items()}
+        return means if cfg.lr_decay_steps is None else {**means, "lr": lr}
+
+    def scheduled_lr(self) -> float:
+        """The learning rate of a round that ends at ``env_steps``: ``lr``, or its linear decay (``lr_decay_steps``)."""
+        cfg = self.config
+        if cfg.lr_decay_steps is None:
+            return float(cfg.lr)
+        done = max(0, self.env_steps - cfg.steps_per_round)
+        return float(cfg.lr) * max(0.0, 1.0 - done / cfg.lr_decay_steps)
 
     def _update_report(self) -> dict[str, float]:
         """The mean and mean square of the value targets `train` normalised by (the server's ValueNorm follows)."""
