@@ -32,6 +32,7 @@ from pbmarl.learners.episode_batch import episode_grid
 from pbmarl.learners.group import GroupLearner, agent_onehot, central_input, central_source, check_discrete, joint_steps
 from pbmarl.learners.nets import build_mlp, clip_grad_norm, masked_logits, to_tensor
 from pbmarl.learners.returns import gae
+from pbmarl.learners.rl_math import linear_schedule
 from pbmarl.policies.base import Policy
 from pbmarl.policies.neural import ACTIVATIONS, MLPPolicy, activation_named, orthogonal_init_
 from pbmarl.policies.recurrent import RecurrentNet, RecurrentPolicy
@@ -407,8 +408,7 @@ class MAPPO(GroupLearner):
         cfg = self.config
         if cfg.lr_decay_steps is None:
             return float(cfg.lr)
-        done = max(0, self.env_steps - cfg.steps_per_round)
-        return float(cfg.lr) * max(0.0, 1.0 - done / cfg.lr_decay_steps)
+        return linear_schedule(float(cfg.lr), 0.0, float(cfg.lr_decay_steps), float(self.env_steps - cfg.steps_per_round))
 
     def _update_report(self) -> dict[str, float]:
         """The mean and mean square of the value targets `train` normalised by (the server's ValueNorm follows)."""
