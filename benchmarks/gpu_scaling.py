@@ -12,7 +12,8 @@ one the learner takes, the data already on the device:
   clipped surrogate, entropy and clipped Huber value loss), a round being 3,200 steps x 3 agents = 9,600 rows.
 
 Beside each, in the same run, the same update with torch's own parts (``torch.optim.Adam`` with its default
-step, ``torch.nn.utils.clip_grad_norm_``) in place of pbmarl's `adam` and `clip_grad_norm`: the reference.
+step, ``torch.nn.utils.clip_grad_norm_``) in place of pbmarl's `adam` and `clip_grad_norm`: the reference; and
+the raw floor, the same forward and backward passes with no optimiser step and no clip, which no update can beat.
 Prints milliseconds per update and rows per second; appends rows to ``benchmarks/results/gpu_scaling.csv``
 (``--out`` elsewhere). It needs no pbmarl extras beyond torch, numpy and pandas.
 
@@ -45,20 +46,43 @@ from pbmarl.learners.nets import Critic, RainbowNet, adam, build_mlp, clip_grad_
 
 RESULTS = Path(__file__).resolve().parent / "results" / "gpu_scaling.csv"
 FIELDS = ["date", "commit", "command", "machine", "device", "threads", "workload", "batch", "ms_per_update",
-          "rows_per_s", "updates_timed", "torch_parts_ms_per_update"]
+          "rows_per_s", "updates_timed", "torch_parts_ms_per_update", "floor_ms_per_update"]
 
 
-def _parts(plain: bool) -> tuple[Callable[..., torch.optim.Optimizer], Callable[..., Any]]:
-    """(Adam factory, gradient clip): pbmarl's, or torch's own for the reference."""
-    if plain:
+class _NoStep:
+    """The floor's optimiser: clears the gradients and takes no step (forward and backward alone remain)."""
+
+    def __init__(self, params: Any, **_: Any) -> None:
+        self.params = list(params)
+
+    def zero_grad(self) -> None:
+        for p in self.params:
+            p.grad = None
+
+    def step(self) -> None:
+        pass
+
+
+#: what each update is timed with: pbmarl's parts, torch's own (the reference), and no optimiser step and no
+#: clip at all (the raw floor: the networks' forward and backward passes, which no update can undercut)
+PARTS = ("pbmarl", "torch", "floor")
+
+
+def _parts(parts: str) -> tuple[Callable[..., Any], Callable[..., Any]]:
+    """(Adam factory, gradient clip): pbmarl's, torch's own for the reference, or none for the floor."""
+    if parts == "floor":
+        return _NoStep, lambda params, max_norm: None
+    if parts == "torch":
         return torch.optim.Adam, torch.nn.utils.clip_grad_norm_
     return adam, clip_grad_norm
+
+
 BATCHES = {"dqn": [64, 256, 1024, 4096, 16384], "td3": [256, 1024, 4096, 16384], "mappo": [9600, 38400, 153600]}
 
 
-def dqn_step(device: torch.device, batch: int, plain: bool = False) -> Callable[[], None]:
+def dqn_step(device: torch.device, batch: int, parts: str = "pbmarl") -> Callable[[], None]:
     """The CartPole DQN update (`Rainbow` with its parts off): Huber TD loss against a target network."""
-    make_adam, clip = _parts(plain)
+    make_adam, clip = _parts(parts)
     net = RainbowNet(4, (256, 256), 2, dueling=False).to(device)
     target, opt, params = copy.deepcopy(net), make_adam(net.parameters(), lr=2.3e-3), list(net.parameters())
     obs, next_obs = torch.randn(batch, 4, device=device), torch.randn(batch, 4, device=device)
@@ -77,12 +101,12 @@ def dqn_step(device: torch.device, batch: int, plain: bool = False) -> Callable[
     return step
 
 
-def td3_step(device: torch.device, batch: int, plain: bool = False) -> Callable[[], None]:
+def td3_step(device: torch.device, batch: int, parts: str = "pbmarl") -> Callable[[], None]:
     """Pendulum TD3's update: twin 400-300 critics against smoothed targets, then the actor through critic 0."""
     actor = build_mlp(3, (400, 300), 1).to(device)
     critics = torch.nn.ModuleList(Critic(3, 1, (400, 300)) for _ in range(2)).to(device)
     actor_t, critics_t = copy.deepcopy(actor), copy.deepcopy(critics)
-    make_adam, _ = _parts(plain)
+    make_adam, _ = _parts(parts)
     actor_opt, critic_opt = make_adam(actor.parameters(), lr=1e-3), make_adam(critics.parameters(), lr=1e-3)
     obs, next_obs = torch.randn(batch, 3, device=device), torch.randn(batch, 3, device=device)
     action, reward = torch.rand(batch, 1, device=device) * 4 - 2, torch.randn(batch, device=device)
@@ -107,12 +131,14 @@ def td3_step(device: torch.device, batch: int, plain: bool = False) -> Callable[
     return step
 
 
-def mappo_step(device: torch.device, batch: int, plain: bool = False) -> Callable[[], None]:
+def mappo_step(device: torch.device, batch: int, parts: str = "pbmarl") -> Callable[[], None]:
     """One MAPPO minibatch on simple_spread (N=3): 18-dim observations + agent id, 5 actions, a 54 + 3 critic."""
     actor = build_mlp(21, (64, 64), 5, activation=torch.nn.Tanh, layer_norm=True).to(device)
     critic = build_mlp(57, (64, 64), 1, activation=torch.nn.Tanh, layer_norm=True).to(device)
     params = list(actor.parameters()) + list(critic.parameters())
-    opt, clip = torch.optim.Adam(params, lr=7e-4, eps=1e-5), _parts(plain)[1]  # MAPPO steps torch's Adam either way
+    make_adam, clip = _parts(parts)
+    # MAPPO steps torch's Adam with pbmarl's parts too; the floor takes no step
+    opt = (make_adam if parts == "floor" else torch.optim.Adam)(params, lr=7e-4, eps=1e-5)
     obs, x = torch.randn(batch, 21, device=device), torch.randn(batch, 57, device=device)
     action, old_logp = torch.randint(5, (batch,), device=device), torch.full((batch,), -1.6, device=device)
     adv, ret, old_v = (torch.randn(batch, device=device) for _ in range(3))
@@ -195,16 +221,17 @@ def main(argv: list[str] | None = None) -> int:
             torch.set_num_threads(threads)
             for batch in BATCHES[workload]:
                 timed = []
-                for plain in (False, True):
+                for parts in PARTS:
                     torch.manual_seed(0)
-                    timed.append(time_step(WORKLOADS[workload](device, batch, plain), device, seconds=args.seconds))
-                (seconds, n), (ref, _) = timed
+                    timed.append(time_step(WORKLOADS[workload](device, batch, parts), device, seconds=args.seconds))
+                (seconds, n), (ref, _), (floor, _) = timed
                 rows.append({**base, "device": label, "threads": threads, "workload": workload, "batch": batch,
                              "ms_per_update": round(seconds * 1e3, 4), "rows_per_s": round(batch / seconds),
-                             "updates_timed": n, "torch_parts_ms_per_update": round(ref * 1e3, 4)})
+                             "updates_timed": n, "torch_parts_ms_per_update": round(ref * 1e3, 4),
+                             "floor_ms_per_update": round(floor * 1e3, 4)})
                 print(f"{workload:6s} {label:32s} {threads:3d} threads  batch {batch:7,d}: {seconds * 1e3:9.3f} ms per "
                       f"update, {batch / seconds:13,.0f} rows/s | torch's Adam and clip {ref * 1e3:9.3f} ms "
-                      f"({seconds / ref:.2f}x)", flush=True)
+                      f"({seconds / ref:.2f}x) | floor (forward and backward alone) {floor * 1e3:9.3f} ms", flush=True)
     if not args.no_record:
         args.out.parent.mkdir(parents=True, exist_ok=True)
         new = not args.out.exists()
