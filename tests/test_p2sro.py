@@ -147,6 +147,35 @@ def test_ray_backend_logic_with_in_process_actors(tmp_path, monkeypatch):
     assert {o.get("num_cpus") for o in _InProcessRay.options if "max_concurrency" not in o} == {1.0}
 
 
+def test_a_level_actor_receives_each_target_policy_once_and_drops_it_with_the_targets():
+    import pickle
+
+    from pbmarl.algorithms.p2sro_ray import PolicyCache, unpack
+    from pbmarl.policies.mixture import Mixture
+
+    game = pb.load_game("kuhn_poker")
+    a, b, c, d = (pb.TabularPolicy(game) for _ in range(4))
+    driver, actor = PolicyCache(), {}
+
+    def send(*mixtures):  # through pickle, as Ray sends them: the actor holds copies
+        new, packed = driver.pack(mixtures)
+        got = unpack(actor, *pickle.loads(pickle.dumps((new, packed))))
+        return new, got
+
+    new, got = send(Mixture([a, b], [0.25, 0.75]), Mixture([a, c]))
+    assert [new[t] for t in sorted(new)] == [a, b, c]  # a once, though both targets name it
+    assert [len(m) for m in got] == [2, 2] and got[0].weights.tolist() == [0.25, 0.75]
+    assert got[0].policies[0] is got[1].policies[0]  # the actor's one copy of a
+    new, got = send(Mixture([a, b, d], [0.5, 0.0, 0.5]))  # c is dropped on both sides, only d travels
+    assert list(new.values()) == [d] and len(actor) == 3 and len(driver.held) == 3
+    assert got[0].weights.tolist() == [0.5, 0.0, 0.5]
+    driver.forget()  # a failed call: the next pack sends everything again, under new tokens
+    new, got = send(Mixture([a, b]))
+    assert set(new.values()) == {a, b} and len(actor) == 2
+    with pytest.raises(KeyError, match=r"no policy under token\(s\) \[99\]"):
+        unpack(actor, {}, [([99], np.ones(1))])
+
+
 def test_level_cpus_reach_the_actors_and_bad_values_are_refused(monkeypatch):
     import pbmarl.rollout.ray_backend as ray_backend
 

@@ -4,7 +4,10 @@
 (policies, values, progress) after every call, so the driver (the single writer of the
 payoff table: claiming and freezing stay atomic) reads it without a round trip. The actor
 rebuilds the game and the learner from their specs, so nothing but specs, policies and
-numbers travel. Ray is imported through `pbmarl.rollout.ray_backend`, lazily.
+numbers travel. A level's targets reach its actor as `PolicyCache` tokens and weights: each
+policy travels once and stays there while the targets hold it, so the fixed population is
+not pickled again every refresh period. Ray is imported through `pbmarl.rollout.ray_backend`,
+lazily.
 """
 
 from __future__ import annotations
@@ -12,6 +15,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
+
+import numpy as np
 
 from pbmarl.algorithms import driver_io as io
 from pbmarl.games.base import Game
@@ -22,8 +27,68 @@ from pbmarl.policies.mixture import Mixture
 SCHEDULE_TIMEOUT_S = 60
 
 
+#: a target mixture as it travels: the members' tokens and the weights
+Packed = tuple[list[int], np.ndarray]
+
+
+class PolicyCache:
+    """The driver's side of a level's targets: which policies its actor holds, under which token.
+
+    `pack` turns the targets into tokens and weights and hands over only the policies the actor does
+    not hold yet; both sides then drop every policy the targets no longer name, so the cache holds at
+    most the targets' members. Tokens are never reused, so a `forget` (after a failed call, when the
+    actor may or may not have stored them) only makes the next `pack` send everything again.
+    """
+
+    def __init__(self) -> None:
+        self.held: dict[int, Policy] = {}  # token -> policy, kept alive so its id() stays its own
+        self.tokens: dict[int, int] = {}  # id(policy) -> token
+        self.next = 0
+
+    def pack(self, targets: Sequence[Mixture]) -> tuple[dict[int, Policy], list[Packed]]:
+        """``(new, packed)``: the policies to send under their new tokens, and every target as tokens."""
+        new: dict[int, Policy] = {}
+        packed: list[Packed] = []
+        keep: set[int] = set()
+        for mixture in targets:
+            tokens = []
+            for policy in mixture.policies:
+                token = self.tokens.get(id(policy))
+                if token is None or self.held.get(token) is not policy:
+                    token, self.next = self.next, self.next + 1
+                    self.tokens[id(policy)], self.held[token], new[token] = token, policy, policy
+                tokens.append(token)
+                keep.add(token)
+            packed.append((tokens, mixture.weights))
+        for token in [t for t in self.held if t not in keep]:
+            del self.tokens[id(self.held.pop(token))]
+        return new, packed
+
+    def forget(self) -> None:
+        """Assume the actor holds nothing (its call failed): the next `pack` sends every policy."""
+        self.held.clear()
+        self.tokens.clear()
+
+
+def unpack(cache: dict[int, Policy], new: dict[int, Policy], packed: list[Packed]) -> list[Mixture]:
+    """The actor's side of `PolicyCache.pack`: store `new`, drop what `packed` no longer names, rebuild the mixtures.
+
+    Raises:
+        KeyError: a token the actor does not hold (the caches disagree), naming it.
+    """
+    cache.update(new)
+    keep = {t for tokens, _ in packed for t in tokens}
+    for token in [t for t in cache if t not in keep]:
+        del cache[token]
+    missing = sorted(keep - cache.keys())
+    if missing:
+        raise KeyError(f"the level actor holds no policy under token(s) {missing}: the driver's cache and the "
+                       f"actor's disagree")
+    return [Mixture([cache[t] for t in tokens], weights) for tokens, weights in packed]
+
+
 class LevelWorker:
-    """The body of a level actor: one `Level` and its learner."""
+    """The body of a level actor: one `Level` and its learner, and the policies its targets name."""
 
     def __init__(self, game_spec: dict[str, Any], learner_spec: dict[str, Any], index: int,
                  initial: Sequence[Policy]) -> None:
@@ -33,13 +98,14 @@ class LevelWorker:
 
         game = game_from_spec(game_spec)
         self.level = Level(index, make_learner(game, learner_spec), initial)
+        self.cache: dict[int, Policy] = {}
 
     def reset(self, index: int, initial: Sequence[Policy]) -> dict[str, Any]:
         self.level = self.level.reset(index, initial)
         return self.state()
 
-    def advance(self, targets: list[Mixture], rounds: int) -> tuple[int, dict[str, Any]]:
-        self.level.retarget(targets)
+    def advance(self, new: dict[int, Policy], packed: list[Packed], rounds: int) -> tuple[int, dict[str, Any]]:
+        self.level.retarget(unpack(self.cache, new, packed))
         spent = self.level.advance(rounds)
         return spent, self.state()
 
@@ -74,6 +140,7 @@ class RemoteLevel:
         self.learner_spec = learner.spec()
         self.actor = ray.remote(num_cpus=num_cpus)(LevelWorker).remote(game_spec(game), self.learner_spec, index, initial)
         self.targets: list[Mixture] = []
+        self.cache = PolicyCache()
         try:  # an actor that no free CPU can host would otherwise wait for ever
             first = ray.get(self.actor.state.remote(), timeout=SCHEDULE_TIMEOUT_S)
         except ray.exceptions.GetTimeoutError:
@@ -105,10 +172,19 @@ class RemoteLevel:
 
     def start(self, rounds: int) -> Any:
         """Begin `rounds` learner rounds in the actor; `finish` with the returned reference."""
-        return self.actor.advance.remote(self.targets, rounds)
+        new, packed = self.cache.pack(self.targets)
+        try:
+            return self.actor.advance.remote(new, packed, rounds)
+        except BaseException:
+            self.cache.forget()
+            raise
 
     def finish(self, ref: Any) -> int:
-        spent, state = self._ray.get(ref)
+        try:
+            spent, state = self._ray.get(ref)
+        except BaseException:
+            self.cache.forget()
+            raise
         self._mirror(state)
         return int(spent)
 
