@@ -397,6 +397,34 @@ def oracle_slice(args: argparse.Namespace, sink: Sink) -> None:
                     learner.step()
 
 
+class RandomOpening(pb.Policy):
+    """`policy`, except that the first `plies` moves of a Connect Four game (pieces on the board, read from the
+    observation's two 6x7 planes) are uniformly random: deterministic policies then meet in many games, not one.
+
+    Without it the league's greedy DQN main agent and self-play's single greedy policy play the same game in
+    every episode, so a seat's win rate can only read 0, 1/2 or 1.
+    """
+
+    def __init__(self, game: Any, policy: Any, plies: int) -> None:
+        super().__init__(game)
+        self.policy, self.plies = policy, plies
+
+    def _probs(self, obs: np.ndarray, legal_mask: np.ndarray, keys: Any) -> np.ndarray:
+        probs = np.asarray(self.policy.action_probabilities(obs, legal_mask, keys), dtype=float)
+        opening = np.asarray(obs).reshape(len(obs), -1).sum(axis=1) < self.plies
+        probs[opening] = legal_mask[opening] / legal_mask[opening].sum(axis=1, keepdims=True)
+        return probs
+
+
+def _opened(game: Any, strategy: Any, plies: int) -> Any:
+    """`strategy` (a policy or a mixture) with every member behind `RandomOpening`; as is for ``plies=0``."""
+    if plies == 0:
+        return strategy
+    if isinstance(strategy, pb.Mixture):
+        return pb.Mixture([RandomOpening(game, m, plies) for m in strategy.policies], strategy.weights)
+    return RandomOpening(game, strategy, plies)
+
+
 def league_slice(args: argparse.Namespace, sink: Sink) -> None:
     game = pb.load_game("pettingzoo:connect_four_v3")
     budget = args.steps
@@ -426,15 +454,18 @@ def league_slice(args: argparse.Namespace, sink: Sink) -> None:
             opp = run.population.mixture(run.meta_strategy)
             rates = []
             for seat, profile in ((0, [main[0], opp[1]]), (1, [opp[0], main[1]])):
-                res = pool.evaluate(profile, args.eval_episodes, seed=seed)
+                opened = [_opened(game, member, args.opening_plies) for member in profile]
+                res = pool.evaluate(opened, args.eval_episodes, seed=seed)
                 rates.append((res.mean[seat] + 1) / 2)
             rate = sum(rates) / 2
             sink.add(slice="league", game=game.name, method=f"league main vs {label}", seed=seed,
                      x=run.records[-1].env_steps, x_unit="opponent env steps", value=round(rate, 4),
                      metric="win rate (draw = 1/2)", wall_s=round(league_wall + wall, 1),
-                     reference=f"league env steps {league.records[-1].env_steps}")
+                     reference=f"league env steps {league.records[-1].env_steps}; "
+                               f"{args.opening_plies} random opening plies")
             print(f"  seed {seed}: league main agent vs {label} ({run.records[-1].env_steps:,} env steps, "
-                  f"{wall:.0f}s): win rate {rate:.3f} over {args.eval_episodes} games per seat")
+                  f"{wall:.0f}s): win rate {rate:.3f} over {args.eval_episodes} games per seat, "
+                  f"each opened by {args.opening_plies} random plies")
 
 
 def main() -> None:
@@ -462,6 +493,9 @@ def main() -> None:
     parser.add_argument("--steps", type=int, default=200_000, help="league: env-step budget per method")
     parser.add_argument("--match-steps", type=int, default=5_000)
     parser.add_argument("--eval-episodes", type=int, default=500)
+    parser.add_argument("--opening-plies", type=int, default=2,
+                        help="league: random moves that open every evaluation game (0: none; greedy agents then play "
+                             "one game per seat)")
     parser.add_argument("--target-iterations", type=lambda s: [int(x) for x in s.split(",")], default=[10],
                         help="oracle: exact-PSRO iterations whose meta-Nash the DQN answers")
     parser.add_argument("--check-every", type=int, default=10_000, help="oracle: learner steps between gaps")
