@@ -150,30 +150,36 @@ def test_ray_backend_logic_with_in_process_actors(tmp_path, monkeypatch):
 def test_a_level_actor_receives_each_target_policy_once_and_drops_it_with_the_targets():
     import pickle
 
-    from pbmarl.algorithms.p2sro_ray import PolicyCache, unpack
+    from pbmarl.algorithms.p2sro_ray import TargetShipper, unpack
     from pbmarl.policies.mixture import Mixture
 
     game = pb.load_game("kuhn_poker")
     a, b, c, d = (pb.TabularPolicy(game) for _ in range(4))
-    driver, actor = PolicyCache(), {}
+    for k, policy in enumerate((a, b, c, d)):  # tell them apart after the trip
+        policy.table[:, :] = np.eye(2)[k % 2] if k < 2 else 0.5
+    driver, actor = TargetShipper(), {}
 
-    def send(*mixtures):  # through pickle, as Ray sends them: the actor holds copies
-        new, packed = driver.pack(mixtures)
-        got = unpack(actor, *pickle.loads(pickle.dumps((new, packed))))
-        return new, got
+    def send(*mixtures):  # through pickle, as Ray sends them: the actor rebuilds its own copies
+        shipments, packed = driver.pack(mixtures)
+        got = unpack(actor, game, *pickle.loads(pickle.dumps((shipments, packed))))
+        return [driver.token(p) for p in (a, b, c, d)], [s[0] for s in shipments], got
 
-    new, got = send(Mixture([a, b], [0.25, 0.75]), Mixture([a, c]))
-    assert [new[t] for t in sorted(new)] == [a, b, c]  # a once, though both targets name it
+    tok, shipped, got = send(Mixture([a, b], [0.25, 0.75]), Mixture([a, c]))
+    assert shipped == sorted(tok[:3])  # a once, though both targets name it
     assert [len(m) for m in got] == [2, 2] and got[0].weights.tolist() == [0.25, 0.75]
     assert got[0].policies[0] is got[1].policies[0]  # the actor's one copy of a
-    new, got = send(Mixture([a, b, d], [0.5, 0.0, 0.5]))  # c is dropped on both sides, only d travels
-    assert list(new.values()) == [d] and len(actor) == 3 and len(driver.held) == 3
-    assert got[0].weights.tolist() == [0.5, 0.0, 0.5]
-    driver.forget()  # a failed call: the next pack sends everything again, under new tokens
-    new, got = send(Mixture([a, b]))
-    assert set(new.values()) == {a, b} and len(actor) == 2
-    with pytest.raises(KeyError, match=r"no policy under token\(s\) \[99\]"):
-        unpack(actor, {}, [([99], np.ones(1))])
+    assert np.array_equal(got[0].policies[1].table, b.table)
+    tok, shipped, got = send(Mixture([a, b, d], [0.5, 0.0, 0.5]))  # c is dropped on both sides, only d travels
+    assert shipped == [tok[3]] and sorted(actor) == sorted([tok[0], tok[1], tok[3]])
+    assert sorted(driver.sent) == sorted(actor) and got[0].weights.tolist() == [0.5, 0.0, 0.5]
+    b.version += 1  # a changed policy travels again
+    tok, shipped, got = send(Mixture([a, b]))
+    assert shipped == [tok[1]] and len(actor) == 2
+    driver.forget()  # a failed call: the next pack ships everything again
+    tok, shipped, got = send(Mixture([a, b]))
+    assert shipped == sorted(tok[:2]) and len(actor) == 2
+    with pytest.raises(KeyError, match=r"no policy under token\(s\) \['t99'\]"):
+        unpack(actor, game, [], [(["t99"], np.ones(1))])
 
 
 def test_level_cpus_reach_the_actors_and_bad_values_are_refused(monkeypatch):

@@ -4,9 +4,9 @@
 (policies, values, progress) after every call, so the driver (the single writer of the
 payoff table: claiming and freezing stay atomic) reads it without a round trip. The actor
 rebuilds the game and the learner from their specs, so nothing but specs, policies and
-numbers travel. A level's targets reach its actor as `PolicyCache` tokens and weights: each
-policy travels once and stays there while the targets hold it, so the fixed population is
-not pickled again every refresh period. Ray is imported through `pbmarl.rollout.ray_backend`,
+numbers travel. A level's targets reach its actor as tokens and weights (`TargetShipper`, the
+rollout workers' shipping): each policy travels once, as arrays and meta, and stays there while
+the targets name it, so the fixed population is not sent again every refresh period. Ray is imported through `pbmarl.rollout.ray_backend`,
 lazily.
 """
 
@@ -22,69 +22,61 @@ from pbmarl.algorithms import driver_io as io
 from pbmarl.games.base import Game
 from pbmarl.policies.base import Policy
 from pbmarl.policies.mixture import Mixture
+from pbmarl.rollout.worker import PolicyTokens, Shipment, ship, unship
 
 #: seconds to wait for a level actor to be placed before saying why it is not
 SCHEDULE_TIMEOUT_S = 60
 
 
 #: a target mixture as it travels: the members' tokens and the weights
-Packed = tuple[list[int], np.ndarray]
+Packed = tuple[list[str], np.ndarray]
 
 
-class PolicyCache:
-    """The driver's side of a level's targets: which policies its actor holds, under which token.
+class TargetShipper:
+    """The driver's side of a level's targets: the rollout workers' shipping (`PolicyTokens`, `ship`) for one actor.
 
-    `pack` turns the targets into tokens and weights and hands over only the policies the actor does
-    not hold yet; both sides then drop every policy the targets no longer name, so the cache holds at
-    most the targets' members. Tokens are never reused, so a `forget` (after a failed call, when the
-    actor may or may not have stored them) only makes the next `pack` send everything again.
+    `pack` turns the targets into tokens and weights and ships only the policies the actor does not hold
+    at their current version; both sides then drop every policy the targets no longer name. After a
+    failed call, `forget` makes the next `pack` ship every policy again.
     """
 
     def __init__(self) -> None:
-        self.held: dict[int, Policy] = {}  # token -> policy, kept alive so its id() stays its own
-        self.tokens: dict[int, int] = {}  # id(policy) -> token
-        self.next = 0
+        self.token = PolicyTokens()
+        self.sent: dict[str, int] = {}  # token -> version the actor holds
 
-    def pack(self, targets: Sequence[Mixture]) -> tuple[dict[int, Policy], list[Packed]]:
-        """``(new, packed)``: the policies to send under their new tokens, and every target as tokens."""
-        new: dict[int, Policy] = {}
+    def pack(self, targets: Sequence[Mixture]) -> tuple[list[Shipment], list[Packed]]:
+        """``(shipments, packed)``: the policies to send, and every target as tokens and weights."""
+        policies: dict[str, Policy] = {}
         packed: list[Packed] = []
-        keep: set[int] = set()
         for mixture in targets:
-            tokens = []
-            for policy in mixture.policies:
-                token = self.tokens.get(id(policy))
-                if token is None or self.held.get(token) is not policy:
-                    token, self.next = self.next, self.next + 1
-                    self.tokens[id(policy)], self.held[token], new[token] = token, policy, policy
-                tokens.append(token)
-                keep.add(token)
+            tokens = [self.token(policy) for policy in mixture.policies]
+            policies.update(zip(tokens, mixture.policies))
             packed.append((tokens, mixture.weights))
-        for token in [t for t in self.held if t not in keep]:
-            del self.tokens[id(self.held.pop(token))]
-        return new, packed
+        for token in [t for t in self.sent if t not in policies]:
+            del self.sent[token]
+        return ship(self.sent, policies, policies), packed
 
     def forget(self) -> None:
-        """Assume the actor holds nothing (its call failed): the next `pack` sends every policy."""
-        self.held.clear()
-        self.tokens.clear()
+        """Assume the actor holds nothing (its call failed): the next `pack` ships every policy."""
+        self.sent.clear()
 
 
-def unpack(cache: dict[int, Policy], new: dict[int, Policy], packed: list[Packed]) -> list[Mixture]:
-    """The actor's side of `PolicyCache.pack`: store `new`, drop what `packed` no longer names, rebuild the mixtures.
+def unpack(held: dict[str, Policy], game: Game, shipments: Sequence[Shipment], packed: list[Packed]) -> list[Mixture]:
+    """The actor's side of `TargetShipper.pack`: drop what `packed` no longer names, rebuild `shipments` for
+    `game` into `held`, and return the mixtures.
 
     Raises:
-        KeyError: a token the actor does not hold (the caches disagree), naming it.
+        KeyError: a token the actor holds no policy for (the two sides disagree), naming it.
     """
-    cache.update(new)
     keep = {t for tokens, _ in packed for t in tokens}
-    for token in [t for t in cache if t not in keep]:
-        del cache[token]
-    missing = sorted(keep - cache.keys())
+    for token in [t for t in held if t not in keep]:
+        del held[token]
+    held.update((shipment[0], unship(shipment, game)) for shipment in shipments)
+    missing = sorted(keep - held.keys())
     if missing:
-        raise KeyError(f"the level actor holds no policy under token(s) {missing}: the driver's cache and the "
-                       f"actor's disagree")
-    return [Mixture([cache[t] for t in tokens], weights) for tokens, weights in packed]
+        raise KeyError(f"the level actor holds no policy under token(s) {missing}: the driver's record of what it "
+                       f"sent and the actor's disagree")
+    return [Mixture([held[t] for t in tokens], weights) for tokens, weights in packed]
 
 
 class LevelWorker:
@@ -96,16 +88,16 @@ class LevelWorker:
         from pbmarl.games.registry import game_from_spec
         from pbmarl.learners.registry import make_learner
 
-        game = game_from_spec(game_spec)
-        self.level = Level(index, make_learner(game, learner_spec), initial)
-        self.cache: dict[int, Policy] = {}
+        self.game = game_from_spec(game_spec)
+        self.level = Level(index, make_learner(self.game, learner_spec), initial)
+        self.held: dict[str, Policy] = {}
 
     def reset(self, index: int, initial: Sequence[Policy]) -> dict[str, Any]:
         self.level = self.level.reset(index, initial)
         return self.state()
 
-    def advance(self, new: dict[int, Policy], packed: list[Packed], rounds: int) -> tuple[int, dict[str, Any]]:
-        self.level.retarget(unpack(self.cache, new, packed))
+    def advance(self, shipments: list[Shipment], packed: list[Packed], rounds: int) -> tuple[int, dict[str, Any]]:
+        self.level.retarget(unpack(self.held, self.game, shipments, packed))
         spent = self.level.advance(rounds)
         return spent, self.state()
 
@@ -140,7 +132,7 @@ class RemoteLevel:
         self.learner_spec = learner.spec()
         self.actor = ray.remote(num_cpus=num_cpus)(LevelWorker).remote(game_spec(game), self.learner_spec, index, initial)
         self.targets: list[Mixture] = []
-        self.cache = PolicyCache()
+        self.shipper = TargetShipper()
         try:  # an actor that no free CPU can host would otherwise wait for ever
             first = ray.get(self.actor.state.remote(), timeout=SCHEDULE_TIMEOUT_S)
         except ray.exceptions.GetTimeoutError:
@@ -172,18 +164,18 @@ class RemoteLevel:
 
     def start(self, rounds: int) -> Any:
         """Begin `rounds` learner rounds in the actor; `finish` with the returned reference."""
-        new, packed = self.cache.pack(self.targets)
+        shipments, packed = self.shipper.pack(self.targets)
         try:
-            return self.actor.advance.remote(new, packed, rounds)
+            return self.actor.advance.remote(shipments, packed, rounds)
         except BaseException:
-            self.cache.forget()
+            self.shipper.forget()
             raise
 
     def finish(self, ref: Any) -> int:
         try:
             spent, state = self._ray.get(ref)
         except BaseException:
-            self.cache.forget()
+            self.shipper.forget()
             raise
         self._mirror(state)
         return int(spent)

@@ -10,9 +10,7 @@ are run again. Payoff tables change only when a `fill` call succeeds.
 
 from __future__ import annotations
 
-import itertools
 import time
-import weakref
 from collections.abc import Callable, Collection, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, cast, overload
 
@@ -27,6 +25,7 @@ from pbmarl.rollout.runner import ENGINES
 from pbmarl.rollout.staging import Staging
 from pbmarl.rollout.trajectories import Trajectories, concat_trajectories
 from pbmarl.rollout.units import COLLECT, COLLECT_GROUPS, EVAL, FILL, SeatRef, UnitResult, WorkUnit, chunks
+from pbmarl.rollout.worker import PolicyTokens
 
 if TYPE_CHECKING:  # pragma: no cover
     from pbmarl.rollout.mapping import AgentMapping
@@ -124,8 +123,7 @@ class RolloutPool:
                       "stepper": stepper}
         self._seeds = np.random.SeedSequence(seed)
         self._calls = 0
-        self._tokens: weakref.WeakKeyDictionary[Policy, str] = weakref.WeakKeyDictionary()
-        self._next_token = itertools.count()
+        self._token = PolicyTokens()
         self._backend: Any
         if backend == "local":
             from pbmarl.rollout.local_backend import LocalBackend
@@ -353,12 +351,6 @@ class RolloutPool:
             return self.unit_episodes
         return _clamp(episodes / max(1, -(-32 // items)), 64, 4096)
 
-    def _token(self, policy: Policy) -> str:
-        token = self._tokens.get(policy)
-        if token is None:
-            token = self._tokens[policy] = f"t{next(self._next_token)}"
-        return token
-
     def _check_member(self, policy: Any, what: str) -> None:
         if not isinstance(policy, Policy):
             raise TypeError(f"{what} must be a pbmarl Policy, got {type(policy).__name__}: {policy!r}")
@@ -405,7 +397,7 @@ class RolloutPool:
             entropy = int(seed)
         else:
             raise ValueError(f"seed must be a non-negative int, a numpy Generator or None, got {seed!r}")
-        backend.prune(set(self._tokens.values()))
+        backend.prune(self._token.live())
         self._calls += 1
         return entropy, self._calls
 

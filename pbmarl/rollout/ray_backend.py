@@ -27,7 +27,7 @@ from pbmarl.games.base import Game
 from pbmarl.policies.base import Policy
 from pbmarl.rollout.ray_liveness import CHECK_EVERY_S, env_default, head_lost, lost_error, patient_gcs_clients
 from pbmarl.rollout.units import UnitResult, WorkUnit
-from pbmarl.rollout.worker import RolloutWorker, game_for_worker
+from pbmarl.rollout.worker import RolloutWorker, game_for_worker, ship
 
 AUTH_MODE_VAR = "RAY_AUTH_MODE"
 _CONTEXT: tuple[str, Any] | None = None  # (GCS address, context) of the session init_ray made or found
@@ -329,14 +329,7 @@ class RayBackend:
         return list(self.ray.get([a.node_id.remote() for a in self.actors]))
 
     def _shipments(self, w: int, unit: WorkUnit, policies: dict[str, Policy]) -> list[Any]:
-        sent = self._sent[w]
-        out = []
-        for token in sorted(unit.tokens):
-            pi = policies[token]
-            if sent.get(token) != pi.version:
-                out.append((token, pi.version, pi.arrays(), pi.meta()))
-                sent[token] = pi.version
-        return out
+        return ship(self._sent[w], unit.tokens, policies)
 
     def run(self, units: Sequence[WorkUnit], policies: dict[str, Policy], on_result: Callable[[UnitResult], None]) -> None:
         """Play every unit on the actors; `on_result` gets each unit's result exactly once."""
