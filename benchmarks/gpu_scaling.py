@@ -42,7 +42,7 @@ import torch  # noqa: E402
 import torch.nn.functional as F  # noqa: E402
 
 from pbmarl.learners.mappo import value_loss  # noqa: E402
-from pbmarl.learners.nets import Critic, RainbowNet, adam, build_mlp, clip_grad_norm  # noqa: E402
+from pbmarl.learners.nets import Critic, Critics, RainbowNet, adam, build_mlp, clip_grad_norm  # noqa: E402
 
 RESULTS = Path(__file__).resolve().parent / "results" / "gpu_scaling.csv"
 FIELDS = ["date", "commit", "command", "machine", "device", "threads", "workload", "batch", "ms_per_update",
@@ -102,9 +102,17 @@ def dqn_step(device: torch.device, batch: int, parts: str = "pbmarl") -> Callabl
 
 
 def td3_step(device: torch.device, batch: int, parts: str = "pbmarl") -> Callable[[], None]:
-    """Pendulum TD3's update: twin 400-300 critics against smoothed targets, then the actor through critic 0."""
+    """Pendulum TD3's update: twin 400-300 critics against smoothed targets, then the actor through critic 0.
+    pbmarl's (and the floor's) twins are one stacked `Critics` module; torch's reference keeps two networks."""
     actor = build_mlp(3, (400, 300), 1).to(device)
-    critics = torch.nn.ModuleList(Critic(3, 1, (400, 300)) for _ in range(2)).to(device)
+    members = [Critic(3, 1, (400, 300)) for _ in range(2)]
+    if parts == "torch":
+        critics: torch.nn.Module = torch.nn.ModuleList(members).to(device)
+        both: Callable[..., torch.Tensor] = lambda m, o, a: torch.stack([c(o, a) for c in m])  # noqa: E731
+        first: Callable[..., torch.Tensor] = lambda m, o, a: m[0](o, a)  # noqa: E731
+    else:
+        critics = Critics(members).to(device)
+        both, first = (lambda m, o, a: m(o, a)), (lambda m, o, a: m.member(0, o, a))
     actor_t, critics_t = copy.deepcopy(actor), copy.deepcopy(critics)
     make_adam, _ = _parts(parts)
     actor_opt, critic_opt = make_adam(actor.parameters(), lr=1e-3), make_adam(critics.parameters(), lr=1e-3)
@@ -115,14 +123,14 @@ def td3_step(device: torch.device, batch: int, parts: str = "pbmarl") -> Callabl
         with torch.no_grad():
             noise = (torch.randn(batch, 1, device=device) * 0.2).clamp(-0.5, 0.5)
             a2 = (2 * torch.tanh(actor_t(next_obs)) + noise * 2).clamp(-2, 2)
-            y = reward + 0.98 * torch.min(*(c(next_obs, a2) for c in critics_t))
-        loss = sum(((c(obs, action) - y) ** 2).mean() for c in critics)
+            y = reward + 0.98 * both(critics_t, next_obs, a2).amin(0)
+        loss = (both(critics, obs, action) - y).pow(2).mean(1).sum()
         critic_opt.zero_grad()
-        loss.backward()  # type: ignore[union-attr]
+        loss.backward()
         critic_opt.step()
         for p in critics.parameters():
             p.requires_grad_(False)
-        actor_loss = -critics[0](obs, 2 * torch.tanh(actor(obs))).mean()
+        actor_loss = -first(critics, obs, 2 * torch.tanh(actor(obs))).mean()
         for p in critics.parameters():
             p.requires_grad_(True)
         actor_opt.zero_grad()
@@ -157,7 +165,7 @@ def mappo_step(device: torch.device, batch: int, parts: str = "pbmarl") -> Calla
     return step
 
 
-WORKLOADS: dict[str, Callable[[torch.device, int, bool], Callable[[], None]]] = {
+WORKLOADS: dict[str, Callable[[torch.device, int, str], Callable[[], None]]] = {
     "dqn": dqn_step, "td3": td3_step, "mappo": mappo_step}
 
 

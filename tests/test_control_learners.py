@@ -142,7 +142,7 @@ def test_bfloat16_lowers_only_the_hidden_to_hidden_products_of_the_update(make: 
     hooks = [layer.register_forward_hook(lambda mod, inp, out, key=f"{name}.{path}": seen.setdefault(
                  key, set()).add(out.dtype))
              for name, net in nets.items() for path, layer in net.named_modules()
-             if isinstance(layer, (torch.nn.Linear, pb.learners.nets.NoisyLinear))]
+             if isinstance(layer, (torch.nn.Linear, pb.learners.nets.NoisyLinear, pb.learners.nets.EnsembleLinear))]
     stats = learner._train_step(learner.replay.sample(32, np.random.default_rng(0)))
     for h in hooks:
         h.remove()
@@ -164,7 +164,7 @@ def test_bfloat16_lowers_only_the_hidden_to_hidden_products_of_the_update(make: 
 
 
 def _count_mlps(net: torch.nn.Module) -> int:
-    """How many MLPs (Sequentials of Linear layers) a module holds (twin critics: 2)."""
+    """How many MLPs (Sequentials of Linear layers) a module holds; stacked twin critics count as one."""
     return max(1, sum(1 for m in net.modules() if isinstance(m, torch.nn.Sequential) and any(
         isinstance(c, torch.nn.Linear) for c in m.children())))
 
@@ -183,7 +183,7 @@ def test_hddpg_applies_the_smaller_rate_to_negative_td_errors_on_a_constructed_b
             for _ in range(300):
                 learner._update(batch)
         with torch.no_grad():
-            return float(learner.critics[0](torch.as_tensor(obs)[None], torch.tensor([[0.5]]))[0])
+            return float(learner.critics.member(0, torch.as_tensor(obs)[None], torch.tensor([[0.5]]))[0])
 
     assert fit(DDPG) == pytest.approx(0.0, abs=0.05)
     assert fit(HDDPG, q_increase_rate=1.0, q_decrease_rate=0.1) == pytest.approx(0.9 / 1.1, abs=0.05)

@@ -66,12 +66,12 @@ def test_a_worker_records_the_algorithms_own_gradients_at_the_weights_it_was_sen
     obs, next_obs, action = (torch.as_tensor(x) for x in (batch.obs, batch.next_obs, batch.action))
     live = 1.0 - torch.as_tensor(batch.done, dtype=torch.float32)
     y = learner._target(next_obs, torch.as_tensor(batch.reward), live).detach()
-    critic = learner.critics[0]
-    critic_loss = (y - critic(obs, action)).pow(2).mean()
+    critic = learner.critics
+    critic_loss = (y - critic.member(0, obs, action)).pow(2).mean()
     grads = torch.autograd.grad(critic_loss, list(critic.parameters()))
     np.testing.assert_allclose(result.grad["critic_opt"], torch.cat([g.reshape(-1) for g in grads]).numpy(),
                                rtol=1e-5, atol=1e-6)
-    actor_loss = -critic(obs, learner.actor.forward(obs)).mean()  # the critic before this update's step
+    actor_loss = -critic.member(0, obs, learner.actor.forward(obs)).mean()  # the critic before this update's step
     grads = torch.autograd.grad(actor_loss, list(learner.actor.net.parameters()))
     np.testing.assert_allclose(result.grad["actor_opt"], torch.cat([g.reshape(-1) for g in grads]).numpy(),
                                rtol=1e-5, atol=1e-6)

@@ -58,7 +58,8 @@ from pbmarl.protocols import BestResponse
 
 __all__ = ["ControlConfig", "ControlLearner", "ControlRecord", "PrioritizedOptions", "EnvSource", "StepEnv", "single_agent_env"]
 
-FORMAT = 1
+#: the save format `save` writes; `load` also reads format 1, whose twin critics were separate networks
+FORMAT = 2
 _BASE = frozenset(f.name for f in dataclasses.fields(ControlRecord))
 
 
@@ -430,6 +431,11 @@ class ControlLearner(Recorded, OnServer, abc.ABC):
     def _load_extra_arrays(self, arrays: dict[str, np.ndarray]) -> None:
         """Restore what `_extra_arrays` returned."""
 
+    def _from_format_1(self, state: dict[str, Any]) -> dict[str, Any]:
+        """A format-1 `state.pt` in this format (the critics' modules convert their own weights on loading;
+        learners with critics convert their optimiser's state here)."""
+        return state
+
     def save(self, folder: str | Path) -> Path:
         """Write the whole state into `folder` (each file atomically, ``learner.json`` last)."""
         from pbmarl.io import write_atomic, write_json, write_npz
@@ -457,7 +463,7 @@ class ControlLearner(Recorded, OnServer, abc.ABC):
         if not (folder / "learner.json").exists():
             raise FileNotFoundError(f"{str(folder)!r} is not a saved learner (no learner.json)")
         data = read_json(folder / "learner.json")
-        if data.get("format") != FORMAT or data["spec"]["name"] != self.name:
+        if data.get("format") not in (1, FORMAT) or data["spec"]["name"] != self.name:
             raise ValueError(f"{str(folder)!r} holds a {data['spec'].get('name')!r} learner (format "
                              f"{data.get('format')!r}), not a {self.name!r} one (format {FORMAT})")
         saved_hidden = tuple(data["spec"]["config"]["hidden"])
@@ -465,6 +471,8 @@ class ControlLearner(Recorded, OnServer, abc.ABC):
             raise ValueError(f"{str(folder)!r} holds networks with hidden={saved_hidden}, "
                              f"but this learner has hidden={self.config.hidden}")
         state = torch.load(folder / "state.pt", weights_only=True)
+        if data["format"] == 1:
+            state = self._from_format_1(state)
         for name, module in self._modules().items():
             module.load_state_dict(state[name])
         self.gen.set_state(state["__generator__"]["state"])

@@ -29,7 +29,7 @@ import torch
 from pbmarl.learners.base import NON_NEGATIVE, POSITIVE, Rule
 from pbmarl.learners.buffers import Batch
 from pbmarl.learners.control import ControlConfig, ControlLearner, ControlRecord, PrioritizedOptions
-from pbmarl.learners.nets import Critic, adam, frozen, seeded, to_tensor
+from pbmarl.learners.nets import Critic, Critics, adam, frozen, seeded, stack_adam_state, to_tensor
 from pbmarl.learners.rl_math import Polyak
 from pbmarl.policies.continuous import DeterministicPolicy
 from pbmarl.policies.noise import Noise, Normal, OrnsteinUhlenbeck
@@ -92,9 +92,8 @@ class DDPG(ControlLearner):
     def _build(self) -> None:
         cfg = self.config
         self.actor = DeterministicPolicy(self.game, cfg.hidden, noise=self._make_noise(), seed=self._seeded())
-        self.critics = torch.nn.ModuleList(
-            seeded(self._seeded(), lambda: Critic(self.obs_dim, self.act_dim, cfg.hidden))
-            for _ in range(self.num_critics))
+        self.critics = Critics([seeded(self._seeded(), lambda: Critic(self.obs_dim, self.act_dim, cfg.hidden))
+                                for _ in range(self.num_critics)])
         self.actor_target = copy.deepcopy(self.actor.net)
         self.critics_target = copy.deepcopy(self.critics)
         self._polyak = (Polyak(self.actor_target, self.actor.net), Polyak(self.critics_target, self.critics))
@@ -128,7 +127,7 @@ class DDPG(ControlLearner):
     # -- learning --------------------------------------------------------------------------
     def _target(self, next_obs: torch.Tensor, reward: torch.Tensor, live: torch.Tensor) -> torch.Tensor:
         """``y = r + gamma * live * Q'(s', mu'(s'))``."""
-        q_next = self.critics_target[0](next_obs, self._target_action(next_obs))
+        q_next = self.critics_target.member(0, next_obs, self._target_action(next_obs))
         return reward + self.config.gamma * live * q_next
 
     def _critic_loss(self, td: torch.Tensor, weight: torch.Tensor) -> torch.Tensor:
@@ -145,8 +144,8 @@ class DDPG(ControlLearner):
         with torch.no_grad():
             y = self._target(next_obs, to_tensor(batch.reward), 1.0 - to_tensor(batch.done))
         weight = to_tensor(batch.weight)
-        qs = [critic(obs, action) for critic in self.critics]
-        tds = [y - q for q in qs]
+        qs = self.critics(obs, action)  # (critics, B)
+        tds = y - qs
         critic_loss = torch.stack([self._critic_loss(td, weight) for td in tds]).sum()
         self.critic_opt.zero_grad()
         critic_loss.backward()
@@ -155,7 +154,7 @@ class DDPG(ControlLearner):
         stats = {"loss": float(critic_loss.detach()), "q_mean": float(qs[0].detach().mean())}
         if self._actor_due():
             with frozen(self._critic_params):
-                actor_loss = -self.critics[0](obs, self.actor.forward(obs)).mean()
+                actor_loss = -self.critics.member(0, obs, self.actor.forward(obs)).mean()
             self.actor_opt.zero_grad()
             actor_loss.backward()
             self.actor_opt.step()
@@ -169,6 +168,11 @@ class DDPG(ControlLearner):
                 polyak(self.config.tau)
 
     # -- state -----------------------------------------------------------------------------
+    def _from_format_1(self, state: dict[str, Any]) -> dict[str, Any]:
+        """Format 1 kept each critic as its own network: their Adam moments are stacked as the weights are."""
+        layers = range(len(self.config.hidden) + 1)
+        return {**state, "critic_opt": stack_adam_state(state["critic_opt"], len(self.critics), layers)}
+
     def _modules(self) -> dict[str, Any]:
         return {"actor": self.actor.net, "critics": self.critics, "actor_target": self.actor_target,
                 "critics_target": self.critics_target, "actor_opt": self.actor_opt, "critic_opt": self.critic_opt}

@@ -35,7 +35,17 @@ from torch import nn
 from pbmarl.learners.base import FLAG, POSITIVE, Rule, _is_int, _is_real
 from pbmarl.learners.buffers import Batch
 from pbmarl.learners.control import ControlConfig, ControlLearner, ControlRecord
-from pbmarl.learners.nets import Critic, adam, build_mlp, frozen, seeded, to_tensor
+from pbmarl.learners.nets import (
+    Critic,
+    Critics,
+    EnsembleMLP,
+    adam,
+    build_mlp,
+    frozen,
+    seeded,
+    stack_adam_state,
+    to_tensor,
+)
 from pbmarl.learners.rl_math import Polyak
 from pbmarl.policies.continuous import GaussianPolicy
 from pbmarl.policies.neural import MLPPolicy
@@ -108,14 +118,13 @@ class SAC(ControlLearner):
             self.gaussian = GaussianPolicy(self.game, cfg.hidden, seed=self._seeded(), sde=cfg.sde,
                                            log_std_init=cfg.log_std_init, clip_mean=cfg.clip_mean if cfg.sde else None)
             self.actor: nn.Module = self.gaussian.net
-            self.critics = nn.ModuleList(seeded(self._seeded(), lambda: Critic(self.obs_dim, self.act_dim, cfg.hidden))
-                                         for _ in range(2))
+            self.critics: Critics | EnsembleMLP = Critics(
+                [seeded(self._seeded(), lambda: Critic(self.obs_dim, self.act_dim, cfg.hidden)) for _ in range(2)])
             default_target = -float(self.act_dim)
         else:
             self.actor = seeded(self._seeded(), lambda: build_mlp(self.obs_dim, cfg.hidden, self.num_actions))
-            self.critics = nn.ModuleList(seeded(self._seeded(), lambda: build_mlp(self.obs_dim, cfg.hidden,
-                                                                                  self.num_actions))
-                                         for _ in range(2))
+            self.critics = EnsembleMLP([seeded(self._seeded(), lambda: build_mlp(self.obs_dim, cfg.hidden, self.num_actions))
+                                        for _ in range(2)])
             default_target = 0.89 * math.log(self.num_actions)
         self.target_entropy = default_target if cfg.target_entropy is None else float(cfg.target_entropy)
         self.critics_target = copy.deepcopy(self.critics)
@@ -151,19 +160,19 @@ class SAC(ControlLearner):
         with torch.no_grad():
             if box:
                 next_action, next_logp = self.gaussian.sample(next_obs, generator=self.gen)
-                q_next = torch.min(*(c(next_obs, next_action) for c in self.critics_target)) - alpha * next_logp
+                q_next = self.critics_target(next_obs, next_action).amin(0) - alpha * next_logp
             else:
                 logp = torch.log_softmax(self.actor(next_obs), -1)
-                q_min = torch.min(*(c(next_obs) for c in self.critics_target))
+                q_min = self.critics_target(next_obs).amin(0)
                 q_next = (logp.exp() * (q_min - alpha * logp)).sum(-1)
             y = reward + cfg.gamma * live * q_next
         if box:
             action = to_tensor(batch.action)
-            qs = [c(obs, action) for c in self.critics]
+            qs = self.critics(obs, action)  # (2, B)
         else:
-            index = to_tensor(batch.action, dtype=None)[:, None]
-            qs = [c(obs).gather(1, index).squeeze(1) for c in self.critics]
-        critic_loss = torch.stack([(q - y).pow(2).mean() for q in qs]).sum()
+            index = to_tensor(batch.action, dtype=None)[None, :, None].expand(len(self.critics), -1, 1)
+            qs = self.critics(obs).gather(2, index).squeeze(2)
+        critic_loss = (qs - y).pow(2).mean(1).sum()
         self.critic_opt.zero_grad()
         critic_loss.backward()
         self.critic_opt.step()
@@ -171,13 +180,13 @@ class SAC(ControlLearner):
         if box:
             action_pi, logp_pi = self.gaussian.sample(obs, generator=self.gen)
             with frozen(self._critic_params):
-                q_pi = torch.min(*(c(obs, action_pi) for c in self.critics))
+                q_pi = self.critics(obs, action_pi).amin(0)
             actor_loss = (alpha * logp_pi - q_pi).mean()
             neg_entropy = logp_pi.detach()
         else:
             logp = torch.log_softmax(self.actor(obs), -1)
             with torch.no_grad():
-                q_all = torch.min(*(c(obs) for c in self.critics))
+                q_all = self.critics(obs).amin(0)
             actor_loss = (logp.exp() * (alpha * logp - q_all)).sum(-1).mean()
             neg_entropy = (logp.exp() * logp).sum(-1).detach()
         self.actor_opt.zero_grad()
@@ -196,6 +205,11 @@ class SAC(ControlLearner):
         self._polyak(self.config.tau)
 
     # -- state -----------------------------------------------------------------------------
+    def _from_format_1(self, state: dict[str, Any]) -> dict[str, Any]:
+        """Format 1 kept each critic as its own network: their Adam moments are stacked as the weights are."""
+        layers = range(len(self.config.hidden) + 1)
+        return {**state, "critic_opt": stack_adam_state(state["critic_opt"], len(self.critics), layers)}
+
     def _modules(self) -> dict[str, Any]:
         sde = {"sde_log_std": _ParamBox(self.gaussian.log_std)} if self.config.sde and self.gaussian.log_std is not None else {}
         return {"actor": self.actor, "critics": self.critics, "critics_target": self.critics_target, **sde,

@@ -56,7 +56,7 @@ class TD3(DDPG):
         eps = torch.randn(mean.shape, generator=self.gen) * cfg.target_noise
         eps = eps.clamp(-cfg.target_noise_clip, cfg.target_noise_clip) * half
         next_action = torch.max(torch.min(mean + eps, torch.as_tensor(self.act_high)), torch.as_tensor(self.act_low))
-        q_next = torch.min(*(critic(next_obs, next_action) for critic in self.critics_target))
+        q_next = self.critics_target(next_obs, next_action).amin(0)
         return reward + cfg.gamma * live * q_next
 
     def _actor_due(self) -> bool:

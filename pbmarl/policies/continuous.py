@@ -210,8 +210,11 @@ class GaussianPolicy(BoxPolicy):
     def _sde_parts(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         """gSDE: the (clipped) mean ``[B, d]``, the std ``[B, d]`` and the gradient-free features ``[B, h]``."""
         assert self.log_std is not None
-        latent = self.net[:-1](x.reshape(len(x), -1))
-        mean = self.net[-1](latent)
+        *torso, head = self.net  # (slicing the Sequential would build a new one per call)
+        latent = x.reshape(len(x), -1)
+        for layer in torso:
+            latent = layer(latent)
+        mean = head(latent)
         if self.clip_mean is not None:
             mean = mean.clamp(-self.clip_mean, self.clip_mean)
         latent = latent.detach()
