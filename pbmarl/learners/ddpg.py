@@ -170,7 +170,7 @@ class DDPG(ControlLearner):
     # -- state -----------------------------------------------------------------------------
     def _from_format_1(self, state: dict[str, Any]) -> dict[str, Any]:
         """Format 1 kept each critic as its own network: their Adam moments are stacked as the weights are."""
-        layers = range(len(self.config.hidden) + 1)
+        layers = len(self.config.hidden) + 1
         return {**state, "critic_opt": stack_adam_state(state["critic_opt"], len(self.critics), layers)}
 
     def _modules(self) -> dict[str, Any]:

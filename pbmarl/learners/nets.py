@@ -401,7 +401,7 @@ class EnsembleMLP(nn.Module):
     Built from the members themselves, so their initialisation is whatever built them (a learner seeds
     each as before); each Linear position becomes one `EnsembleLinear`. ``forward((B, in))`` gives
     ``(k, B, out)``: twin critics cost one chain of batched products instead of two chains of small ones
-    (on 64-wide networks and 512-row batches about 17% less time forward and backward).
+    (SAC on MountainCarContinuous, 64-wide with 512-row batches: 6-11% less time per env step in all).
 
     Wide members gain nothing from the batched product (Pendulum's 400-300 TD3 ran 6-13% slower with it), so
     by default only members whose hidden layers are at most `BATCHED_MAX_WIDTH` wide are batched; wider
@@ -508,11 +508,11 @@ class Critics(nn.Module):
         super()._load_from_state_dict(state_dict, prefix, *args, **kwargs)
 
 
-def stack_adam_state(state: dict[str, Any], members: int, layers: Sequence[int]) -> dict[str, Any]:
+def stack_adam_state(state: dict[str, Any], members: int, layers: int) -> dict[str, Any]:
     """An Adam ``state_dict`` over ``members`` separate MLPs (parameters member by member: each Linear's
     weight, then its bias) rewritten for the `EnsembleMLP` of them (each stacked layer's weight, then bias):
     the moments stacked as the parameters are. `layers` counts Linear layers per member."""
-    per = 2 * len(layers)
+    per = 2 * layers
     old, new_state = state["state"], {}
     for slot in range(per):
         entries = [old.get(i * per + slot) for i in range(members)]
