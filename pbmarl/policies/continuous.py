@@ -13,6 +13,7 @@ Example:
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Sequence
 from typing import Any
@@ -84,7 +85,21 @@ class BoxPolicy(Policy):
 
     def rescale(self, y: torch.Tensor) -> torch.Tensor:
         """``[-1, 1]^d`` -> the Box: ``loc + scale * y``."""
-        return torch.as_tensor(self.loc, dtype=y.dtype) + torch.as_tensor(self.scale, dtype=y.dtype) * y
+        if y.dtype == torch.float32:
+            loc, scale = self._box_float32
+        else:
+            loc, scale = torch.as_tensor(self.loc, dtype=y.dtype), torch.as_tensor(self.scale, dtype=y.dtype)
+        return loc + scale * y
+
+    @functools.cached_property
+    def _box_float32(self) -> tuple[torch.Tensor, torch.Tensor]:
+        """`loc` and `scale` as float32 tensors, made once (a learner rescales two or three batches per update)."""
+        return torch.as_tensor(self.loc, dtype=torch.float32), torch.as_tensor(self.scale, dtype=torch.float32)
+
+    @functools.cached_property
+    def log_scale_sum(self) -> float:
+        """``sum(log(scale))``: the rescaling's term in every log-density."""
+        return float(np.log(self.scale).sum())
 
     def normalise(self, action: np.ndarray) -> np.ndarray:
         """The Box -> ``[-1, 1]^d`` (inverse of `rescale`), ``[B, d]``."""
@@ -204,7 +219,7 @@ class GaussianPolicy(BoxPolicy):
                                                                            dtype=mean.dtype)
         u = mean + std * eps
         base = (-0.5 * eps**2 - log_std - 0.5 * math.log(2 * math.pi)).sum(-1)
-        log_prob = base - tanh_log_det(u) - float(np.log(self.scale).sum())
+        log_prob = base - tanh_log_det(u) - self.log_scale_sum
         return self.rescale(torch.tanh(u)), log_prob
 
     def _sde_parts(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
@@ -230,7 +245,7 @@ class GaussianPolicy(BoxPolicy):
         mean, log_std = self.distribution(x)
         z = (u - mean) / log_std.exp()
         base = (-0.5 * z**2 - log_std - 0.5 * math.log(2 * math.pi)).sum(-1)
-        return base - tanh_log_det(u) - float(np.log(self.scale).sum())
+        return base - tanh_log_det(u) - self.log_scale_sum
 
     def act(self, obs: np.ndarray, legal_mask: np.ndarray | None = None, rng: int | np.random.Generator | None = None,
             keys: Sequence[str] | None = None, *, deterministic: bool = False) -> ActionOutput:
