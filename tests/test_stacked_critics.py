@@ -12,8 +12,9 @@ import pytest
 import torch
 from test_control_learners import TINY, BoxDMDP
 
+from pbmarl.learners.critics import Critic, Critics, EnsembleMLP
 from pbmarl.learners.ddpg import DDPG
-from pbmarl.learners.nets import Critic, Critics, EnsembleMLP, build_mlp, seeded
+from pbmarl.learners.nets import build_mlp, seeded
 from pbmarl.learners.sac import SAC
 from pbmarl.learners.td3 import TD3
 
@@ -67,7 +68,7 @@ def test_stacking_holds_exactly_the_members_the_learner_seeded(cls: Any, monkeyp
             built.append(copy.deepcopy(module))
         return module
 
-    monkeypatch.setattr(f"{cls.__module__.rsplit('.', 1)[0]}.{'sac' if cls is SAC else 'ddpg'}.seeded", recording)
+    monkeypatch.setattr("pbmarl.learners.sac.seeded" if cls is SAC else "pbmarl.learners.ddpg.seeded", recording)
     learner = cls(BoxDMDP(), seed=5, **TINY)
     assert len(built) == len(learner.critics) == (1 if cls is DDPG else 2)
     linears = [m for m in built[0].net if isinstance(m, torch.nn.Linear)]

@@ -51,6 +51,7 @@ from pbmarl.distributed.on_server import OnServer
 from pbmarl.games.base import Game
 from pbmarl.learners.buffers import Batch, PrioritizedReplayBuffer, ReplayBuffer
 from pbmarl.learners.control_config import ControlConfig, ControlRecord, PrioritizedOptions
+from pbmarl.learners.critics import Critics, EnsembleMLP, stack_adam_state
 from pbmarl.learners.nets import torch_threads
 from pbmarl.learners.recorded import Recorded
 from pbmarl.learners.step_env import EnvSource, StepEnv, single_agent_env
@@ -431,11 +432,6 @@ class ControlLearner(Recorded, OnServer, abc.ABC):
     def _load_extra_arrays(self, arrays: dict[str, np.ndarray]) -> None:
         """Restore what `_extra_arrays` returned."""
 
-    def _from_format_1(self, state: dict[str, Any]) -> dict[str, Any]:
-        """A format-1 `state.pt` in this format (the critics' modules convert their own weights on loading;
-        learners with critics convert their optimiser's state here)."""
-        return state
-
     def save(self, folder: str | Path) -> Path:
         """Write the whole state into `folder` (each file atomically, ``learner.json`` last)."""
         from pbmarl.io import write_atomic, write_json, write_npz
@@ -471,8 +467,11 @@ class ControlLearner(Recorded, OnServer, abc.ABC):
             raise ValueError(f"{str(folder)!r} holds networks with hidden={saved_hidden}, "
                              f"but this learner has hidden={self.config.hidden}")
         state = torch.load(folder / "state.pt", weights_only=True)
-        if data["format"] == 1:
-            state = self._from_format_1(state)
+        critics = self._modules().get("critics")
+        if data["format"] == 1 and isinstance(critics, (Critics, EnsembleMLP)):
+            # format 1 kept one network per critic: the modules stack their weights as they load (their load
+            # hooks), and the critics' Adam moments are stacked here
+            state = {**state, "critic_opt": stack_adam_state(state["critic_opt"], len(critics))}
         for name, module in self._modules().items():
             module.load_state_dict(state[name])
         self.gen.set_state(state["__generator__"]["state"])

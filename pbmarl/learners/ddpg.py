@@ -29,7 +29,8 @@ import torch
 from pbmarl.learners.base import NON_NEGATIVE, POSITIVE, Rule
 from pbmarl.learners.buffers import Batch
 from pbmarl.learners.control import ControlConfig, ControlLearner, ControlRecord, PrioritizedOptions
-from pbmarl.learners.nets import Critic, Critics, adam, frozen, seeded, stack_adam_state, to_tensor
+from pbmarl.learners.critics import Critic, Critics
+from pbmarl.learners.nets import adam, frozen, seeded, to_tensor
 from pbmarl.learners.rl_math import Polyak
 from pbmarl.policies.continuous import DeterministicPolicy
 from pbmarl.policies.noise import Noise, Normal, OrnsteinUhlenbeck
@@ -168,11 +169,6 @@ class DDPG(ControlLearner):
                 polyak(self.config.tau)
 
     # -- state -----------------------------------------------------------------------------
-    def _from_format_1(self, state: dict[str, Any]) -> dict[str, Any]:
-        """Format 1 kept each critic as its own network: their Adam moments are stacked as the weights are."""
-        layers = len(self.config.hidden) + 1
-        return {**state, "critic_opt": stack_adam_state(state["critic_opt"], len(self.critics), layers)}
-
     def _modules(self) -> dict[str, Any]:
         return {"actor": self.actor.net, "critics": self.critics, "actor_target": self.actor_target,
                 "critics_target": self.critics_target, "actor_opt": self.actor_opt, "critic_opt": self.critic_opt}

@@ -35,17 +35,8 @@ from torch import nn
 from pbmarl.learners.base import FLAG, POSITIVE, Rule, _is_int, _is_real
 from pbmarl.learners.buffers import Batch
 from pbmarl.learners.control import ControlConfig, ControlLearner, ControlRecord
-from pbmarl.learners.nets import (
-    Critic,
-    Critics,
-    EnsembleMLP,
-    adam,
-    build_mlp,
-    frozen,
-    seeded,
-    stack_adam_state,
-    to_tensor,
-)
+from pbmarl.learners.critics import Critic, Critics, EnsembleMLP
+from pbmarl.learners.nets import adam, build_mlp, frozen, seeded, to_tensor
 from pbmarl.learners.rl_math import Polyak
 from pbmarl.policies.continuous import GaussianPolicy
 from pbmarl.policies.neural import MLPPolicy
@@ -205,11 +196,6 @@ class SAC(ControlLearner):
         self._polyak(self.config.tau)
 
     # -- state -----------------------------------------------------------------------------
-    def _from_format_1(self, state: dict[str, Any]) -> dict[str, Any]:
-        """Format 1 kept each critic as its own network: their Adam moments are stacked as the weights are."""
-        layers = len(self.config.hidden) + 1
-        return {**state, "critic_opt": stack_adam_state(state["critic_opt"], len(self.critics), layers)}
-
     def _modules(self) -> dict[str, Any]:
         sde = {"sde_log_std": _ParamBox(self.gaussian.log_std)} if self.config.sde and self.gaussian.log_std is not None else {}
         return {"actor": self.actor, "critics": self.critics, "critics_target": self.critics_target, **sde,
