@@ -165,6 +165,16 @@ exec(EVAL_LOOP, _EVAL)
 gymnasium_returns: Callable[[str, Callable[[Any], Any], list[int]], list[float]] = _EVAL["gymnasium_returns"]
 
 
+def _import_optimizer_machinery() -> None:
+    """Construct one throwaway torch optimiser. torch's first `Optimizer.__init__` imports ``torch._dynamo``
+    (about 1 s, once per process). SB3 builds its optimisers in its model's constructor, before its clock
+    starts; pbmarl's PPO builds its own inside `best_response`, each task afresh, so without this its clock
+    would carry that one-off import and SB3's would not (rows before 2026-11-27 19:00 did)."""
+    import torch
+
+    torch.optim.Adam([torch.zeros(1, requires_grad=True)])
+
+
 def _run_pbmarl_ppo(env: str, seed: int, budget: int, params: dict[str, Any]) -> dict[str, float]:
     """PPO is a best-response `Learner` (rounds through the rollout pool): trained with `best_response`, then
     evaluated greedily on the same reset seeds as SB3."""
@@ -172,6 +182,7 @@ def _run_pbmarl_ppo(env: str, seed: int, budget: int, params: dict[str, Any]) ->
 
     game = pb.load_game(f"gym:{env}")
     learner = pb.PPO(game, seed=seed, budget=budget, num_threads=1, **params)
+    _import_optimizer_machinery()
     t0, c0 = time.perf_counter(), time.process_time()
     policy = learner.best_response(0, [None])
     seconds, cpu = time.perf_counter() - t0, time.process_time() - c0

@@ -129,7 +129,8 @@ class RolloutBatch:
     """A round's data as tensors, with advantages and value targets."""
 
     obs: torch.Tensor
-    legal_mask: torch.Tensor
+    legal_mask: torch.Tensor | None
+    """None where every action was legal at every step of the round (Gymnasium's games): no masking then."""
     action: torch.Tensor
     old_logp: torch.Tensor
     advantage: torch.Tensor
@@ -140,7 +141,7 @@ class RolloutBatch:
 
     def take(self, index: np.ndarray) -> RolloutBatch:
         i = torch.as_tensor(index)
-        return RolloutBatch(*(getattr(self, f)[i] for f in self.__dataclass_fields__))
+        return RolloutBatch(*(None if (t := getattr(self, f)) is None else t[i] for f in self.__dataclass_fields__))
 
 
 class PPO(Learner):
@@ -208,17 +209,25 @@ class PPO(Learner):
             value = self.critic(obs).squeeze(-1).double().numpy()
             next_value = self.critic(to_tensor(traj.next_obs).reshape(T, -1)).squeeze(-1).double().numpy()
         adv, ret = gae(traj.reward, traj.done, value, next_value, gamma=self.config.gamma, lam=self.config.gae_lambda)
-        return RolloutBatch(obs=obs, legal_mask=to_tensor(traj.legal_mask, None), action=to_tensor(traj.action, None),
-                            old_logp=to_tensor(np.log(traj.action_prob)), advantage=to_tensor(adv),
-                            returns=to_tensor(ret))
+        legal = traj.legal_mask.reshape(T, -1)
+        return RolloutBatch(obs=obs, legal_mask=None if legal.all() else to_tensor(legal, None),
+                            action=to_tensor(traj.action, None), old_logp=to_tensor(np.log(traj.action_prob)),
+                            advantage=to_tensor(adv), returns=to_tensor(ret))
 
     def _evaluate(self, batch: RolloutBatch) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-        """(log-prob of the taken actions, entropy over the legal actions, value) under the current nets."""
-        logits = masked_logits(self.actor.logits(batch.obs), batch.legal_mask)
+        """(log-prob of the taken actions, entropy over the legal actions, value) under the current nets.
+        With ``ent_coef == 0`` the entropy is only reported, so it is computed outside the graph."""
+        logits = self.actor.logits(batch.obs)
+        if batch.legal_mask is not None:
+            logits = masked_logits(logits, batch.legal_mask)
         logp_all = torch.log_softmax(logits, dim=-1)
-        p_logp = torch.where(batch.legal_mask, logp_all.exp() * logp_all, torch.zeros_like(logp_all))
         logp = logp_all.gather(1, batch.action[:, None]).squeeze(1)
-        return logp, -p_logp.sum(dim=-1), self.critic(batch.obs).squeeze(-1)
+        with torch.set_grad_enabled(torch.is_grad_enabled() and self.config.ent_coef != 0):
+            p_logp = logp_all.exp() * logp_all
+            if batch.legal_mask is not None:  # 0 * log 0 at illegal actions: -inf * 0 would be NaN
+                p_logp = torch.where(batch.legal_mask, p_logp, torch.zeros_like(p_logp))
+            entropy = -p_logp.sum(dim=-1)
+        return logp, entropy, self.critic(batch.obs).squeeze(-1)
 
     def _advantage(self, mb: RolloutBatch) -> torch.Tensor:
         adv = mb.advantage
@@ -236,7 +245,8 @@ class PPO(Learner):
     def _update(self, batch: RolloutBatch, task: Task) -> dict[str, float]:
         cfg = self.config
         T = len(batch)
-        sums = {"loss": 0.0, "policy_loss": 0.0, "value_loss": 0.0, "entropy": 0.0, "clip_fraction": 0.0}
+        keys = ("loss", "policy_loss", "value_loss", "entropy", "clip_fraction")
+        sums = torch.zeros(len(keys))  # summed in place: one op per minibatch instead of five .item() calls
         n, approx_kl = 0, math.nan
         parts = min(cfg.minibatches if cfg.minibatch_size is None else -(-T // cfg.minibatch_size), T)
         for _ in range(cfg.epochs):
@@ -254,14 +264,14 @@ class PPO(Learner):
                 self._gradient_step(loss)
                 task.updates += 1
                 with torch.no_grad():
-                    approx_kl = float(((ratio - 1) - log_ratio).mean())
-                    clipped = float(((ratio - 1).abs() > cfg.clip_coef).float().mean())
-                for k, v in zip(sums, (loss.item(), pg_loss.item(), v_loss.item(), ent.item(), clipped)):
-                    sums[k] += v
+                    clipped = ((ratio - 1).abs() > cfg.clip_coef).float().mean()
+                    sums += torch.stack((loss, pg_loss, v_loss, ent, clipped))
                 n += 1
+            with torch.no_grad():  # the epoch's last minibatch: what target_kl stops on, and the record reports
+                approx_kl = float(((ratio - 1) - log_ratio).mean())
             if cfg.target_kl is not None and approx_kl > cfg.target_kl:
                 break
-        return {**{k: v / max(n, 1) for k, v in sums.items()}, "approx_kl": approx_kl}
+        return {**dict(zip(keys, (sums / max(n, 1)).tolist())), "approx_kl": approx_kl}
 
     def _export(self) -> MLPPolicy:
         return tempered_policy(self.actor.net, self.game, self.config.hidden, temperature=self.config.policy_temperature)
