@@ -141,7 +141,9 @@ class RolloutBatch:
 
     def take(self, index: np.ndarray) -> RolloutBatch:
         i = torch.as_tensor(index)
-        return RolloutBatch(*(None if (t := getattr(self, f)) is None else t[i] for f in self.__dataclass_fields__))
+        return RolloutBatch(obs=self.obs[i], legal_mask=None if self.legal_mask is None else self.legal_mask[i],
+                            action=self.action[i], old_logp=self.old_logp[i], advantage=self.advantage[i],
+                            returns=self.returns[i])
 
 
 class PPO(Learner):
