@@ -49,12 +49,15 @@ def check_action(space: Any, action: Any, *, who: str = "the game") -> Any:
     from gymnasium import spaces
 
     if isinstance(space, spaces.Discrete):
-        a = np.asarray(action)
-        if a.size != 1 or not np.issubdtype(a.dtype, np.integer) and not (
-            np.issubdtype(a.dtype, np.floating) and float(a.reshape(-1)[0]).is_integer()
-        ):
-            raise ValueError(f"action {action!r} for {who} must be one int for {space}")
-        value = int(a.reshape(-1)[0])
+        if isinstance(action, (int, np.integer)) and not isinstance(action, bool):
+            value = int(action)  # what the samplers hand over, once per env step: no array round trip
+        else:
+            a = np.asarray(action)
+            if a.size != 1 or not np.issubdtype(a.dtype, np.integer) and not (
+                np.issubdtype(a.dtype, np.floating) and float(a.reshape(-1)[0]).is_integer()
+            ):
+                raise ValueError(f"action {action!r} for {who} must be one int for {space}")
+            value = int(a.reshape(-1)[0])
         if not int(space.start) <= value < int(space.start) + int(space.n):
             raise ValueError(
                 f"action {value} is outside {space} of {who}: accepted are "
