@@ -51,16 +51,13 @@ from pbmarl.distributed.on_server import OnServer
 from pbmarl.games.base import Game
 from pbmarl.learners.buffers import Batch, PrioritizedReplayBuffer, ReplayBuffer
 from pbmarl.learners.control_config import ControlConfig, ControlRecord, PrioritizedOptions
-from pbmarl.learners.critics import Critics, EnsembleMLP, stack_adam_state
 from pbmarl.learners.nets import torch_threads
 from pbmarl.learners.recorded import Recorded
-from pbmarl.learners.step_env import EnvSource, StepEnv, single_agent_env
+from pbmarl.learners.step_env import EnvSource, StepEnv, episode_returns, single_agent_env
 from pbmarl.protocols import BestResponse
 
 __all__ = ["ControlConfig", "ControlLearner", "ControlRecord", "PrioritizedOptions", "EnvSource", "StepEnv", "single_agent_env"]
 
-#: the save format `save` writes; `load` also reads format 1, whose twin critics were separate networks
-FORMAT = 2
 _BASE = frozenset(f.name for f in dataclasses.fields(ControlRecord))
 
 
@@ -242,9 +239,13 @@ class ControlLearner(Recorded, OnServer, abc.ABC):
         with torch_threads(cfg.num_threads):
             while self.env_steps - start < goal:
                 returns.append(self._episode(losses))
+        return self._record(t0, returns, losses)
+
+    def _record(self, t0: float, returns: list[float], losses: dict[str, list[float]]) -> ControlRecord:
+        """Append and return the record of the round that began at `t0`: its episodes' returns, its losses' means."""
         record = self.record_class(
             task=0, player=0, round=len(self.records) + 1, learner_steps=self.env_steps, env_steps=self.env_steps,
-            episodes=len(returns), mean_return=float(np.mean(returns)), seconds=time.perf_counter() - t0,
+            episodes=len(returns), mean_return=_mean(returns), seconds=time.perf_counter() - t0,
             updates=self.updates, loss=_mean(losses.get("loss")), **{
                 f.name: _mean(losses.get(f.name)) for f in dataclasses.fields(self.record_class) if f.name not in _BASE},
         )
@@ -270,14 +271,7 @@ class ControlLearner(Recorded, OnServer, abc.ABC):
                 for k, v in stats.items():
                     losses.setdefault(k, []).append(v)
             self._rounds.server.pull()  # networks, optimisers and `updates` back into this learner
-        record = self.record_class(
-            task=0, player=0, round=len(self.records) + 1, learner_steps=self.env_steps, env_steps=self.env_steps,
-            episodes=len(returns), mean_return=_mean(returns), seconds=time.perf_counter() - t0,
-            updates=self.updates, loss=_mean(losses.get("loss")), **{
-                f.name: _mean(losses.get(f.name)) for f in dataclasses.fields(self.record_class) if f.name not in _BASE},
-        )
-        self.records.append(record)
-        return record
+        return self._record(t0, returns, losses)
 
     def _episode(self, losses: dict[str, list[float]]) -> float:
         cfg = self.config
@@ -352,18 +346,10 @@ class ControlLearner(Recorded, OnServer, abc.ABC):
         if isinstance(episodes, bool) or not isinstance(episodes, (int, np.integer)) or episodes < 1:
             raise ValueError(f"episodes must be a positive int, got {episodes!r}")
         rng = np.random.default_rng([self.seed, self.env_steps, 7] if seed is None else seed)
-        env = StepEnv(self.game)
-        returns = []
         saved_gen = self.gen.get_state()
-        for _ in range(int(episodes)):
-            obs, total, over = env.reset(int(rng.integers(2**31))), 0.0, False
-            while not over:
-                obs, reward, term, trunc = env.step(self.act(obs, deterministic=deterministic))
-                total += reward
-                over = term or trunc
-            returns.append(total)
+        r = np.asarray(episode_returns(self.game, lambda obs: self.act(obs, deterministic=deterministic),
+                                       int(episodes), rng))
         self.gen.set_state(saved_gen)
-        r = np.asarray(returns)
         return {"mean": float(r.mean()), "stderr": float(r.std(ddof=1) / np.sqrt(len(r))) if len(r) > 1 else 0.0,
                 "episodes": float(len(r))}
 
@@ -384,36 +370,15 @@ class ControlLearner(Recorded, OnServer, abc.ABC):
         a fresh learner of the same algorithm and config for that seat, every other seat playing
         its fixed entry of `opponents` (`pbmarl.learners.seat_oracle`).
         """
-        if budget is not None:
-            if isinstance(budget, bool) or not isinstance(budget, (int, np.integer)) or budget < 1:
-                raise ValueError(f"budget must be a positive int (env steps), got {budget!r}")
-        if self.multi_seat:
-            return self._respond_in_seat(player, opponents, budget).policy
-        self.game.check_player(player)
-        if any(o is not None for i, o in enumerate(opponents) if i != player):
-            raise ValueError(f"{type(self).__name__} trains on one-player games; got opponents {opponents!r}")
-        if budget is not None:
-            self.config = dataclasses.replace(self.config, budget=self.env_steps + int(budget))
-        self.train()
-        return self.policy()
+        from pbmarl.learners.seat_oracle import control_best_response
 
-    def _respond_in_seat(self, player: int, opponents: Sequence[Any], budget: int | None) -> BestResponse:
-        from pbmarl.learners.seat_oracle import respond_in_seat
-
-        answer = respond_in_seat(self, player, opponents, budget=int(budget or self.config.budget),
-                                 seed=self.seed + self.responses)
-        self.responses += 1
-        self.env_steps += answer.env_steps
-        return answer
+        return control_best_response(self, player, opponents, budget)
 
     def respond(self, player: int, opponents: Sequence[Any] = (None,)) -> BestResponse:
         """The `Oracle` seam: `best_response` with the config's budget; ``BestResponse(policy, value, env_steps)``."""
-        if self.multi_seat:
-            return self._respond_in_seat(player, opponents, None)
-        before = self.env_steps
-        policy = self.best_response(player, opponents)
-        value = self.evaluate(self.config.eval_episodes)["mean"]
-        return BestResponse(policy, float(value), int(self.env_steps - before))
+        from pbmarl.learners.seat_oracle import control_respond
+
+        return control_respond(self, player, opponents)
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.game.name!r}, seed={self.seed}, env_steps={self.env_steps})"
@@ -433,54 +398,18 @@ class ControlLearner(Recorded, OnServer, abc.ABC):
         """Restore what `_extra_arrays` returned."""
 
     def save(self, folder: str | Path) -> Path:
-        """Write the whole state into `folder` (each file atomically, ``learner.json`` last)."""
-        from pbmarl.io import write_atomic, write_json, write_npz
+        """Write the whole state into `folder` (each file atomically, ``learner.json`` last;
+        `pbmarl.learners.control_files`)."""
+        from pbmarl.learners.control_files import save_learner
 
         self._one_seat("save()")
-        folder = Path(folder)
-        folder.mkdir(parents=True, exist_ok=True)
-        state = {name: m.state_dict() for name, m in self._modules().items()}
-        state["__generator__"] = {"state": self.gen.get_state()}
-        write_atomic(folder / "state.pt", lambda fh: torch.save(state, fh))
-        write_npz(folder / "buffer.npz", {**self.replay.state_arrays(),
-                                          **{f"extra_{k}": v for k, v in self._extra_arrays().items()}})
-        write_json(folder / "learner.json", {
-            "format": FORMAT, "spec": self.spec(), "game": self.game.name, "rng": self.rng.bit_generator.state,
-            "env_steps": self.env_steps, "updates": self.updates, "episodes": self.episodes,
-            "records": [dataclasses.asdict(r) for r in self.records],
-        })
-        return folder
+        return save_learner(self, folder)
 
     def load(self, folder: str | Path) -> ControlLearner:
         """Restore what `save` wrote into this learner (built with the same spec); returns self."""
-        from pbmarl.io import read_json, read_npz
+        from pbmarl.learners.control_files import load_learner
 
-        folder = Path(folder)
-        if not (folder / "learner.json").exists():
-            raise FileNotFoundError(f"{str(folder)!r} is not a saved learner (no learner.json)")
-        data = read_json(folder / "learner.json")
-        if data.get("format") not in (1, FORMAT) or data["spec"]["name"] != self.name:
-            raise ValueError(f"{str(folder)!r} holds a {data['spec'].get('name')!r} learner (format "
-                             f"{data.get('format')!r}), not a {self.name!r} one (format {FORMAT})")
-        saved_hidden = tuple(data["spec"]["config"]["hidden"])
-        if saved_hidden != self.config.hidden:
-            raise ValueError(f"{str(folder)!r} holds networks with hidden={saved_hidden}, "
-                             f"but this learner has hidden={self.config.hidden}")
-        state = torch.load(folder / "state.pt", weights_only=True)
-        critics = self._modules().get("critics")
-        if data["format"] == 1 and isinstance(critics, (Critics, EnsembleMLP)):
-            # format 1 kept one network per critic: the modules stack their weights as they load (their load
-            # hooks), and the critics' Adam moments are stacked here
-            state = {**state, "critic_opt": stack_adam_state(state["critic_opt"], len(critics))}
-        for name, module in self._modules().items():
-            module.load_state_dict(state[name])
-        self.gen.set_state(state["__generator__"]["state"])
-        arrays = read_npz(folder / "buffer.npz")
-        self.replay.load_state_arrays({k: v for k, v in arrays.items() if not k.startswith("extra_")})
-        self._load_extra_arrays({k[len("extra_"):]: v for k, v in arrays.items() if k.startswith("extra_")})
-        self.rng.bit_generator.state = data["rng"]
-        self.env_steps, self.updates, self.episodes = int(data["env_steps"]), int(data["updates"]), int(data["episodes"])
-        self.records = [self.record_class(**r) for r in data["records"]]
+        load_learner(self, folder)
         self.close()  # a parameter server (workers > 1) restarts from the loaded state
         return self
 

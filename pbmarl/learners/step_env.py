@@ -7,13 +7,14 @@ reset seed, so a seeded reset always replays the same episode for the same actio
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 
 from pbmarl.games.base import Game
 
-__all__ = ["EnvSource", "StepEnv", "single_agent_env"]
+__all__ = ["EnvSource", "StepEnv", "episode_returns", "single_agent_env"]
 
 
 @runtime_checkable
@@ -73,3 +74,18 @@ def single_agent_env(game: Game, *, who: str) -> StepEnv:
         raise ValueError(f"{who} trains one agent; {game.name!r} has {game.num_players} players. Use it as an oracle "
                          "on one-player games, or a multi-agent learner")
     return StepEnv(game)
+
+
+def episode_returns(game: Game, act: Callable[[np.ndarray], Any], episodes: int, rng: np.random.Generator) -> list[float]:
+    """The returns of `episodes` fresh episodes of one-player `game`, played by `act` (observation -> action),
+    each reset with a seed drawn from `rng`."""
+    env = StepEnv(game)
+    returns = []
+    for _ in range(int(episodes)):
+        obs, total, over = env.reset(int(rng.integers(2**31))), 0.0, False
+        while not over:
+            obs, reward, term, trunc = env.step(act(obs))
+            total += reward
+            over = term or trunc
+        returns.append(total)
+    return returns
