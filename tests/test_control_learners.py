@@ -88,6 +88,8 @@ def _learners() -> list[tuple[str, Any]]:
         ("td3-bf16", lambda: TD3(BoxDMDP(), seed=0, matmul_precision="bfloat16", **{**det, "hidden": (32, 32)})),
         ("sac-bf16", lambda: SAC(BoxDMDP(), seed=0, lr=3e-3, budget=400, matmul_precision="bfloat16",
                                  **{**TINY, "hidden": (32, 32)})),
+        # oneDNN's bfloat16 math mode for every product of the update (the forwards of the outer layers exact)
+        ("td3-medium", lambda: TD3(BoxDMDP(), seed=0, matmul_precision="medium", **{**det, "hidden": (32, 32)})),
         ("rainbow-bf16", lambda: Rainbow(dmdp, seed=0, lr=3e-3, budget=400, v_min=0.0, v_max=4.0, atoms=21,
                                          n_step=1, target_update_interval=50, matmul_precision="bfloat16",
                                          **{**TINY, "hidden": (32, 32)})),
@@ -161,6 +163,47 @@ def test_bfloat16_lowers_only_the_hidden_to_hidden_products_of_the_update(make: 
             assert param.dtype == torch.float32 and (param.grad is None or param.grad.dtype == torch.float32)
     with torch.no_grad():
         assert np.asarray(learner.act(np.eye(3, dtype=np.float32)[0])).dtype in (np.float32, np.int64)
+
+
+def test_medium_precision_lowers_the_products_inside_updates_and_restores_the_setting() -> None:
+    """``matmul_precision="medium"``: inside an update float32 products read bfloat16-rounded inputs (on a CPU
+    with bfloat16 instructions; elsewhere they stay exact), the first layers' and heads' forwards stay exact,
+    and the process's own setting is back afterwards, also after an update that raised."""
+    from pbmarl.policies.neural import FullPrecisionLinear, bfloat16_products, lowered
+
+    matmul = torch.backends.mkldnn.matmul
+    before = matmul.fp32_precision
+    torch.manual_seed(0)
+    hidden, outer, x = torch.nn.Linear(64, 64), FullPrecisionLinear(64, 64), torch.randn(32, 64)
+    with torch.no_grad():
+        exact_hidden, exact_outer = hidden(x), outer(x)
+        with bfloat16_products():
+            assert lowered()
+            low_hidden, low_outer = hidden(x), outer(x)
+            assert lowered()  # the outer layer's exact forward handed the mode back
+    assert not lowered() and matmul.fp32_precision == before
+    assert torch.equal(low_outer, exact_outer)
+    if torch.ops.mkldnn._is_mkldnn_bf16_supported():
+        assert not torch.equal(low_hidden, exact_hidden)
+        assert torch.allclose(low_hidden, exact_hidden, atol=0.05)  # bfloat16 inputs: about 3 significant digits
+    else:
+        assert torch.equal(low_hidden, exact_hidden)
+
+    learner = TD3(BoxDMDP(), seed=0, matmul_precision="medium", **{**TINY, "hidden": (16, 16)})
+    learner.config = dataclasses.replace(learner.config, learning_starts=10_000)
+    learner.step()
+    seen: list[bool] = []
+    hook = learner.critics.register_forward_hook(lambda *_: seen.append(lowered()))
+    batch = learner.replay.sample(32, np.random.default_rng(0))
+    stats = learner._train_step(batch)
+    hook.remove()
+    assert seen and all(seen) and not lowered() and matmul.fp32_precision == before
+    assert all(math.isfinite(v) for v in stats.values())
+    for param in learner.critics.parameters():
+        assert param.dtype == torch.float32 and param.grad is not None and param.grad.dtype == torch.float32
+    with pytest.raises(RuntimeError):  # observations of the wrong width: the update raises inside the context
+        learner._train_step(dataclasses.replace(batch, obs=batch.obs[:, :1]))
+    assert not lowered() and matmul.fp32_precision == before
 
 
 def _count_mlps(net: torch.nn.Module) -> int:
@@ -285,7 +328,7 @@ def test_bad_input_gets_clear_errors() -> None:
         SAC("gym:Pendulum-v1", learning_rate=1e-3)
     with pytest.raises(ValueError, match="SAC\\(sde=True\\) explores Box actions.*'mdp:two_round_dmdp' has Discrete"):
         SAC("mdp:two_round_dmdp", sde=True)
-    with pytest.raises(ValueError, match=r"matmul_precision must be one of \('float32', 'bfloat16'\), got 'float16'"):
+    with pytest.raises(ValueError, match=r"matmul_precision must be one of \('float32', 'bfloat16', 'medium'\), got 'float16'"):
         TD3("gym:Pendulum-v1", matmul_precision="float16")
     with pytest.raises(ValueError, match=r"sde_sample_freq must be -1 \(once per rollout\) or a positive int, got 0"):
         SAC("gym:Pendulum-v1", sde=True, sde_sample_freq=0)

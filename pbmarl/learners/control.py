@@ -178,13 +178,18 @@ class ControlLearner(Recorded, OnServer, abc.ABC):
             return self._update(batch)
 
     def _precision(self) -> contextlib.AbstractContextManager[Any]:
-        """The matmul precision of updates: nothing for float32, bfloat16 autocast otherwise.
+        """The matmul precision of updates: nothing for float32, bfloat16 autocast for bfloat16, oneDNN's
+        bfloat16 math mode for medium (see `ControlConfig.matmul_precision`).
 
         The autocast cache is off: an update that steps one optimiser and then reads those weights
         again (the actor's loss through the critic) must see the new values, not a stale cast.
         """
         if self.config.matmul_precision == "float32":
             return contextlib.nullcontext()
+        if self.config.matmul_precision == "medium":
+            from pbmarl.policies.neural import bfloat16_products
+
+            return bfloat16_products()
         return torch.autocast("cpu", dtype=torch.bfloat16, cache_enabled=False)
 
     def _burst(self, n: int, losses: dict[str, list[float]]) -> None:

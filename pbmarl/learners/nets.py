@@ -21,7 +21,14 @@ from torch.optim import optimizer as _torch_optimizer
 
 from pbmarl.games.base import Game
 from pbmarl.policies.base import Policy
-from pbmarl.policies.neural import FullPrecisionLinear, MLPPolicy, build_mlp, masked_logits, outside_autocast
+from pbmarl.policies.neural import (
+    FullPrecisionLinear,
+    MLPPolicy,
+    build_mlp,
+    lowered,
+    masked_logits,
+    outside_autocast,
+)
 
 __all__ = [
     "EpsilonGreedy", "adam", "build_mlp", "tempered_policy", "masked_argmax", "masked_logits", "masked_max_q",
@@ -306,7 +313,7 @@ class NoisyLinear(nn.Module):
         self.eps_out.copy_(f(self.out_features))
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        if torch.is_autocast_enabled(x.device.type):  # a head: float32 under autocast, as `FullPrecisionLinear`
+        if torch.is_autocast_enabled(x.device.type) or lowered():  # a head: full precision, as `FullPrecisionLinear`
             return outside_autocast(self.forward, x)
         if not self.training:
             return nn.functional.linear(x, self.weight_mu, self.bias_mu)

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+import contextlib
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 import numpy as np
@@ -27,12 +28,49 @@ class FullPrecisionLinear(nn.Linear):
         return outside_autocast(super().forward, x)
 
 
+#: oneDNN's float32 matmul precisions saved by the open `bfloat16_products` contexts (innermost last)
+_SAVED_PRECISIONS: list[str] = []
+#: torch's oneDNN backend; its ``matmul.fp32_precision`` is set at import and not in torch's stubs
+_ONEDNN: Any = torch.backends.mkldnn
+
+
+@contextlib.contextmanager
+def bfloat16_products() -> Iterator[None]:
+    """Inside: float32 matrix products on the CPU read their inputs rounded to bfloat16 and accumulate in
+    float32 (oneDNN's bf16 math mode: ``torch.backends.mkldnn.matmul.fp32_precision = "bf16"``, what torch's
+    ``set_float32_matmul_precision("medium")`` sets on the CPU). Tensors, activations, gradients and
+    parameters stay float32; the forwards of `FullPrecisionLinear` layers (first layers and heads) and of
+    `outside_autocast` calls run at full precision. On CPUs without bfloat16 instructions oneDNN computes
+    in float32, so nothing changes. The setting is the process's: it is restored on leaving."""
+    matmul = _ONEDNN.matmul
+    _SAVED_PRECISIONS.append(matmul.fp32_precision)
+    matmul.fp32_precision = "bf16"
+    try:
+        yield
+    finally:
+        matmul.fp32_precision = _SAVED_PRECISIONS.pop()
+
+
+def lowered() -> bool:
+    """Whether float32 products are lowered here: inside `bfloat16_products` and not suspended by `outside_autocast`."""
+    return bool(_SAVED_PRECISIONS) and _ONEDNN.matmul.fp32_precision == "bf16"
+
+
 def outside_autocast(fn: Callable[..., torch.Tensor], *tensors: torch.Tensor) -> torch.Tensor:
-    """``fn(*tensors)``, and where autocast is on, with it off and the tensors cast to float32 first."""
+    """``fn(*tensors)`` at full float32 precision: where autocast is on, with it off and the tensors cast to
+    float32 first; inside `bfloat16_products`, with the bfloat16 math mode suspended for the call (its
+    backward, run later, is not)."""
     device = tensors[0].device.type
     if torch.is_autocast_enabled(device):
         with torch.autocast(device, enabled=False):
             return fn(*(t.float() for t in tensors))
+    if lowered():
+        matmul = _ONEDNN.matmul
+        matmul.fp32_precision = "ieee"
+        try:
+            return fn(*tensors)
+        finally:
+            matmul.fp32_precision = "bf16"
     return fn(*tensors)
 
 
