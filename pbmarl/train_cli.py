@@ -44,8 +44,10 @@ def add_train_parser(sub: Any, positive: Any) -> None:
     train.add_argument("--eval-episodes", type=positive(1, "--eval-episodes"), default=10,
                        help="deterministic episodes of the final evaluation (default: 10)")
     train.add_argument("--matmul-precision", choices=PRECISIONS, default="float32",
-                       help="bfloat16: the updates' hidden-to-hidden products in bfloat16 (faster on CPUs with "
-                            "AVX512-BF16 and networks of 256 units or more; default: float32)")
+                       help="bfloat16: the updates' hidden-to-hidden products in bfloat16 by autocast; medium: every "
+                            "product of the updates from bfloat16-rounded inputs (oneDNN's math mode). Both are "
+                            "faster on CPUs with bfloat16 instructions and networks of 256 units or more; "
+                            "default: float32")
     add_server_options(train, positive)
     train.add_argument("--out", type=Path, default=None, help="run folder (default: runs/GAME-ALGO-TIME)")
     train.add_argument("--quiet", action="store_true", help="only the first and the final line")
