@@ -54,6 +54,7 @@ from pbmarl.learners.control_config import ControlConfig, ControlRecord, Priorit
 from pbmarl.learners.nets import torch_threads
 from pbmarl.learners.recorded import Recorded
 from pbmarl.learners.step_env import EnvSource, StepEnv, episode_returns, single_agent_env
+from pbmarl.policies.neural import bfloat16_products
 from pbmarl.protocols import BestResponse
 
 __all__ = ["ControlConfig", "ControlLearner", "ControlRecord", "PrioritizedOptions", "EnvSource", "StepEnv", "single_agent_env"]
@@ -187,8 +188,6 @@ class ControlLearner(Recorded, OnServer, abc.ABC):
         if self.config.matmul_precision == "float32":
             return contextlib.nullcontext()
         if self.config.matmul_precision == "medium":
-            from pbmarl.policies.neural import bfloat16_products
-
             return bfloat16_products()
         return torch.autocast("cpu", dtype=torch.bfloat16, cache_enabled=False)
 
