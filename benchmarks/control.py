@@ -124,19 +124,9 @@ DQN_OFF = {"double": False, "dueling": False, "n_step": 1, "prioritized": False,
 
 # -- pbmarl ----------------------------------------------------------------------------------
 def run_pbmarl(env: str, algo: str, seed: int, budget: int, precision: str = "float32") -> dict[str, float]:
-    import pbmarl as pb
-
-    _, params, _ = CASES[(env, algo)]
     if algo == "ppo":
-        return _run_pbmarl_ppo(env, seed, budget, params)
-    name, options = algo, dict(params)
-    if algo == "dqn":
-        name, options = "rainbow", {**options, **DQN_OFF}
-    if algo == "ddpg" or algo == "td3":
-        options["noise"] = "normal"
-    cls = {"sac": pb.SAC, "td3": pb.TD3, "ddpg": pb.DDPG, "rainbow": pb.Rainbow}[name]
-    learner = cls(pb.load_game(f"gym:{env}"), seed=seed, budget=budget, steps_per_round=budget // 10,
-                  num_threads=1, matmul_precision=precision, **options)
+        return _run_pbmarl_ppo(env, seed, budget, CASES[(env, algo)][1])
+    learner = make_pbmarl_learner(env, algo, seed, budget, precision)
     t0, c0 = time.perf_counter(), time.process_time()
     learner.train(progress=False)
     seconds, cpu = time.perf_counter() - t0, time.process_time() - c0
@@ -144,6 +134,21 @@ def run_pbmarl(env: str, algo: str, seed: int, budget: int, precision: str = "fl
     return {"return": float(np.mean(returns)), "return_std": float(np.std(returns)),
             "seconds_per_1000": 1000 * seconds / learner.env_steps, "cpu_per_1000": 1000 * cpu / learner.env_steps,
             "env_steps": learner.env_steps}
+
+
+def make_pbmarl_learner(env: str, algo: str, seed: int, budget: int, precision: str = "float32") -> Any:
+    """The untrained off-policy learner of a case (``algo`` "dqn": a `Rainbow` with every part off), as every
+    benchmark that trains a case builds it."""
+    import pbmarl as pb
+
+    name, options = algo, dict(CASES[(env, algo)][1])
+    if algo == "dqn":
+        name, options = "rainbow", {**options, **DQN_OFF}
+    if algo == "ddpg" or algo == "td3":
+        options["noise"] = "normal"
+    cls = {"sac": pb.SAC, "td3": pb.TD3, "ddpg": pb.DDPG, "rainbow": pb.Rainbow}[name]
+    return cls(pb.load_game(f"gym:{env}"), seed=seed, budget=budget, steps_per_round=budget // 10,
+               num_threads=1, matmul_precision=precision, **options)
 
 
 #: the evaluation, run as this text by both sides (SB3's side is a script in its own venv): `act` (raw
@@ -199,7 +204,8 @@ def _run_pbmarl_ppo(env: str, seed: int, budget: int, params: dict[str, Any]) ->
 
 
 # -- Stable-Baselines3 (in its own venv) ---------------------------------------------------------
-SB3_SCRIPT = r"""
+#: builds SB3's untrained ``model`` of a case from the JSON of `sb3_arguments` in ``sys.argv[1]``
+SB3_MODEL = r"""
 import json, sys, time
 import numpy as np, torch, gymnasium as gym
 torch.set_num_threads(1)
@@ -233,6 +239,8 @@ if algo in ("TD3", "DDPG"):  # SB3 adds it to the action scaled to [-1, 1]: sigm
 if algo == "SAC" and "alpha" in params and not params.get("autotune", True):
     kw["ent_coef"] = params["alpha"]
 model = getattr(sb3, algo)("MlpPolicy", env, **kw)
+"""
+SB3_SCRIPT = SB3_MODEL + r"""
 t0, c0 = time.perf_counter(), time.process_time()
 model.learn(total_timesteps=budget)
 seconds, cpu = time.perf_counter() - t0, time.process_time() - c0
@@ -243,12 +251,17 @@ print(json.dumps({"return": float(np.mean(returns)), "return_std": float(np.std(
 """
 
 
-def run_sb3(python: str, env: str, algo: str, seed: int, budget: int) -> dict[str, Any]:
+def sb3_arguments(env: str, algo: str, seed: int, budget: int) -> str:
+    """The JSON argument `SB3_MODEL` reads: SB3's algorithm, its settings for the case, the evaluation seeds."""
     _, params, sb3_algo = CASES[(env, algo)]
     if algo == "rainbow":  # SB3 has no Rainbow: the reference is its DQN with the DQN row's settings
         params, algo = CASES[(env, "dqn")][1], "dqn"
     params = {**params, **SB3_OVERRIDES.get((env, algo), {})}
-    arg = json.dumps([env, sb3_algo, seed, budget, params, EVAL_SEEDS])
+    return json.dumps([env, sb3_algo, seed, budget, params, EVAL_SEEDS])
+
+
+def run_sb3(python: str, env: str, algo: str, seed: int, budget: int) -> dict[str, Any]:
+    arg = sb3_arguments(env, algo, seed, budget)
     out = subprocess.run([python, "-c", EVAL_LOOP + SB3_SCRIPT, arg], capture_output=True, text=True, check=False)
     if out.returncode != 0:
         raise RuntimeError(f"SB3 run failed ({env}/{algo}, seed {seed}):\n{out.stderr[-2000:]}")

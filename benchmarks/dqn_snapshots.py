@@ -27,35 +27,36 @@ from typing import Any
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from benchmarks.control import CASES, DQN_OFF, EVAL_LOOP, EVAL_SEEDS, SB3_OVERRIDES, _commit, gymnasium_returns
+from benchmarks.control import (
+    CASES,
+    EVAL_LOOP,
+    EVAL_SEEDS,
+    SB3_MODEL,
+    _commit,
+    gymnasium_returns,
+    make_pbmarl_learner,
+    sb3_arguments,
+)
 
 RESULTS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "results", "dqn_snapshots.csv")
 HEADER = ["date", "commit", "command", "library", "seed", "from_step", "snapshots_at_500", "snapshots",
           "mean_snapshot_return", "end_return"]
 CASE = ("CartPole-v1", "dqn")
 
-SB3_SNAPSHOTS = r"""
-import json, sys
-import numpy as np, torch, gymnasium as gym
-torch.set_num_threads(1)
-import stable_baselines3 as sb3
+#: SB3's DQN of the case (`SB3_MODEL`, as the control benchmark builds it), evaluated after its bursts
+SB3_SNAPSHOTS = SB3_MODEL + r"""
 from stable_baselines3.common.callbacks import BaseCallback
-seed, budget, start, p, eval_seeds = json.loads(sys.argv[1])
-model = sb3.DQN("MlpPolicy", gym.make("CartPole-v1"), learning_rate=p["lr"], batch_size=p["batch_size"],
-                gamma=p["gamma"], seed=seed, learning_starts=p["learning_starts"], buffer_size=p["buffer_size"],
-                policy_kwargs={"net_arch": list(p["hidden"])}, device="cpu", verbose=0, train_freq=p["train_freq"],
-                gradient_steps=p["gradient_steps"], target_update_interval=p["target_update_interval"],
-                exploration_fraction=p["exploration_fraction"], exploration_final_eps=p["epsilon_end"])
+start, freq = int(sys.argv[2]), params["train_freq"]
 greedy = lambda obs: model.predict(obs, deterministic=True)[0]
 snapshots = []
 class AfterBursts(BaseCallback):
     def _on_step(self):  # at step n (a multiple of train_freq) the latest burst ran after step n - train_freq
-        n, freq = self.num_timesteps, p["train_freq"]
+        n = self.num_timesteps
         if n % freq == 0 and n - freq >= start:
-            snapshots.append(float(np.mean(gymnasium_returns("CartPole-v1", greedy, eval_seeds))))
+            snapshots.append(float(np.mean(gymnasium_returns(env_id, greedy, eval_seeds))))
         return True
 model.learn(budget, callback=AfterBursts())
-end = float(np.mean(gymnasium_returns("CartPole-v1", greedy, eval_seeds)))
+end = float(np.mean(gymnasium_returns(env_id, greedy, eval_seeds)))
 print(json.dumps({"snapshots": snapshots, "end": end}))
 """
 
@@ -64,11 +65,7 @@ def pbmarl_snapshots(seed: int, start: int) -> dict[str, Any]:
     """Train pbmarl's DQN row as `benchmarks/control.py` does, evaluating after every burst from `start` on."""
     import numpy as np
 
-    import pbmarl as pb
-
-    budget, params, _ = CASES[CASE]
-    learner = pb.Rainbow(pb.load_game("gym:CartPole-v1"), seed=seed, budget=budget, steps_per_round=budget // 10,
-                         num_threads=1, **{**params, **DQN_OFF})
+    learner = make_pbmarl_learner(*CASE, seed, CASES[CASE][0])
     snapshots: list[float] = []
     burst = learner._burst
 
@@ -76,18 +73,18 @@ def pbmarl_snapshots(seed: int, start: int) -> dict[str, Any]:
         burst(n, losses)
         if learner.env_steps >= start:
             snapshots.append(float(np.mean(gymnasium_returns(
-                "CartPole-v1", lambda obs: learner.act(obs, deterministic=True), EVAL_SEEDS))))
+                CASE[0], lambda obs: learner.act(obs, deterministic=True), EVAL_SEEDS))))
 
     learner._burst = burst_then_evaluate  # type: ignore[method-assign]
     learner.train(progress=False)
-    end = float(np.mean(gymnasium_returns("CartPole-v1", lambda obs: learner.act(obs, deterministic=True), EVAL_SEEDS)))
+    end = float(np.mean(gymnasium_returns(CASE[0], lambda obs: learner.act(obs, deterministic=True), EVAL_SEEDS)))
     return {"snapshots": snapshots, "end": end}
 
 
 def sb3_snapshots(python: str, seed: int, start: int) -> dict[str, Any]:
-    budget, params, _ = CASES[CASE]
-    arg = json.dumps([seed, budget, start, {**params, **SB3_OVERRIDES[CASE]}, EVAL_SEEDS])
-    out = subprocess.run([python, "-c", EVAL_LOOP + SB3_SNAPSHOTS, arg], capture_output=True, text=True, check=False)
+    arg = sb3_arguments(*CASE, seed, CASES[CASE][0])
+    out = subprocess.run([python, "-c", EVAL_LOOP + SB3_SNAPSHOTS, arg, str(start)], capture_output=True, text=True,
+                         check=False)
     if out.returncode != 0:
         raise RuntimeError(f"SB3 run failed (seed {seed}):\n{out.stderr[-2000:]}")
     return json.loads(out.stdout.strip().splitlines()[-1])  # type: ignore[no-any-return]
