@@ -210,7 +210,7 @@ def _full_speed_travel(steps: int = ENV["max_cycles"]) -> list[float]:
     return out
 
 
-def scripted(seed: int, episodes: int) -> dict[str, Any]:
+def scripted(seed: int, episodes: int, *, landmark_scale: float = 1.0) -> dict[str, Any]:
     """Two references no learner is needed for, on the same environment (discrete actions):
 
     * a scripted policy: at the first step each agent is assigned a landmark (the assignment of least total
@@ -218,6 +218,10 @@ def scripted(seed: int, episodes: int) -> dict[str, Any]:
       its momentum carries it (one step of MPE's dynamics looked ahead);
     * a bound no policy can beat: each landmark's distance to its nearest agent can shrink at most at full
       speed from the start, as if every agent ran to every landmark at once, with no collisions.
+
+    ``landmark_scale`` moves the landmarks to ``landmark_scale`` times their drawn positions right after each
+    reset (0.8: the MAPPO authors' layout, ``0.8 * [-1, 1]^2``). Neither reference reads an observation, and
+    the rewards are computed from the world's positions, so this is their game exactly.
     """
     import itertools
 
@@ -233,6 +237,8 @@ def scripted(seed: int, episodes: int) -> dict[str, Any]:
     for _ in range(episodes):
         env.reset(seed=int(rng.integers(2**31)))
         world = env.unwrapped.world
+        for landmark in world.landmarks:
+            landmark.state.p_pos = landmark_scale * landmark.state.p_pos
         agents, marks = world.agents, [lm.state.p_pos.copy() for lm in world.landmarks]
         d0 = np.array([[np.linalg.norm(a.state.p_pos - m) for m in marks] for a in agents])
         reach = sum(np.maximum(d0[:, j][:, None] - travel[None, :], 0).min(0) for j in range(len(marks)))
@@ -251,7 +257,8 @@ def scripted(seed: int, episodes: int) -> dict[str, Any]:
             total += sum(rewards.values())
         summed.append(total)
     mean, best = float(np.mean(summed)), float(np.mean(bound))
-    return {"slice": "scripted", "game": "pettingzoo:simple_spread_v3 (mpe2, discrete actions)",
+    layout = "" if landmark_scale == 1.0 else f", landmarks at {landmark_scale:g} x their positions"
+    return {"slice": "scripted", "game": f"pettingzoo:simple_spread_v3 (mpe2, discrete actions{layout})",
             "method": "scripted assignment", "seed": seed, "env_steps": 0, "per_agent_x25": mean / ENV["N"],
             "summed_return": mean, "mappo_paper": mappo_paper(mean), "env_steps_per_s": None,
             "wall_s": round(time.perf_counter() - t0, 1),
@@ -371,9 +378,17 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--save-dir", type=Path, default=None,
                         help="save each learner run there at every checkpoint and at the end; a run saved there "
                              "before is continued to --steps (so a long run can go on in a later session)")
+    parser.add_argument("--landmark-scale", type=float, default=1.0,
+                        help="scripted: landmarks at this multiple of PettingZoo's positions (0.8: the MAPPO authors' "
+                             "layout, where they start in 0.8 * [-1, 1]^2)")
     parser.add_argument("--eval-every", type=int, default=None,
                         help="also evaluate every N env steps and append that row at once (a stopped run keeps its curve)")
     args = parser.parse_args(argv)
+    if args.landmark_scale != 1.0 and args.only != ["scripted"]:
+        parser.error(f"--landmark-scale applies to --only scripted, not {args.only}: the learners train on "
+                     "PettingZoo's own layout")
+    if not 0 < args.landmark_scale <= 1:
+        parser.error(f"--landmark-scale must be in (0, 1], got {args.landmark_scale}")
     command = "python benchmarks/marl.py " + " ".join(shlex.quote(a) for a in (argv or sys.argv[1:]))
     import os
 
@@ -393,7 +408,7 @@ def main(argv: list[str] | None = None) -> int:
             if slice_ == "peer":
                 row = peer(seed, args.steps)
             elif slice_ == "scripted":
-                row = scripted(seed, args.eval_episodes)
+                row = scripted(seed, args.eval_episodes, landmark_scale=args.landmark_scale)
             else:
                 server = ({"workers": args.workers, "sync": args.sync, "backend": args.backend}
                           if args.workers > 1 else None)
