@@ -92,6 +92,7 @@ _EXPORTS: dict[str, str] = {
     "NFSP": "pbmarl.algorithms.nfsp",
     "NFSPConfig": "pbmarl.algorithms.nfsp",
     "P2SRO": "pbmarl.algorithms.p2sro",
+    "ParallelOracle": "pbmarl.algorithms.parallel_oracle",
     "Target": "pbmarl.algorithms.targets",
     "TargetSelector": "pbmarl.algorithms.targets",
     "MARL": "pbmarl.algorithms.marl",

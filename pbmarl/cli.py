@@ -55,6 +55,9 @@ def _parser() -> argparse.ArgumentParser:
                       help=f"best-response oracle (default: exact, or {SAMPLED_ORACLE} for games too large for it)")
     psro.add_argument("--budget", type=_int_at_least(1, "--budget"), default=None,
                       help="learner decisions per RL best response (default: the learner's own)")
+    psro.add_argument("--parallel-oracle", action="store_true",
+                      help="train the players' RL best responses side by side, one Ray actor (1 CPU) per player "
+                           "(pb.ParallelOracle)")
     psro.add_argument("--evaluator", default=None, choices=("exact", "rollout"),
                       help="how payoff-table cells are filled: exactly, or sampled with a RolloutPool "
                            "(default: exact, or rollout for games too large for the exact engine)")
@@ -230,7 +233,6 @@ def _set_up_psro(args: argparse.Namespace, argv: Sequence[str], game: Any, out: 
     from pbmarl.algorithms.psro import PSRO
     from pbmarl.io import write_json
 
-    _check_out(out, game.name)
     notes = []
     if not _exact_capable(game):
         if args.evaluator is None:
@@ -240,8 +242,15 @@ def _set_up_psro(args: argparse.Namespace, argv: Sequence[str], game: Any, out: 
             args.oracle = SAMPLED_ORACLE
             notes.append(f"best responses learned (--oracle {SAMPLED_ORACLE})")
     oracle, evaluator_name = args.oracle or "exact", args.evaluator or "exact"
+    if args.parallel_oracle and oracle == "exact":
+        raise CliError("--parallel-oracle trains RL best responses side by side; add --oracle dqn, ppo or a2c "
+                       "(the exact oracle is deterministic and fast)")
+    _check_out(out, game.name)
     write_json(out / STARTED, {"argv": ["pbmarl", *argv]})
     learner = _make_learner(game, oracle, args.seed, args.budget)
+    if args.parallel_oracle:
+        learner = pb.ParallelOracle(learner, backend="ray")
+        notes.append(f"best responses of the {game.num_players} players trained side by side (--parallel-oracle)")
     evaluator = None
     if evaluator_name == "rollout":
         if args.backend == "ray":

@@ -3,6 +3,8 @@ from an oracle, an evaluator and a meta-solver, and nothing more.
 
 * `Oracle`: ``respond(player, opponents) -> BestResponse(policy, value, env_steps)``;
   `ExactBestResponse` and every RL `Learner` (`DQN`, `PPO`, `A2C`) implement it.
+* `BatchOracle`: an `Oracle` with ``respond_all(requests)``, every request of an iteration at
+  once (`ParallelOracle` trains the players' best responses side by side).
 * `Evaluator`: ``fill(table, episodes, *, seed)`` sets the table's missing cells;
   `ExactEvaluator` (exact payoffs, ignores `episodes` and `seed`) and `RolloutPool`
   (sampled payoffs) implement it. It returns the number of cells set (exact) or a
@@ -57,6 +59,16 @@ class Oracle(Protocol):
 
     def respond(self, player: int, opponents: Opponents) -> BestResponse:
         """A best response of `player` to `opponents` with its value and cost."""
+        ...
+
+
+@runtime_checkable
+class BatchOracle(Oracle, Protocol):
+    """An oracle that takes every best-response request of an iteration at once (and may answer them
+    side by side, as `ParallelOracle` does); PSRO then calls `respond_all` instead of `respond`."""
+
+    def respond_all(self, requests: Sequence[tuple[int, Opponents]]) -> list[BestResponse]:
+        """One answer per ``(player, opponents)`` request, in order."""
         ...
 
 
@@ -118,4 +130,4 @@ class Specified(Protocol):
 #: a meta-solver: a payoff table in, a meta-strategy (one distribution per player) out
 MetaSolverLike = Callable[["PayoffTable"], "MetaStrategy"]
 
-__all__ = ["BestResponse", "Checkpointed", "Evaluator", "MetaSolverLike", "Opponents", "Oracle", "Restorable", "SampledFill"]
+__all__ = ["BatchOracle", "BestResponse", "Checkpointed", "Evaluator", "MetaSolverLike", "Opponents", "Oracle", "Restorable", "SampledFill"]

@@ -15,8 +15,8 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def _pbmarl(*args, **kwargs):
-    env = {**os.environ, "PYTHONPATH": str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", "")}
+def _pbmarl(*args, extra_env=None, **kwargs):
+    env = {**os.environ, "PYTHONPATH": str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""), **(extra_env or {})}
     return subprocess.run([sys.executable, "-m", "pbmarl.cli", *map(str, args)], capture_output=True,
                           text=True, env=env, timeout=300, **kwargs)
 
@@ -84,6 +84,7 @@ def test_sampled_evaluator_from_the_command_line(tmp_path):
     (["psro", "--game", "connect_four", "--oracle", "exact"], "too large for the exact"),
     (["psro", "--game", "kuhn_poker", "--out", "/dev/null/run"], "cannot write the run folder"),
     (["resume", "/nonexistent/run"], "not a pbmarl run folder"),
+    (["psro", "--game", "kuhn_poker", "--parallel-oracle"], "--parallel-oracle trains RL best responses"),
     (["marl", "--game", "pettingzoo:simple_spread_v3(N=2, continuous_actions=True)", "--algo", "mappo"],
      "needs Discrete actions"),
 ])
@@ -93,6 +94,22 @@ def test_clear_errors(args, message, tmp_path):
     assert message in result.stderr
     assert "Traceback" not in result.stderr
     assert not (tmp_path / "runs").exists() or not any((tmp_path / "runs").iterdir())  # no run folder left behind
+
+
+@pytest.mark.ray
+def test_parallel_oracle_from_the_command_line_and_resumed(tmp_path, ray_session):
+    """One Ray actor per player (joining the session's Ray, as a notebook would); the run folder keeps the
+    parallel oracle, so resume rebuilds it."""
+    out, env = tmp_path / "par", {"RAY_ADDRESS": ray_session.address_info["address"]}
+    result = _pbmarl("psro", "--game", "kuhn_poker", "--oracle", "dqn", "--budget", "200", "--parallel-oracle",
+                     "--iterations", "1", "--out", out, extra_env=env)
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert "side by side" in result.stdout
+    run = json.loads((out / "run.json").read_text())
+    assert run["learner"]["name"] == "parallel" and run["learner"]["learner"]["name"] == "dqn"
+    assert _pbmarl("resume", out, "--iterations", "1", "--quiet", extra_env=env).returncode == 0
+    history = pd.read_csv(out / "history.csv", index_col="iteration")
+    assert list(history.index) == [0, 1, 2] and history["env_steps"].iloc[-1] > history["env_steps"].iloc[1] > 0
 
 
 def test_refuses_a_run_folder_of_another_game(tmp_path):

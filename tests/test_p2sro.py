@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from inprocess_ray import InProcessRay as _InProcessRay
 
 import pbmarl as pb
 from pbmarl.algorithms.p2sro import P2SRO
@@ -93,39 +94,6 @@ def test_ray_backend_levels_are_actors_and_resume(tmp_path, ray_session):
     assert resumed.population.sizes == (fixed + 1, fixed + 1)
     with pytest.raises(ValueError, match="backend='ray' runs RL learners"):
         P2SRO("kuhn_poker", backend="ray")
-
-
-class _InProcessRay:
-    """Just enough of Ray's API to run `RemoteLevel`'s actors in this process (the logic, not the transport)."""
-
-    class _Method:
-        def __init__(self, fn):
-            self.remote = fn
-
-    class _Handle:
-        def __init__(self, obj):
-            self._obj = obj
-
-        def __getattr__(self, name):
-            return _InProcessRay._Method(getattr(self._obj, name))
-
-    options: list[dict] = []
-
-    def remote(self, **options):
-        self.options.append(options)
-        return lambda cls: _InProcessRay._Method(lambda *a, **k: _InProcessRay._Handle(cls(*a, **k)))
-
-    class exceptions:  # noqa: N801 (Ray's module name)
-        class GetTimeoutError(Exception):
-            pass
-
-    @staticmethod
-    def get(value, timeout=None):
-        return value
-
-    @staticmethod
-    def kill(handle):
-        pass
 
 
 def test_ray_backend_logic_with_in_process_actors(tmp_path, monkeypatch):

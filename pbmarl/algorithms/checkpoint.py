@@ -209,6 +209,10 @@ def rebuild_learner(game: Any, spec: dict[str, Any]) -> Any:
         from pbmarl.learners.exact import ExactBestResponse
 
         return ExactBestResponse(game)
+    if spec.get("name") == "parallel":
+        from pbmarl.algorithms.parallel_oracle import ParallelOracle
+
+        return ParallelOracle.from_spec(game, spec)
     try:
         from pbmarl.learners import make_learner
     except ImportError:

@@ -79,6 +79,24 @@ def unpack(held: dict[str, Policy], game: Game, shipments: Sequence[Shipment], p
     return [Mixture([held[t] for t in tokens], weights) for tokens, weights in packed]
 
 
+def place_actor(ray: Any, body: type, args: tuple[Any, ...], *, num_cpus: float, what: str, fix: str) -> tuple[Any, Any]:
+    """``(actor, state)``: a Ray actor running ``body(*args)`` with `num_cpus`, and the answer of its
+    ``state()``, which proves it was placed.
+
+    Raises:
+        RuntimeError: no free CPU hosted it within `SCHEDULE_TIMEOUT_S` (it would otherwise wait for
+            ever); the message says `what` waited, how many CPUs are free, and `fix`.
+    """
+    actor = ray.remote(num_cpus=num_cpus)(body).remote(*args)
+    try:
+        return actor, ray.get(actor.state.remote(), timeout=SCHEDULE_TIMEOUT_S)
+    except ray.exceptions.GetTimeoutError:
+        ray.kill(actor)
+        free = ray.available_resources().get("CPU", 0.0)
+        raise RuntimeError(f"{what} ({num_cpus:g} CPU) was not scheduled within {SCHEDULE_TIMEOUT_S} s: the Ray "
+                           f"cluster has {free:g} CPU(s) free. {fix}") from None
+
+
 class LevelWorker:
     """The body of a level actor: one `Level` and its learner, and the policies its targets name."""
 
@@ -130,19 +148,13 @@ class RemoteLevel:
         ray = _import_ray()
         self._ray = ray
         self.learner_spec = learner.spec()
-        self.actor = ray.remote(num_cpus=num_cpus)(LevelWorker).remote(game_spec(game), self.learner_spec, index, initial)
+        self.actor, first = place_actor(
+            ray, LevelWorker, (game_spec(game), self.learner_spec, index, initial), num_cpus=num_cpus,
+            what=f"P2SRO level {index}'s learner actor",
+            fix=f"Each active level needs level_cpus={num_cpus:g}; close other runs' levels (run.close()), "
+                f"lower active= or level_cpus=, or add CPUs / nodes.")
         self.targets: list[Mixture] = []
         self.shipper = TargetShipper()
-        try:  # an actor that no free CPU can host would otherwise wait for ever
-            first = ray.get(self.actor.state.remote(), timeout=SCHEDULE_TIMEOUT_S)
-        except ray.exceptions.GetTimeoutError:
-            ray.kill(self.actor)
-            free = ray.available_resources().get("CPU", 0.0)
-            raise RuntimeError(
-                f"P2SRO level {index}'s learner actor ({num_cpus:g} CPU) was not scheduled within "
-                f"{SCHEDULE_TIMEOUT_S} s: the Ray cluster has {free:g} CPU(s) free. Each active level needs "
-                f"level_cpus={num_cpus:g}; close other runs' levels (run.close()), lower active= or level_cpus=, "
-                f"or add CPUs / nodes.") from None
         self._mirror(first)
 
     def close(self) -> None:

@@ -26,7 +26,7 @@ from pbmarl.games.registry import load_game
 from pbmarl.payoffs import PayoffTable
 from pbmarl.policies.base import Policy
 from pbmarl.population import Population
-from pbmarl.protocols import BestResponse, Evaluator, MetaSolverLike, Opponents, Oracle, Restorable
+from pbmarl.protocols import BatchOracle, BestResponse, Evaluator, MetaSolverLike, Opponents, Oracle, Restorable
 
 
 def _default_initial(game: Game) -> Policy:
@@ -170,9 +170,7 @@ class PSRO:
         t0 = time.perf_counter()
         opponents = self.population.mixture(self.meta_strategy)
         targets = self._oracle_targets(opponents)
-        answers: list[tuple[int, BestResponse]] = []
-        for player, opps, _label in targets:
-            answers.append((player, self._best_response(player, opps)))
+        answers = [(player, answer) for (player, _, _), answer in zip(targets, self._best_responses(targets))]
         ids = []
         for (player, answer), (_, _, label) in zip(answers, targets):
             ids.append(self.population.add(player, answer.policy, name=f"br{iteration}-{player}{label}",
@@ -221,10 +219,18 @@ class PSRO:
                 targets.append((p, opps, f"@{member}"))
         return targets
 
-    def _best_response(self, player: int, opponents: Opponents) -> BestResponse:
-        answer = self.learner.respond(player, opponents)
-        self._env_steps += int(answer.env_steps)
-        return answer
+    def _best_responses(self, targets: Sequence[tuple[int, Opponents, str]]) -> list[BestResponse]:
+        """The oracle's answers to `targets`: all at once from a `BatchOracle` (which may train them
+        side by side), else one `respond` after another."""
+        requests = [(player, opps) for player, opps, _ in targets]
+        if isinstance(self.learner, BatchOracle):
+            answers = list(self.learner.respond_all(requests))
+            if len(answers) != len(requests):
+                raise RuntimeError(f"{self.learner!r} answered {len(answers)} of {len(requests)} best-response requests")
+        else:
+            answers = [self.learner.respond(player, opps) for player, opps in requests]
+        self._env_steps += sum(int(answer.env_steps) for answer in answers)
+        return answers
 
     def _finish_iteration(
         self, iteration: int, seconds: dict[str, float], new_ids: tuple[str, ...], br_values: tuple[float, ...]
