@@ -72,6 +72,21 @@ class BatchOracle(Oracle, Protocol):
         ...
 
 
+def respond_all(oracle: Oracle, requests: Sequence[tuple[int, Opponents]]) -> list[BestResponse]:
+    """`oracle`'s answers to every ``(player, opponents)`` request, in order: all at once from a
+    `BatchOracle` (which may train them side by side), else one `respond` after another.
+
+    Raises:
+        RuntimeError: a `BatchOracle` answered a different number of requests than it was given.
+    """
+    if isinstance(oracle, BatchOracle):
+        answers = list(oracle.respond_all(requests))
+        if len(answers) != len(requests):
+            raise RuntimeError(f"{oracle!r} answered {len(answers)} of {len(requests)} best-response requests")
+        return answers
+    return [oracle.respond(player, opponents) for player, opponents in requests]
+
+
 @runtime_checkable
 class SampledFill(Protocol):
     """The part of a sampling evaluator's fill report that the outer loop reads."""
@@ -130,4 +145,4 @@ class Specified(Protocol):
 #: a meta-solver: a payoff table in, a meta-strategy (one distribution per player) out
 MetaSolverLike = Callable[["PayoffTable"], "MetaStrategy"]
 
-__all__ = ["BatchOracle", "BestResponse", "Checkpointed", "Evaluator", "MetaSolverLike", "Opponents", "Oracle", "Restorable", "SampledFill"]
+__all__ = ["BatchOracle", "BestResponse", "Checkpointed", "Evaluator", "MetaSolverLike", "Opponents", "Oracle", "Restorable", "SampledFill", "respond_all"]

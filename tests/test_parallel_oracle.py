@@ -162,3 +162,20 @@ def test_loading_a_folder_without_every_player_loads_nothing(tmp_path):
     assert [learner.tasks_done for learner in fresh._local] == [0, 0]
     (tmp_path / "o" / "elsewhere").rename(tmp_path / "o" / "player-1")
     assert [learner.tasks_done for learner in fresh.load(tmp_path / "o")._local] == [1, 1]
+
+
+def test_xdo_asks_the_parallel_oracle_for_both_players_at_once(tmp_path, in_process_ray):
+    game = pb.load_game("kuhn_poker")
+    reference = pb.XDO(game, tau=0.5, learner=PerPlayer(game))
+    expected = [(r.exploitability, r.env_steps) for r in reference.run(3)]
+    oracle = ParallelOracle(_dqn(game), backend="ray")
+    calls = []
+    respond_all = oracle.respond_all
+    oracle.respond_all = lambda requests: calls.append([p for p, _ in requests]) or respond_all(requests)
+    run = pb.XDO(game, tau=0.5, learner=oracle, save_dir=tmp_path / "xdo")
+    got = [(r.exploitability, r.env_steps) for r in run.run(2)]
+    assert calls == [[0, 1], [0, 1]]  # each iteration asks for both players' best responses in one call
+    resumed = pb.XDO.load(tmp_path / "xdo")
+    assert isinstance(resumed.learner, ParallelOracle)
+    got += [(r.exploitability, r.env_steps) for r in resumed.run(1)]
+    assert got == expected

@@ -26,7 +26,7 @@ from pbmarl.games.registry import load_game
 from pbmarl.payoffs import PayoffTable
 from pbmarl.policies.base import Policy
 from pbmarl.population import Population
-from pbmarl.protocols import BatchOracle, BestResponse, Evaluator, MetaSolverLike, Opponents, Oracle, Restorable
+from pbmarl.protocols import BestResponse, Evaluator, MetaSolverLike, Opponents, Oracle, Restorable, respond_all
 
 
 def _default_initial(game: Game) -> Policy:
@@ -222,13 +222,7 @@ class PSRO:
     def _best_responses(self, targets: Sequence[tuple[int, Opponents, str]]) -> list[BestResponse]:
         """The oracle's answers to `targets`: all at once from a `BatchOracle` (which may train them
         side by side), else one `respond` after another."""
-        requests = [(player, opps) for player, opps, _ in targets]
-        if isinstance(self.learner, BatchOracle):
-            answers = list(self.learner.respond_all(requests))
-            if len(answers) != len(requests):
-                raise RuntimeError(f"{self.learner!r} answered {len(answers)} of {len(requests)} best-response requests")
-        else:
-            answers = [self.learner.respond(player, opps) for player, opps in requests]
+        answers = respond_all(self.learner, [(player, opps) for player, opps, _ in targets])
         self._env_steps += sum(int(answer.env_steps) for answer in answers)
         return answers
 

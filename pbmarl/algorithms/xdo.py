@@ -56,7 +56,7 @@ from pbmarl.games.registry import load_game
 from pbmarl.games.tree import GameTree
 from pbmarl.policies.tabular import TabularPolicy
 from pbmarl.population import Population
-from pbmarl.protocols import Oracle, Restorable
+from pbmarl.protocols import Oracle, Restorable, respond_all
 
 SOLVERS = ("cfr+", "lp")
 
@@ -184,14 +184,11 @@ class XDO:
             reach = [x[self.tree.terminal_seq[p]] for p, x in enumerate(plans)]
             return [best_response_values(self.tree, p, opponent_reach(self.tree, p, reach))[1] for p in range(2)]
         solution = self._solution(plans)
-        brs = []
-        for p in range(2):
-            opponents: list[TabularPolicy | None] = [None, None]
-            opponents[1 - p] = solution[1 - p]
-            answer = self.learner.respond(p, opponents)
-            self._env_steps += int(answer.env_steps)
-            brs.append(pure_table(policy_tables(answer.policy, self.tree, p), self.tree.infosets[p].legal))
-        return brs
+        requests = [(p, [None, solution[1]] if p == 0 else [solution[0], None]) for p in range(2)]
+        answers = respond_all(self.learner, requests)  # side by side from a `ParallelOracle`
+        self._env_steps += sum(int(answer.env_steps) for answer in answers)
+        return [pure_table(policy_tables(answer.policy, self.tree, p), self.tree.infosets[p].legal)
+                for p, answer in enumerate(answers)]
 
     def _masks(self, player: int) -> np.ndarray:
         """Actions some population member of `player` plays at each of its information states."""
