@@ -9,7 +9,7 @@ Slices (run one at a time on a shared machine, ``--only``):
 - ``psro`` / ``p2sro`` / ``xdo``: sequential PSRO, P2SRO(active=3), or XDO (restricted games solved
   exactly by CFR+), with the same DQN oracle on Leduc for ``--minutes``: wall time to exploitability
   1, 0.5, 0.3, 0.2, 0.1, beside exact-oracle PSRO (the iterations each level needs with perfect best
-  responses) and CFR+, in the same process. ``--parallel-oracle`` (psro) trains the two players' best
+  responses) and CFR+, in the same process. ``--parallel-oracle`` (psro, xdo) trains the two players' best
   responses side by side, one DQN per player in its own Ray actor (`pb.ParallelOracle`).
 - ``nfsp-peer``: OpenSpiel's PyTorch NFSP example on Kuhn, run in its own venv
   (``OPENSPIEL_NFSP_VENV``), exploitability at 10k..40k episodes.
@@ -235,7 +235,8 @@ def leduc_slice(args: argparse.Namespace, sink: Sink) -> None:
     cpus = f", {args.level_cpus:.2g} CPU per level" if args.p2sro_backend == "ray" and args.level_cpus != 1 else ""
     psro_label = ("psro" if args.solver == "nash" else f"psro ({args.solver})") + (
         " parallel oracle" if args.parallel_oracle else "")
-    label = {"psro": psro_label, "xdo": "xdo (dqn oracle)"}.get(
+    xdo_label = "xdo (dqn oracle" + (", parallel)" if args.parallel_oracle else ")")
+    label = {"psro": psro_label, "xdo": xdo_label}.get(
         args.only, f"p2sro(active={args.active}, {args.p2sro_backend}{cpus})")
     print(f"Leduc: {label}, DQN oracle {options}, {args.minutes} min, target exploitability {args.target}; "
           f"load average {os.getloadavg()}")
@@ -243,12 +244,13 @@ def leduc_slice(args: argparse.Namespace, sink: Sink) -> None:
     curves: dict[str, list[tuple[float, float]]] = {}
     for seed in args.seeds:
         learner = pb.DQN(game, seed=seed, **options)
+        # a parallel oracle: one DQN per player, seeded seed + player, each in its own Ray actor
+        oracle = pb.ParallelOracle(learner, backend="ray") if args.parallel_oracle else learner
         run: pb.PSRO | pb.XDO
-        if args.only == "psro":  # a parallel oracle: one DQN per player, seeded seed + player, in its own actor
-            oracle = pb.ParallelOracle(learner, backend="ray") if args.parallel_oracle else learner
+        if args.only == "psro":
             run = pb.PSRO(game, learner=oracle, seed=seed, solver=args.solver)
         elif args.only == "xdo":
-            run = pb.XDO(game, learner=learner)
+            run = pb.XDO(game, learner=oracle)
         else:
             run = pb.P2SRO(game, learner=learner, seed=seed, active=args.active, refresh_every=args.refresh_every,
                            backend=args.p2sro_backend, level_cpus=args.level_cpus)
@@ -270,8 +272,8 @@ def leduc_slice(args: argparse.Namespace, sink: Sink) -> None:
                 break
         if isinstance(run, pb.P2SRO):
             run.close()
-        elif isinstance(run.learner, pb.ParallelOracle):
-            run.learner.close()
+        elif isinstance(oracle, pb.ParallelOracle):
+            oracle.close()
         if isinstance(run, pb.XDO):
             xdo_control(game, run, seed, sink)
         curves[f"{label} seed {seed}"] = curve
@@ -484,7 +486,7 @@ def main() -> None:
     parser.add_argument("--max-iterations", type=int, default=200, help="exact: iterations per solver at most")
     parser.add_argument("--solver", default="nash", help="psro: the meta-solver (nash, prd, rm, ...)")
     parser.add_argument("--parallel-oracle", action="store_true",
-                        help="psro: the players' best responses trained side by side (pb.ParallelOracle on Ray)")
+                        help="psro, xdo: the players' best responses trained side by side (pb.ParallelOracle on Ray)")
     parser.add_argument("--seeds", type=lambda s: [int(x) for x in s.split(",")], default=[0])
     parser.add_argument("--episodes", type=int, default=40_000, help="nfsp: episodes per seed")
     parser.add_argument("--episodes-per-step", type=int, default=10_000)
@@ -513,8 +515,8 @@ def main() -> None:
     parser.add_argument("--warm", action="store_true", help="oracle: also a warm-started BR to the next target")
     parser.add_argument("--no-record", action="store_true", help="print only; append nothing to the CSV")
     args = parser.parse_args()
-    if args.parallel_oracle and args.only != "psro":
-        parser.error(f"--parallel-oracle applies to --only psro, not {args.only!r}")
+    if args.parallel_oracle and args.only not in ("psro", "xdo"):
+        parser.error(f"--parallel-oracle applies to --only psro and xdo, not {args.only!r}")
     if args.solver != "nash" and args.only != "psro":
         parser.error(f"--solver applies to --only psro, not {args.only!r}")
     sink = Sink("python benchmarks/population_learning.py " + " ".join(sys.argv[1:]))
