@@ -170,14 +170,14 @@ class PSRO:
         t0 = time.perf_counter()
         opponents = self.population.mixture(self.meta_strategy)
         targets = self._oracle_targets(opponents)
-        answers = [(player, answer) for (player, _, _), answer in zip(targets, self._best_responses(targets))]
+        answers = self._best_responses(targets)
         ids = []
-        for (player, answer), (_, _, label) in zip(answers, targets):
+        for (player, _, label), answer in zip(targets, answers):
             ids.append(self.population.add(player, answer.policy, name=f"br{iteration}-{player}{label}",
                                            iteration=iteration, origin=self.learner.name,
                                            br_value=answer.value))
         seconds["oracle"] = time.perf_counter() - t0
-        return self._finish_iteration(iteration, seconds, tuple(ids), tuple(a.value for _, a in answers))
+        return self._finish_iteration(iteration, seconds, tuple(ids), tuple(a.value for a in answers))
 
     # -- all-or-nothing ----------------------------------------------------------
     def snapshot(self) -> object:
