@@ -144,8 +144,11 @@ def test_bad_input_names_the_value():
         ParallelOracle({"name": "dqn"}, backend="local")
     oracle = ParallelOracle({"name": "dqn", "seed": 3, **DQN_TINY}, game=game, backend="local")
     assert [s["seed"] for s in oracle.copy_specs] == [3, 4]
-    for player in (2, -1, 0.5, True):
-        with pytest.raises(ValueError, match=r"player must be an int in \[0, 2\)"):
+    for player in (2, -1):
+        with pytest.raises(ValueError, match=rf"player {player} is out of range for 'kuhn_poker': it has players 0..1"):
+            oracle.respond(player, [None, None])
+    for player in (0.5, True):
+        with pytest.raises(TypeError, match=r"player must be an int in 0..1, got"):
             oracle.respond(player, [None, None])
     assert [learner.tasks_done for learner in oracle._local] == [0, 0]
 

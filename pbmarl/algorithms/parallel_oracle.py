@@ -165,7 +165,7 @@ class ParallelOracle:
     def respond_all(self, requests: Sequence[tuple[int, Opponents]]) -> list[BestResponse]:
         """The answers to every ``(player, opponents)`` request, in order; each player's copy takes its
         requests in order, and different players' copies train at the same time (``backend="ray"``)."""
-        requests = [(self._check_player(p), opps) for p, opps in requests]
+        requests = [(self.game.check_player(p), opps) for p, opps in requests]
         if self.backend == "local":
             return [self._local[p].respond(p, opps) for p, opps in requests]
         self._check_open()
@@ -186,13 +186,6 @@ class ParallelOracle:
     def _check_open(self) -> None:
         if self.backend == "ray" and not self._actors:
             raise RuntimeError(f"{self!r} was closed: its actors are gone; build a new one, or load a saved one")
-
-    def _check_player(self, player: Any) -> int:
-        if isinstance(player, bool) or not isinstance(player, (int, np.integer)) \
-                or not 0 <= player < self.game.num_players:
-            raise ValueError(f"player must be an int in [0, {self.game.num_players}) for {self.game.name!r}, "
-                             f"got {player!r}")
-        return int(player)
 
     # -- all-or-nothing (`Restorable`) -------------------------------------------------
     def snapshot(self) -> object:
