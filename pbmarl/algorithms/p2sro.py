@@ -180,11 +180,10 @@ class P2SRO(PSRO):
             raise ValueError(f"refresh_every must be a positive int (learner rounds), got {refresh_every!r}")
         if backend not in ("local", "ray"):
             raise ValueError(f"backend must be 'local' or 'ray', got {backend!r}")
-        if isinstance(level_cpus, bool) or not isinstance(level_cpus, (int, float, np.integer, np.floating)) \
-                or not 0 < level_cpus < float("inf"):
-            raise ValueError(f"level_cpus must be a positive number of CPUs per level actor, got {level_cpus!r}")
+        from pbmarl.algorithms.p2sro_ray import check_actor_cpus
+
+        self.level_cpus = check_actor_cpus(level_cpus, "level_cpus", "level")
         self.active, self.refresh_every, self.backend = int(active), int(refresh_every), backend
-        self.level_cpus = float(level_cpus)
         super().__init__(game, solver, learner, evaluator, **options)
         if backend == "ray" and not hasattr(self.learner, "spec"):
             raise ValueError(f"backend='ray' runs RL learners (with a spec to rebuild them in an actor), "

@@ -79,6 +79,14 @@ def unpack(held: dict[str, Policy], game: Game, shipments: Sequence[Shipment], p
     return [Mixture([held[t] for t in tokens], weights) for tokens, weights in packed]
 
 
+def check_actor_cpus(value: Any, name: str, per: str) -> float:
+    """`value` as a float number of CPUs for each actor, or raise naming it: positive and finite."""
+    if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)) \
+            or not 0 < value < float("inf"):
+        raise ValueError(f"{name} must be a positive number of CPUs per {per} actor, got {value!r}")
+    return float(value)
+
+
 def place_actor(ray: Any, body: type, args: tuple[Any, ...], *, num_cpus: float, what: str, fix: str) -> tuple[Any, Any]:
     """``(actor, state)``: a Ray actor running ``body(*args)`` with `num_cpus`, and the answer of its
     ``state()``, which proves it was placed.

@@ -22,16 +22,14 @@ Example:
 
 from __future__ import annotations
 
-import math
 import os
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import pandas as pd
 
-from pbmarl.algorithms.p2sro_ray import Packed, TargetShipper, place_actor, unpack
+from pbmarl.algorithms.p2sro_ray import Packed, TargetShipper, check_actor_cpus, place_actor, unpack
 from pbmarl.games.base import Game
 from pbmarl.policies.base import Policy
 from pbmarl.policies.mixture import Mixture
@@ -103,9 +101,7 @@ class ParallelOracle:
     def __init__(self, learner: Any, *, backend: str = "ray", num_cpus: float = 1.0, game: Game | None = None) -> None:
         if backend not in ("local", "ray"):
             raise ValueError(f"backend must be 'local' or 'ray', got {backend!r}")
-        if isinstance(num_cpus, bool) or not isinstance(num_cpus, (int, float, np.integer, np.floating)) \
-                or not 0 < num_cpus < math.inf:
-            raise ValueError(f"num_cpus must be a positive number of CPUs per player actor, got {num_cpus!r}")
+        cpus = check_actor_cpus(num_cpus, "num_cpus", "player")
         if getattr(learner, "name", None) == "exact" or (isinstance(learner, Mapping) and learner.get("name") == "exact"):
             raise ValueError("the exact oracle is deterministic and fast: there is nothing to parallelise; "
                              "give ParallelOracle an RL learner (pb.DQN, pb.PPO, ...)")
@@ -121,7 +117,7 @@ class ParallelOracle:
                             f"got {type(learner).__name__}: {learner!r}")
         if not isinstance(game, Game):
             raise TypeError(f"game must be a pbmarl Game, got {type(game).__name__}: {game!r}")
-        self.game, self.backend, self.num_cpus = game, backend, float(num_cpus)
+        self.game, self.backend, self.num_cpus = game, backend, cpus
         self.learner_spec = spec
         seed = int(spec.get("seed", 0))
         self.copy_specs = [{**spec, "seed": seed + p} for p in range(game.num_players)]
