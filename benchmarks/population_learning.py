@@ -36,6 +36,7 @@ from __future__ import annotations
 
 import argparse
 import csv
+import dataclasses
 import datetime
 import subprocess
 import sys
@@ -231,11 +232,12 @@ def leduc_slice(args: argparse.Namespace, sink: Sink) -> None:
     import os
 
     game = pb.load_game("leduc_poker")
-    options = {**LEDUC_DQN, "budget": args.budget}
+    options = {**LEDUC_DQN, "budget": args.budget, **args.dqn}
     cpus = f", {args.level_cpus:.2g} CPU per level" if args.p2sro_backend == "ray" and args.level_cpus != 1 else ""
+    changed = "".join(f", {k}={v}" for k, v in args.dqn.items())
     psro_label = ("psro" if args.solver == "nash" else f"psro ({args.solver})") + (
-        " parallel oracle" if args.parallel_oracle else "")
-    xdo_label = "xdo (dqn oracle" + (", parallel)" if args.parallel_oracle else ")")
+        " parallel oracle" if args.parallel_oracle else "") + (f" (dqn{changed})" if changed else "")
+    xdo_label = "xdo (dqn oracle" + (", parallel" if args.parallel_oracle else "") + changed + ")"
     label = {"psro": psro_label, "xdo": xdo_label}.get(
         args.only, f"p2sro(active={args.active}, {args.p2sro_backend}{cpus})")
     print(f"Leduc: {label}, DQN oracle {options}, {args.minutes} min, target exploitability {args.target}; "
@@ -357,6 +359,10 @@ ORACLE_SETTINGS: dict[str, dict[str, Any]] = {
     "u8-lr3e-3 (8 updates/round, lr 3e-3)": dict(lr=3e-3, batch_size=256, hidden=(128, 128), updates_per_round=8),
     "u64 (64 updates/round)": dict(lr=1e-3, batch_size=256, hidden=(128, 128), updates_per_round=64),
     "u32-lr3e-3 (lr 3e-3)": dict(lr=3e-3, batch_size=256, hidden=(128, 128)),
+    "b1024 (batch 1024, 64 updates/round)": dict(lr=1e-3, batch_size=1024, hidden=(128, 128), updates_per_round=64),
+    "b1024-u32 (batch 1024, 32 updates/round)": dict(lr=1e-3, batch_size=1024, hidden=(128, 128), updates_per_round=32),
+    "b1024-lr2e-3 (batch 1024, 64 updates/round, lr 2e-3)": dict(lr=2e-3, batch_size=1024, hidden=(128, 128),
+                                                                  updates_per_round=64),
 }
 
 
@@ -477,6 +483,21 @@ def league_slice(args: argparse.Namespace, sink: Sink) -> None:
                   f"each opened by {args.opening_plies} random plies")
 
 
+def _dqn_option(text: str) -> tuple[str, Any]:
+    """``KEY=VALUE`` of ``--dqn``: a DQNConfig field and a Python literal (``warm_start=True``, ``lr=3e-4``)."""
+    import ast
+
+    key, sep, value = text.partition("=")
+    fields = {f.name for f in dataclasses.fields(pb.DQNConfig)}
+    if not sep or key not in fields:
+        raise argparse.ArgumentTypeError(f"--dqn takes KEY=VALUE with KEY a DQNConfig field ({', '.join(sorted(fields))}), "
+                                         f"got {text!r}")
+    try:
+        return key, ast.literal_eval(value)
+    except (ValueError, SyntaxError):
+        raise argparse.ArgumentTypeError(f"--dqn {key}= takes a Python literal (True, 0.2, (64, 64)), got {value!r}") from None
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--only", choices=["nfsp", "nfsp-peer", "psro", "p2sro", "xdo", "league", "oracle", "exact"],
@@ -494,6 +515,9 @@ def main() -> None:
                         help="openspiel: its Kuhn example's settings; paper: NFSPConfig defaults (Leduc, 2016)")
     parser.add_argument("--minutes", type=float, default=10.0, help="psro, p2sro, xdo: wall minutes per run")
     parser.add_argument("--budget", type=int, default=20_000, help="psro, p2sro, xdo, oracle: DQN learner steps per BR")
+    parser.add_argument("--dqn", type=_dqn_option, action="append", default=[], metavar="KEY=VALUE",
+                        help="psro, p2sro, xdo: a DQNConfig field of the oracle changed from LEDUC_DQN "
+                             "(e.g. warm_start=True, epsilon_start=0.2); repeatable")
     parser.add_argument("--active", type=int, default=3, help="p2sro: active levels")
     parser.add_argument("--refresh-every", type=int, default=8)
     parser.add_argument("--target", type=float, default=0.3)
@@ -515,8 +539,11 @@ def main() -> None:
     parser.add_argument("--warm", action="store_true", help="oracle: also a warm-started BR to the next target")
     parser.add_argument("--no-record", action="store_true", help="print only; append nothing to the CSV")
     args = parser.parse_args()
+    args.dqn = dict(args.dqn)
     if args.parallel_oracle and args.only not in ("psro", "xdo"):
         parser.error(f"--parallel-oracle applies to --only psro and xdo, not {args.only!r}")
+    if args.dqn and args.only not in ("psro", "p2sro", "xdo"):
+        parser.error(f"--dqn applies to --only psro, p2sro and xdo, not {args.only!r}")
     if args.solver != "nash" and args.only != "psro":
         parser.error(f"--solver applies to --only psro, not {args.only!r}")
     sink = Sink("python benchmarks/population_learning.py " + " ".join(sys.argv[1:]))
