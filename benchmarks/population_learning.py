@@ -202,13 +202,13 @@ def exact_solvers_slice(args: argparse.Namespace, sink: Sink) -> None:
               + f"; best {best:.4f} in {run.iteration} iterations ({wall:.1f}s)", flush=True)
 
 
-def exact_psro_reference(game: Any, sink: Sink, target: float) -> dict[float, int]:
-    """Exact-oracle PSRO on the same game: the iteration at which each level is first reached.
+def exact_psro_reference(game: Any, sink: Sink, target: float, solver: str = "nash") -> dict[float, int]:
+    """Exact-oracle PSRO with `solver` on the same game: the iteration at which each level is first reached.
 
     Not a floor: exact best responses are pure (ties go to the lowest action), and on Leduc the
     DQN oracle's softer answers made more progress per iteration (0.37 at iteration 35, where
-    exact-oracle PSRO was near 0.7); it shows how many iterations plain PSRO-Nash needs."""
-    run = pb.PSRO(game, stop_exploitability=None)
+    exact-oracle PSRO was near 0.7); it shows how many iterations PSRO with that meta-solver needs."""
+    run = pb.PSRO(game, solver=solver, stop_exploitability=None)
     start, first = time.perf_counter(), {}
     levels = sorted({*LEDUC_LEVELS, target}, reverse=True)
     while len(first) < len(levels) and run.iteration < 400:
@@ -218,10 +218,11 @@ def exact_psro_reference(game: Any, sink: Sink, target: float) -> dict[float, in
                 first[level] = rec.iteration
     wall = time.perf_counter() - start
     for level, it in first.items():
-        sink.add(slice="leduc", game=game.name, method="psro (exact oracle)", seed="", x=it, x_unit="iterations",
+        sink.add(slice="leduc", game=game.name, method="psro (exact oracle" + (f", {solver})" if solver != "nash" else ")"),
+                 seed="", x=it, x_unit="iterations",
                  value=level, metric="first iteration with exploitability <= value", wall_s=round(wall, 2),
                  reference="exact (pure) best responses")
-    print("  exact-oracle PSRO first reaches " + ", ".join(f"{lv} at iteration {it}" for lv, it in first.items())
+    print(f"  exact-oracle PSRO ({solver}) first reaches " + ", ".join(f"{lv} at iteration {it}" for lv, it in first.items())
           + f" ({wall:.1f}s)")
     return first
 
@@ -242,7 +243,7 @@ def leduc_slice(args: argparse.Namespace, sink: Sink) -> None:
         args.only, f"p2sro(active={args.active}, {args.p2sro_backend}{cpus})")
     print(f"Leduc: {label}, DQN oracle {options}, {args.minutes} min, target exploitability {args.target}; "
           f"load average {os.getloadavg()}")
-    first = exact_psro_reference(game, sink, args.target)
+    first = exact_psro_reference(game, sink, args.target, args.solver if args.only == "psro" else "nash")
     curves: dict[str, list[tuple[float, float]]] = {}
     for seed in args.seeds:
         learner = pb.DQN(game, seed=seed, **options)
@@ -283,7 +284,7 @@ def leduc_slice(args: argparse.Namespace, sink: Sink) -> None:
         print(f"  -> {label} seed {seed}: {run.iteration} iterations, {per_it:.1f}s each; best exploitability "
               f"{min(e for _, e in curve):.4f}; " + ", ".join(f"<= {lv} at {t:.0f}s" for lv, t in hit.items()))
         if args.target in first:
-            print(f"     exact-oracle PSRO needs {first[args.target]} iterations for {args.target} "
+            print(f"     exact-oracle PSRO ({args.solver if args.only == 'psro' else 'nash'}) needs {first[args.target]} iterations for {args.target} "
                   f"({first[args.target] * per_it / 60:.1f} min at {per_it:.1f}s per iteration)")
     curves["cfr+ (OpenSpiel)"] = cfr_plus(game, 30.0, sink, args.only)
     print(f"load average {os.getloadavg()}")
