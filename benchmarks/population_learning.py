@@ -28,7 +28,8 @@ Every run appends rows (date, commit, command, seed, numbers) to
     python benchmarks/population_learning.py --only psro --minutes 10 --parallel-oracle --solver prd
     python benchmarks/population_learning.py --only p2sro --minutes 10
     python benchmarks/population_learning.py --only xdo --minutes 10
-    python benchmarks/population_learning.py --only oracle --settings bench,u64 --target-iterations 10,30
+    python benchmarks/population_learning.py --only oracle --settings u64,d8-b1024-lr3e-3 --seeds 0,1,2 \\
+        --target-iterations 5,10,20,30,45
     python benchmarks/population_learning.py --only league --steps 200000
 """
 
@@ -360,6 +361,9 @@ ORACLE_SETTINGS: dict[str, dict[str, Any]] = {
     "u8-lr3e-3 (8 updates/round, lr 3e-3)": dict(lr=3e-3, batch_size=256, hidden=(128, 128), updates_per_round=8),
     "u64 (64 updates/round)": dict(lr=1e-3, batch_size=256, hidden=(128, 128), updates_per_round=64),
     "u32-lr3e-3 (lr 3e-3)": dict(lr=3e-3, batch_size=256, hidden=(128, 128)),
+    "d8-b1024-lr3e-3 (8x the data: 160k learner steps, 4096 a round; batch 1024, 64 updates/round, lr 3e-3)": dict(
+        lr=3e-3, batch_size=1024, hidden=(128, 128), updates_per_round=64, budget=160_000, steps_per_round=4096,
+        buffer_size=200_000),
     "b1024 (batch 1024, 64 updates/round)": dict(lr=1e-3, batch_size=1024, hidden=(128, 128), updates_per_round=64),
     "b1024-u32 (batch 1024, 32 updates/round)": dict(lr=1e-3, batch_size=1024, hidden=(128, 128), updates_per_round=32),
     "b1024-lr2e-3 (batch 1024, 64 updates/round, lr 2e-3)": dict(lr=2e-3, batch_size=1024, hidden=(128, 128),
@@ -370,7 +374,10 @@ ORACLE_SETTINGS: dict[str, dict[str, Any]] = {
 def oracle_slice(args: argparse.Namespace, sink: Sink) -> None:
     """How good is the DQN oracle on Leduc? Gap between the exact best-response value and the exact
     value of the policy DQN has learned, against PSRO's real targets (the exact-PSRO meta-Nash after
-    a few iterations), along one best response's learner steps; cold and warm (from the previous BR)."""
+    ``--target-iterations``), for every seed of ``--seeds`` and both players, along each best response's
+    learner steps; cold, and with ``--warm`` also warm (from the previous BR). A setting's mean final gap
+    over its best responses is printed last: one best response's gap swings by 0.1 and more between
+    seeds and targets, so settings are compared on that mean."""
     game = pb.load_game("leduc_poker")
     ev = pb.ExactEvaluator(game)
     exact = pb.PSRO(game, evaluator=ev, stop_exploitability=None)
@@ -380,37 +387,56 @@ def oracle_slice(args: argparse.Namespace, sink: Sink) -> None:
         if it in args.target_iterations or it - 1 in args.target_iterations:
             targets[it] = exact.population.mixture(exact.meta_strategy)
     settings = {k: v for k, v in ORACLE_SETTINGS.items() if not args.settings or k.split()[0] in args.settings}
-    print(f"Leduc DQN oracle: gap = exact BR value - exact value of the learned policy (player 0), "
-          f"budget {args.budget:,}, check every {args.check_every:,} learner steps")
+    print(f"Leduc DQN oracle: gap = exact BR value - exact value of the learned policy, "
+          f"budget {args.budget:,} unless a setting names its own, check every {args.check_every:,} learner steps")
+    finals: dict[str, list[tuple[float, float]]] = {}
     for label, options in settings.items():
-        for it in args.target_iterations:
-            learner = pb.DQN(game, seed=args.seeds[0], budget=args.budget, **options)
-            for phase, target_it, warm in (("cold", it, False), ("warm", it + 1, True)):
-                if phase == "warm" and not args.warm:
-                    continue
-                opponents = targets[target_it]
-                best, _ = ev.best_response(0, opponents)
-                learner.start(0, opponents, warm_start=warm)
-                start, next_check = time.perf_counter(), 0
-                while True:
-                    done = learner.done
-                    steps = learner.task.learner_steps if learner.task else 0
-                    if steps >= next_check or done:
-                        prof = list(opponents)
-                        prof[0] = learner.policy()
-                        gap = float(best - ev.evaluate(prof)[0])
-                        wall = time.perf_counter() - start
-                        sink.add(slice="oracle", game=game.name, method=f"dqn {label} {phase} @it{target_it}",
-                                 seed=args.seeds[0], x=steps, x_unit="learner steps", value=round(gap, 4),
-                                 metric="BR gap (exact BR value - learned)", wall_s=round(wall, 2),
-                                 reference=f"exact BR value {best:.4f}")
-                        print(f"  {label:28s} {phase} @it{target_it:<3d} {steps:>7,d} steps {wall:6.1f}s "
-                              f"gap {gap:.4f} (exact BR {best:.3f})", flush=True)
-                        next_check += args.check_every
-                    if done:
-                        learner.finish()
-                        break
-                    learner.step()
+        options = {"budget": args.budget, **options}
+        for seed in args.seeds:
+            for it in args.target_iterations:
+                for player in (0, 1):
+                    learner = pb.DQN(game, seed=seed, **options)
+                    for phase, target_it, warm in (("cold", it, False), ("warm", it + 1, True)):
+                        if phase == "warm" and not args.warm:
+                            continue
+                        best, checks = _oracle_gaps(ev, learner, player, targets[target_it], warm, args.check_every)
+                        for steps, gap, wall in checks:
+                            sink.add(slice="oracle", game=game.name,
+                                     method=f"dqn {label} {phase} @it{target_it} player {player}", seed=seed, x=steps,
+                                     x_unit="learner steps", value=round(gap, 4),
+                                     metric="BR gap (exact BR value - learned)", wall_s=round(wall, 2),
+                                     reference=f"exact BR value {best:.4f}")
+                        _, gap, wall = checks[-1]
+                        finals.setdefault(f"{label} {phase}", []).append((gap, wall))
+                        print(f"  {label:28s} seed {seed} {phase} @it{target_it:<3d} player {player}: gap {gap:.4f} "
+                              f"in {wall:.1f}s", flush=True)
+    for key, rows in finals.items():
+        gaps = [g for g, _ in rows]
+        print(f"{key:44s} mean final gap {np.mean(gaps):.4f} (median {np.median(gaps):.4f}, {len(gaps)} best "
+              f"responses), {np.mean([w for _, w in rows]):.2f}s each")
+
+
+def _oracle_gaps(ev: Any, learner: Any, player: int, opponents: Any, warm: bool,
+                 check_every: int) -> tuple[float, list[tuple[int, float, float]]]:
+    """Train one best response of `learner` for `player`: ``(exact BR value, [(learner steps, gap, oracle
+    seconds)])``, a gap every `check_every` learner steps and at the end."""
+    best, _ = ev.best_response(player, opponents)
+    learner.start(player, opponents, warm_start=warm)
+    start, next_check, clock, checks = time.perf_counter(), 0, 0.0, []
+    while True:
+        done = learner.done
+        steps = learner.task.learner_steps if learner.task else 0
+        if steps >= next_check or done:
+            clock += time.perf_counter() - start  # the exact evaluation is not the oracle's time
+            prof = list(opponents)
+            prof[player] = learner.policy()
+            checks.append((steps, float(best - ev.evaluate(prof)[player]), clock))
+            next_check += check_every
+            start = time.perf_counter()
+        if done:
+            learner.finish()
+            return best, checks
+        learner.step()
 
 
 class RandomOpening(pb.Policy):
