@@ -244,7 +244,8 @@ def leduc_slice(args: argparse.Namespace, sink: Sink) -> None:
         args.only, f"p2sro(active={args.active}, {args.p2sro_backend}{cpus})")
     print(f"Leduc: {label}, DQN oracle {options}, {args.minutes} min, target exploitability {args.target}; "
           f"load average {os.getloadavg()}")
-    first = exact_psro_reference(game, sink, args.target, args.solver if args.only == "psro" else "nash")
+    reference_solver = args.solver if args.only == "psro" else "nash"  # p2sro and xdo levels solve for Nash
+    first = exact_psro_reference(game, sink, args.target, reference_solver)
     curves: dict[str, list[tuple[float, float]]] = {}
     for seed in args.seeds:
         learner = pb.DQN(game, seed=seed, **options)
@@ -285,7 +286,7 @@ def leduc_slice(args: argparse.Namespace, sink: Sink) -> None:
         print(f"  -> {label} seed {seed}: {run.iteration} iterations, {per_it:.1f}s each; best exploitability "
               f"{min(e for _, e in curve):.4f}; " + ", ".join(f"<= {lv} at {t:.0f}s" for lv, t in hit.items()))
         if args.target in first:
-            print(f"     exact-oracle PSRO ({args.solver if args.only == 'psro' else 'nash'}) needs {first[args.target]} iterations for {args.target} "
+            print(f"     exact-oracle PSRO ({reference_solver}) needs {first[args.target]} iterations for {args.target} "
                   f"({first[args.target] * per_it / 60:.1f} min at {per_it:.1f}s per iteration)")
     curves["cfr+ (OpenSpiel)"] = cfr_plus(game, 30.0, sink, args.only)
     print(f"load average {os.getloadavg()}")
