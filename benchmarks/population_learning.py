@@ -36,6 +36,7 @@ Every run appends rows (date, commit, command, seed, numbers) to
 from __future__ import annotations
 
 import argparse
+import ast
 import csv
 import dataclasses
 import datetime
@@ -365,10 +366,7 @@ ORACLE_SETTINGS: dict[str, dict[str, Any]] = {
     "d8-b1024-lr3e-3 (8x the data: 160k learner steps, 4096 a round; batch 1024, 64 updates/round, lr 3e-3)": dict(
         lr=3e-3, batch_size=1024, hidden=(128, 128), updates_per_round=64, budget=160_000, steps_per_round=4096,
         buffer_size=200_000),
-    "b1024 (batch 1024, 64 updates/round)": dict(lr=1e-3, batch_size=1024, hidden=(128, 128), updates_per_round=64),
     "b1024-u32 (batch 1024, 32 updates/round)": dict(lr=1e-3, batch_size=1024, hidden=(128, 128), updates_per_round=32),
-    "b1024-lr2e-3 (batch 1024, 64 updates/round, lr 2e-3)": dict(lr=2e-3, batch_size=1024, hidden=(128, 128),
-                                                                  updates_per_round=64),
 }
 
 
@@ -513,8 +511,6 @@ def league_slice(args: argparse.Namespace, sink: Sink) -> None:
 
 def _dqn_option(text: str) -> tuple[str, Any]:
     """``KEY=VALUE`` of ``--dqn``: a DQNConfig field and a Python literal (``warm_start=True``, ``lr=3e-4``)."""
-    import ast
-
     key, sep, value = text.partition("=")
     fields = {f.name for f in dataclasses.fields(pb.DQNConfig)}
     if not sep or key not in fields:
