@@ -187,7 +187,7 @@ def exact_solvers_slice(args: argparse.Namespace, sink: Sink) -> None:
     needs, so at a neural oracle's seconds per iteration they bound how soon a neural run can get there."""
     game = pb.load_game("leduc_poker")
     for solver in args.solvers:
-        run = pb.PSRO(game, solver=solver, stop_exploitability=None)
+        run = pb.PSRO(game, solver=meta_solver(solver), stop_exploitability=None)
         start, first, best = time.perf_counter(), {}, float("inf")
         while len(first) < len(LEDUC_LEVELS) and run.iteration < args.max_iterations:
             rec = run.step()
@@ -210,7 +210,7 @@ def exact_psro_reference(game: Any, sink: Sink, target: float, solver: str = "na
     Not a floor: exact best responses are pure (ties go to the lowest action), and on Leduc the
     DQN oracle's softer answers made more progress per iteration (0.37 at iteration 35, where
     exact-oracle PSRO was near 0.7); it shows how many iterations PSRO with that meta-solver needs."""
-    run = pb.PSRO(game, solver=solver, stop_exploitability=None)
+    run = pb.PSRO(game, solver=meta_solver(solver), stop_exploitability=None)
     start, first = time.perf_counter(), {}
     levels = sorted({*LEDUC_LEVELS, target}, reverse=True)
     while len(first) < len(levels) and run.iteration < 400:
@@ -254,7 +254,7 @@ def leduc_slice(args: argparse.Namespace, sink: Sink) -> None:
         oracle = pb.ParallelOracle(learner, backend="ray") if args.parallel_oracle else learner
         run: pb.PSRO | pb.XDO
         if args.only == "psro":
-            run = pb.PSRO(game, learner=oracle, seed=seed, solver=args.solver)
+            run = pb.PSRO(game, learner=oracle, seed=seed, solver=meta_solver(args.solver))
         elif args.only == "xdo":
             run = pb.XDO(game, learner=oracle)
         else:
@@ -509,6 +509,33 @@ def league_slice(args: argparse.Namespace, sink: Sink) -> None:
                   f"each opened by {args.opening_plies} random plies")
 
 
+def meta_solver(spec: str) -> Any:
+    """``NAME`` or ``NAME:KEY=VALUE,...`` (``prd:iterations=500``): the meta-solver name, or a `pb.MetaSolver` with
+    those options (Python literals), checked as `pb.MetaSolver` checks them."""
+    name, _, opts = spec.partition(":")
+    if not opts:
+        return name
+    options: dict[str, Any] = {}
+    for item in opts.split(","):
+        key, sep, value = item.partition("=")
+        try:
+            options[key.strip()] = ast.literal_eval(value.strip()) if sep else None
+        except (ValueError, SyntaxError):
+            raise ValueError(f"meta-solver option {item!r} of {spec!r} is not KEY=VALUE with a Python literal value") from None
+        if not sep:
+            raise ValueError(f"meta-solver option {item!r} of {spec!r} is not KEY=VALUE")
+    return pb.MetaSolver(name, **options)
+
+
+def _solver_spec(text: str) -> str:
+    """``--solver`` / ``--solvers`` entries: kept as written (the rows' label), checked by building them."""
+    try:
+        meta_solver(text)
+    except (ValueError, TypeError, KeyError) as err:
+        raise argparse.ArgumentTypeError(f"{text!r}: {err}") from None
+    return text
+
+
 def _dqn_option(text: str) -> tuple[str, Any]:
     """``KEY=VALUE`` of ``--dqn``: a DQNConfig field and a Python literal (``warm_start=True``, ``lr=3e-4``)."""
     key, sep, value = text.partition("=")
@@ -526,10 +553,13 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--only", choices=["nfsp", "nfsp-peer", "psro", "p2sro", "xdo", "league", "oracle", "exact"],
                         required=True)
-    parser.add_argument("--solvers", type=lambda s: s.split(","), default=["nash", "prd", "rm", "uniform"],
-                        help="exact: the meta-solvers to run exact-oracle PSRO with")
+    parser.add_argument("--solvers", type=_solver_spec, nargs="+", default=["nash", "prd", "rm", "uniform"],
+                        help="exact: the meta-solvers to run exact-oracle PSRO with, each NAME or "
+                             "NAME:KEY=VALUE,... (prd:iterations=500)")
     parser.add_argument("--max-iterations", type=int, default=200, help="exact: iterations per solver at most")
-    parser.add_argument("--solver", default="nash", help="psro: the meta-solver (nash, prd, rm, ...)")
+    parser.add_argument("--solver", type=_solver_spec, default="nash",
+                        help="psro: the meta-solver (nash, prd, rm, ...), with options as NAME:KEY=VALUE,... "
+                             "(prd:iterations=500)")
     parser.add_argument("--parallel-oracle", action="store_true",
                         help="psro, xdo: the players' best responses trained side by side (pb.ParallelOracle on Ray)")
     parser.add_argument("--seeds", type=lambda s: [int(x) for x in s.split(",")], default=[0])
