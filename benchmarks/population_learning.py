@@ -391,7 +391,9 @@ def oracle_slice(args: argparse.Namespace, sink: Sink) -> None:
         exact.step()
         if it in args.target_iterations or it - 1 in args.target_iterations:
             targets[it] = exact.population.mixture(exact.meta_strategy)
-    settings = {k: v for k, v in ORACLE_SETTINGS.items() if not args.settings or k.split()[0] in args.settings}
+    changed = "".join(f", {k}={v}" for k, v in args.dqn.items())
+    settings = {k + (f" with {changed[2:]}" if changed else ""): {**v, **args.dqn}
+                for k, v in ORACLE_SETTINGS.items() if not args.settings or k.split()[0] in args.settings}
     print(f"Leduc DQN oracle: gap = exact BR value - exact value of the learned policy, "
           f"budget {args.budget:,} unless a setting names its own, check every {args.check_every:,} learner steps")
     finals: dict[str, list[tuple[float, float]]] = {}
@@ -577,7 +579,7 @@ def main() -> None:
     parser.add_argument("--budget", type=int, default=20_000, help="psro, p2sro, xdo, oracle: DQN learner steps per BR")
     parser.add_argument("--dqn", type=_dqn_option, action="append", default=[], metavar="KEY=VALUE",
                         help="psro, p2sro, xdo: a DQNConfig field of the oracle changed from LEDUC_DQN "
-                             "(e.g. warm_start=True, epsilon_start=0.2); repeatable")
+                             "(e.g. warm_start=True, epsilon_start=0.2); oracle: changed in every setting; repeatable")
     parser.add_argument("--active", type=int, default=3, help="p2sro: active levels")
     parser.add_argument("--refresh-every", type=int, default=8)
     parser.add_argument("--target", type=float, default=0.3)
@@ -602,8 +604,8 @@ def main() -> None:
     args.dqn = dict(args.dqn)
     if args.parallel_oracle and args.only not in ("psro", "xdo"):
         parser.error(f"--parallel-oracle applies to --only psro and xdo, not {args.only!r}")
-    if args.dqn and args.only not in ("psro", "p2sro", "xdo"):
-        parser.error(f"--dqn applies to --only psro, p2sro and xdo, not {args.only!r}")
+    if args.dqn and args.only not in ("psro", "p2sro", "xdo", "oracle"):
+        parser.error(f"--dqn applies to --only psro, p2sro, xdo and oracle, not {args.only!r}")
     if args.solver != "nash" and args.only != "psro":
         parser.error(f"--solver applies to --only psro, not {args.only!r}")
     sink = Sink("python benchmarks/population_learning.py " + " ".join(sys.argv[1:]))
