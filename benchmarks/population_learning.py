@@ -26,6 +26,9 @@ Every run appends rows (date, commit, command, seed, numbers) to
     python benchmarks/population_learning.py --only nfsp --seeds 0
     python benchmarks/population_learning.py --only psro --minutes 10
     python benchmarks/population_learning.py --only psro --minutes 10 --parallel-oracle --solver prd
+    python benchmarks/population_learning.py --only psro --solver prd:iterations=500 --parallel-oracle --minutes 10 \\
+        --target 0.1 --seeds 0,1,2 --budget 160000 --dqn batch_size=1024 --dqn lr=3e-3 --dqn steps_per_round=4096 \\
+        --dqn buffer_size=200000 --dqn "hidden=(64,64)"
     python benchmarks/population_learning.py --only p2sro --minutes 10
     python benchmarks/population_learning.py --only xdo --minutes 10
     python benchmarks/population_learning.py --only oracle --settings u64,d8-b1024-lr3e-3 --seeds 0,1,2 \\
