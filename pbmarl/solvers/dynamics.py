@@ -109,6 +109,10 @@ def solve_prd(
     iterates, as in OpenSpiel; ``average_last=0.5`` drops the first half). The defaults
     integrate to time 3000 in unit-range payoffs, in 1e4 steps: on random zero-sum
     tables this reaches a NashConv around 1e-2 (use "nash" for exact answers).
+
+    As PSRO's meta-solver fewer iterations can serve better: on Leduc poker with exact best
+    responses, PSRO with ``MetaSolver("prd", iterations=500)`` first reaches exploitability 0.1
+    at iteration 46 against 72 with the default (``benchmarks/population_learning.py --only exact``).
     """
     U = as_payoff_array(U)
     _check_iterations(iterations)
