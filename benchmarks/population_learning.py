@@ -529,19 +529,21 @@ def meta_solver(spec: str) -> Any:
     options: dict[str, Any] = {}
     for item in opts.split(","):
         key, sep, value = item.partition("=")
-        try:
-            options[key.strip()] = ast.literal_eval(value.strip()) if sep else None
-        except (ValueError, SyntaxError):
-            raise ValueError(f"meta-solver option {item!r} of {spec!r} is not KEY=VALUE with a Python literal value") from None
         if not sep:
             raise ValueError(f"meta-solver option {item!r} of {spec!r} is not KEY=VALUE")
+        try:
+            options[key.strip()] = ast.literal_eval(value.strip())
+        except (ValueError, SyntaxError):
+            raise ValueError(f"meta-solver option {item!r} of {spec!r} is not KEY=VALUE with a Python literal value") from None
     return pb.MetaSolver(name, **options)
 
 
 def _solver_spec(text: str) -> str:
     """``--solver`` / ``--solvers`` entries: kept as written (the rows' label), checked by building them."""
     try:
-        meta_solver(text)
+        solver = meta_solver(text)
+        if isinstance(solver, str):
+            pb.MetaSolver(solver)
     except (ValueError, TypeError, KeyError) as err:
         raise argparse.ArgumentTypeError(f"{text!r}: {err}") from None
     return text
