@@ -29,7 +29,13 @@ Every seed appends a row (date, commit, command) to ``benchmarks/results/marl.cs
     python benchmarks/marl.py --only mappo --seeds 0 --steps 200000 --workers 2 --sync asp --backend ray
     python benchmarks/marl.py --only mappo --seeds 0 --steps 20000000 --eval-every 2000000 --activation tanh --epochs 10
 
-The last is the MAPPO authors' own simple_spread run (``train_mpe_spread.sh``: tanh, 10 epochs, 20M env steps).
+    python benchmarks/marl.py --only mappo --seeds 0 --steps 25000000 --eval-every 2500000 --activation tanh \
+        --epochs 10 --value-clip --clip-apart --deterministic-eval --lr-decay --eval-episodes 1000
+
+The third is the MAPPO authors' own simple_spread run (``train_mpe_spread.sh``: tanh, 10 epochs, 20M env steps).
+The fourth (each seed its own process, side by side) adds their value clipping, separate gradient clips and
+linear learning-rate decay, over 25M env steps: the run whose 3-seed mean meets the bar (README, "Teams
+trained together").
 ``--save-dir DIR`` saves every learner run at each checkpoint and at the end, and continues a run saved
 there before up to ``--steps`` (a budget longer than one session, in parts).
 ``--deterministic-eval`` adds, beside every MAPPO / IPPO evaluation, one with the actors playing their most
