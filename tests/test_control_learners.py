@@ -268,6 +268,31 @@ def test_save_load_is_exact_and_resumed_training_identical(tmp_path: Any, cls: A
             assert all(torch.equal(p, q) for p, q in zip(m1.parameters(), m2.parameters())), name
 
 
+@pytest.mark.parametrize("n_step", [1, 3])
+def test_a_run_stops_right_after_its_last_burst_even_mid_episode(n_step: int) -> None:
+    """Budget 290 with bursts every 64 steps: the run ends at 320, after its fifth burst, whether or not an
+    episode is running then; an n-step window left open there reaches the replay as a truncation."""
+    opts = {**TINY, "budget": 290, "steps_per_round": 100, "learning_starts": 0, "train_freq": 64,
+            "gradient_steps": 2, "n_step": n_step, "double": False, "dueling": False, "prioritized": False,
+            "noisy": False, "distributional": False}
+    learner = Rainbow("gym:CartPole-v1", seed=0, **opts)
+    assert learner.stop_step == 320
+    learner.train()
+    assert learner.env_steps == 320 and learner.updates == 5 * 2 and learner.done
+    assert len(learner.replay) == 320  # every transition stored, the open window flushed
+    finished = int(learner.history["episodes"].sum())
+    assert finished == learner.episodes
+    # every finished episode ended by termination, which marks its last n_step transitions (episodes are
+    # tens of steps); the one running at step 320 was cut, and its last transition bootstraps
+    assert int(learner.replay.done[:320].sum()) == n_step * learner.episodes
+    assert not learner.replay.done[319] and learner.discount[319] > 0 and learner._window == []
+    # the last round is whole episodes up to the budget, then on to 320: nothing past it
+    assert int(learner.history["env_steps"].iloc[-1]) == 320
+    # a round asked for after the budget runs steps_per_round more steps of whole episodes, from a reset
+    rec = learner.step()
+    assert rec.env_steps >= 420 and learner.updates > 10
+
+
 def test_step_record_history_run_and_evaluate_leave_training_alone() -> None:
     a = SAC("mdp:two_round_dmdp", seed=1, **TINY)
     b = SAC("mdp:two_round_dmdp", seed=1, **TINY)
