@@ -40,8 +40,9 @@ def bfloat16_products() -> Iterator[None]:
     float32 (oneDNN's bf16 math mode: ``torch.backends.mkldnn.matmul.fp32_precision = "bf16"``, what torch's
     ``set_float32_matmul_precision("medium")`` sets on the CPU). Tensors, activations, gradients and
     parameters stay float32; the forwards of `FullPrecisionLinear` layers (first layers and heads) and of
-    `outside_autocast` calls run at full precision. On CPUs without bfloat16 instructions oneDNN computes
-    in float32, so nothing changes. The setting is the process's: it is restored on leaving."""
+    `outside_autocast` calls run at full precision. Where oneDNN does not lower (CPUs without bfloat16
+    instructions, and an AMD EPYC with AVX512-BF16 under torch 2.13's oneDNN 3.12) it computes in float32
+    and nothing changes. The setting is the process's: it is restored on leaving."""
     matmul = _ONEDNN.matmul
     _SAVED_PRECISIONS.append(matmul.fp32_precision)
     matmul.fp32_precision = "bf16"
