@@ -48,7 +48,9 @@ class ControlConfig(LearnerConfig, ParallelOptions):
     gamma: float = 0.99
     """Discount factor."""
     budget: int = 20_000
-    """Environment steps of a whole training run (`run()` stops there; rounds end between episodes)."""
+    """Environment steps of a whole training run. `run()` stops at `ControlLearner.stop_step`: the budget rounded
+    up to a whole ``train_freq``, right after the last burst, mid-episode if need be (other rounds end between
+    episodes)."""
     steps_per_round: int = 1_000
     """Environment steps per `step()` (whole episodes, so a few more)."""
     buffer_size: int = 1_000_000
