@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 import math
 from typing import Any
@@ -423,3 +424,72 @@ def test_pbmarl_train_writes_a_run_folder_that_resume_continues(tmp_path: Any, c
                "--steps", "10", "--out", str(tmp_path / "seats")]
     assert main(several) == 2 and not (tmp_path / "seats").exists()  # refused before any file is written
     assert "trains one agent, and 'pettingzoo:simple_adversary_v3" in capsys.readouterr().err
+
+
+def test_dqn_burst_is_the_textbook_update_written_in_plain_torch() -> None:
+    """The control benchmark's DQN (a Rainbow with every part off) against Stable-Baselines3's ``DQN.train``
+    loop written out in plain torch: Huber loss on the replayed action's Q, target ``r + gamma * (1 - done) *
+    max_a Q_target(s', a)``, gradient-norm clip, torch's own Adam, the target copied every
+    ``target_update_interval`` updates. Same start, same minibatches: the same weights to float rounding,
+    across two target syncs inside one burst."""
+    import torch.nn.functional as F
+
+    opts = {**TINY, "hidden": (32, 32), "batch_size": 16, "learning_starts": 10_000, "steps_per_round": 300,
+            "target_update_interval": 4, "gamma": 0.99, "lr": 1e-2, "max_grad_norm": 0.5, "double": False,
+            "dueling": False, "n_step": 1, "prioritized": False, "noisy": False, "distributional": False}
+    learner = Rainbow("gym:CartPole-v1", seed=0, **opts)
+    learner.step()  # random play fills the replay; no update yet
+    assert learner.updates == 0 and len(learner.replay) >= 300
+    net = learner.net
+    layers = [m for m in net.torso if isinstance(m, torch.nn.Linear)] + [net.advantage]
+    reference = torch.nn.Sequential(*(torch.nn.Sequential(torch.nn.Linear(m.in_features, m.out_features))
+                                      for m in layers))
+    with torch.no_grad():
+        for mine, theirs in zip(layers, reference):
+            theirs[0].weight.copy_(mine.weight)
+            theirs[0].bias.copy_(mine.bias)
+
+    def q(model: torch.nn.Module, x: torch.Tensor) -> torch.Tensor:
+        for i, block in enumerate(model):
+            x = block(x) if i == len(model) - 1 else torch.relu(block(x))
+        return x
+
+    target = copy.deepcopy(reference)
+    adam = torch.optim.Adam(reference.parameters(), lr=1e-2, eps=1e-8, foreach=False)
+    n = 10
+    index = np.random.default_rng(5).integers(len(learner.replay), size=(n, 16))
+    replay = learner.replay
+    for rows in index:
+        obs, nxt = torch.from_numpy(replay.obs[rows]), torch.from_numpy(replay.next_obs[rows])
+        act = torch.from_numpy(replay.action[rows]).long()
+        reward = torch.from_numpy(replay.reward[rows]).float()
+        done = torch.from_numpy(replay.done[rows]).float()
+        with torch.no_grad():
+            y = reward + 0.99 * (1 - done) * q(target, nxt).max(dim=1).values
+        loss = F.smooth_l1_loss(q(reference, obs).gather(1, act[:, None]).squeeze(1), y)
+        adam.zero_grad()
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(reference.parameters(), 0.5)
+        adam.step()
+        if (adam.state[next(reference.parameters())]["step"]) % 4 == 0:
+            target.load_state_dict(reference.state_dict())
+
+    class Drawn:  # the burst draws its n minibatches at once; hand it the ones above
+        def integers(self, high: int, size: tuple[int, int]) -> np.ndarray:
+            assert high == len(replay) and tuple(size) == index.shape
+            return index
+
+    start = layers[0].weight.detach().clone()
+    learner.rng = Drawn()  # type: ignore[assignment]
+    learner._burst(n, {})
+    assert learner.updates == n
+    for mine, theirs in zip(layers, reference):
+        moved = (theirs[0].weight - mine.weight.detach()).abs().max()
+        assert torch.allclose(mine.weight, theirs[0].weight, atol=1e-5), float(moved)
+        assert torch.allclose(mine.bias, theirs[0].bias, atol=1e-5)
+    assert (layers[0].weight - start).abs().max() > 1e-2  # the burst moved the weights
+    # the target network was last copied after update 8, as the reference's
+    target_layers = [m for m in learner.target.torso if isinstance(m, torch.nn.Linear)] + [learner.target.advantage]
+    for mine, theirs in zip(target_layers, target):
+        assert torch.allclose(mine.weight, theirs[0].weight, atol=1e-5)
+    assert not torch.allclose(target_layers[0].weight, layers[0].weight, atol=1e-4)
