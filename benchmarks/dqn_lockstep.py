@@ -16,8 +16,6 @@ Rows go to ``benchmarks/results/dqn_lockstep.csv``.
 from __future__ import annotations
 
 import argparse
-import csv
-import datetime
 import os
 import subprocess
 import sys
@@ -26,7 +24,8 @@ from typing import Any
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from benchmarks.control import CASES, DQN_OFF, SB3_MODEL, _commit, sb3_arguments
+from benchmarks.control import CASES, DQN_OFF, SB3_MODEL, sb3_arguments
+from benchmarks.dqn_snapshots import append_row
 
 RESULTS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "results", "dqn_lockstep.csv")
 HEADER = ["date", "commit", "command", "seed", "env_steps", "updates", "max_loss_diff", "max_weight_diff",
@@ -142,15 +141,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{seed:>5} {row['updates']:>8} {row['max_loss_diff']:>16.2e} {row['max_weight_diff']:>18.2e} "
               f"{row['max_weight_move']:>14.3f}", flush=True)
         if not args.no_record:
-            new_file = not os.path.exists(RESULTS) or os.path.getsize(RESULTS) == 0
-            with open(RESULTS, "a", newline="") as fh:
-                writer = csv.writer(fh)
-                if new_file:
-                    writer.writerow(HEADER)
-                writer.writerow([datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
-                                 _commit(), command, seed, args.steps, row["updates"],
-                                 f"{row['max_loss_diff']:.3g}", f"{row['max_weight_diff']:.3g}",
-                                 f"{row['max_weight_move']:.4g}"])
+            append_row(RESULTS, HEADER, [command, seed, args.steps, row["updates"], f"{row['max_loss_diff']:.3g}",
+                                         f"{row['max_weight_diff']:.3g}", f"{row['max_weight_move']:.4g}"])
     return 0
 
 

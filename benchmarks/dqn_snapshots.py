@@ -61,6 +61,17 @@ print(json.dumps({"snapshots": snapshots, "end": end}))
 """
 
 
+def append_row(path: str, header: list[str], values: list[Any]) -> None:
+    """Append one row to the CSV at `path`: the UTC date and the commit, then `values`; a new file gets `header`."""
+    new_file = not os.path.exists(path) or os.path.getsize(path) == 0
+    with open(path, "a", newline="") as fh:
+        writer = csv.writer(fh)
+        if new_file:
+            writer.writerow(header)
+        writer.writerow([datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"), _commit(),
+                         *values])
+
+
 def pbmarl_snapshots(seed: int, start: int) -> dict[str, Any]:
     """Train pbmarl's DQN row as `benchmarks/control.py` does, evaluating after every burst from `start` on."""
     import numpy as np
@@ -117,14 +128,8 @@ def main(argv: list[str] | None = None) -> int:
             total[3] += 1
             print(f"{library:8} {seed:>5} {hits:>3}/{len(shots):<4} {mean:>14.1f} {run['end']:>7.1f}", flush=True)
             if not args.no_record:
-                new_file = not os.path.exists(RESULTS) or os.path.getsize(RESULTS) == 0
-                with open(RESULTS, "a", newline="") as fh:
-                    writer = csv.writer(fh)
-                    if new_file:
-                        writer.writerow(HEADER)
-                    writer.writerow([datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
-                                     _commit(), command, library, seed, args.start, hits, len(shots),
-                                     round(mean, 2), round(run["end"], 2)])
+                append_row(RESULTS, HEADER, [command, library, seed, args.start, hits, len(shots), round(mean, 2),
+                                             round(run["end"], 2)])
     for library, (hits, shots, ends, runs) in totals.items():
         print(f"{library}: at 500 in {hits} of {shots} snapshots ({hits / max(shots, 1):.0%}), "
               f"and at the end of {ends} of {runs} runs")
