@@ -90,10 +90,8 @@ def pbmarl_burst(data: Any, seed: int) -> dict[str, float]:
     state["state"] = {i: {"step": torch.tensor(float(data[f"s{i}"])), "exp_avg": torch.from_numpy(data[f"m{i}"]),
                           "exp_avg_sq": torch.from_numpy(data[f"v{i}"])} for i in range(2 * len(linears))}
     learner.optimizer.load_state_dict(state)
-    gamma = options["gamma"]
     for o, a, r, t, o2 in zip(data["obs"], data["action"], data["reward"], data["terminated"], data["next_obs"]):
-        slot = learner.replay.append(o, int(a), float(r), bool(t), o2)
-        learner.discount[slot] = 0.0 if t else gamma  # what Rainbow._store puts there for one-step returns
+        learner._store(o, int(a), float(r), bool(t), o2, bool(t))  # replay and discount, as in training
     index = data["index"]
 
     class Recorded:  # hands `_burst` SB3's indices where it draws its minibatches
