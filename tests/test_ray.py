@@ -146,10 +146,19 @@ def test_policies_travel_once_per_version(ray_pool, leduc):
     try:
         pi = pb.MLPPolicy(leduc, hidden=(16,), seed=5)
         profile = [pi, pb.RandomPolicy(leduc)]
+        replaced = backend.replacements
         ray_pool.evaluate(profile, 8_000)
         first = list(shipped)
+        # at most once per actor; an actor that replaced a dead one (Ray cancels an actor's queued tasks after a
+        # 30 s RPC wait on a loaded machine) is a new actor and gets both policies again
+        assert 1 <= len(first) <= 2 * (len(backend.actors) + backend.replacements - replaced)
+        replaced = backend.replacements
         ray_pool.evaluate(profile, 8_000)
-        assert shipped == first and 1 <= len(first) <= 2 * len(backend.actors)  # at most once per actor
+        again = shipped[len(first):]
+        if backend.replacements == replaced:
+            assert shipped == first  # nothing travels twice to the same actor
+        else:  # only to the replacements, and only what the first call shipped
+            assert len(again) <= 2 * (backend.replacements - replaced) and all(s in first for s in again)
         import torch
 
         with torch.no_grad():
