@@ -72,6 +72,9 @@ _EXPORTS: dict[str, str] = {
     "DDPGConfig": "pbmarl.learners.ddpg",
     "HDDPGConfig": "pbmarl.learners.hddpg",
     "RainbowConfig": "pbmarl.learners.rainbow",
+    # every run
+    "Stop": "pbmarl.runs",
+    "load_run": "pbmarl.runs",
     # faces
     "Dashboard": "pbmarl.widgets",
     "TableExplorer": "pbmarl.widgets",

@@ -137,9 +137,10 @@ def read_npz(path: str | os.PathLike[str], expect: Mapping[str, ArraySpec] | Non
              max_bytes: int = MAX_ARRAY_BYTES) -> dict[str, np.ndarray]:
     """Read the arrays of an `.npz`: those named in `expect` (all of them when None), never pickles.
 
-    Each array's header is read first: object dtypes, a shape or dtype kind that `expect`
-    does not allow, an array above `max_bytes`, or a stored size that disagrees with the
-    header are refused with a ValueError naming the file and the array, before any data
+    Every header is read first: object dtypes, a shape or dtype kind that `expect`
+    does not allow, an array above `max_bytes`, a stored size that disagrees with the
+    header, or arrays that together would take more than `max_bytes` or twice the file's
+    size are refused with a ValueError naming the file (and the array), before any data
     is decompressed. Arrays not asked for are never read.
     """
     path = Path(path)
@@ -150,13 +151,19 @@ def read_npz(path: str | os.PathLike[str], expect: Mapping[str, ArraySpec] | Non
     with archive:
         members = {info.filename[:-4]: info for info in archive.infolist() if info.filename.endswith(".npy")}
         names = list(members) if expect is None else list(expect)
-        out: dict[str, np.ndarray] = {}
-        for name in names:
+        total = 0
+        for name in names:  # every header first: nothing is decompressed before the whole read is known to fit
             info = members.get(name)
             if info is None:
                 raise ValueError(f"{str(path)!r} has no array {name!r} (it holds {sorted(members)})")
-            spec = None if expect is None else expect[name]
-            _check_header(archive, info, path, name, spec, max_bytes)
+            total += _check_header(archive, info, path, name, None if expect is None else expect[name], max_bytes)
+        allowed = max(max_bytes, 2 * path.stat().st_size)
+        if total > allowed:
+            raise ValueError(f"the arrays of {str(path)!r} would take {total:,} bytes, more than the {allowed:,} "
+                             "allowed for a file of its size")
+        out: dict[str, np.ndarray] = {}
+        for name in names:
+            info = members[name]
             with archive.open(info) as fh:
                 try:
                     out[name] = npy_format.read_array(fh, allow_pickle=False)
@@ -166,7 +173,7 @@ def read_npz(path: str | os.PathLike[str], expect: Mapping[str, ArraySpec] | Non
 
 
 def _check_header(archive: zipfile.ZipFile, info: zipfile.ZipInfo, path: Path, name: str,
-                  spec: ArraySpec | None, max_bytes: int) -> None:
+                  spec: ArraySpec | None, max_bytes: int) -> int:
     what = f"array {name!r} of {str(path)!r}"
     with archive.open(info) as fh:
         try:
@@ -194,6 +201,7 @@ def _check_header(archive: zipfile.ZipFile, info: zipfile.ZipInfo, path: Path, n
             raise ValueError(f"{what} has shape {tuple(shape)}; the metadata says {tuple(want_shape)}")
         if dtype.kind not in kinds:
             raise ValueError(f"{what} has dtype {dtype}; expected a dtype of kind {kinds!r}")
+    return nbytes
 
 
 def _json_default(value: Any) -> Any:

@@ -10,7 +10,7 @@ from an oracle, an evaluator and a meta-solver, and nothing more.
   (sampled payoffs) implement it. It returns the number of cells set (exact) or a
   `SampledFill` report that says how many environment steps it took.
 * `Restorable`: ``snapshot()`` / ``restore(state)``, what an all-or-nothing step uses to
-  put an object back as it was (see `pbmarl.algorithms.transaction`).
+  put an object back as it was (see `pbmarl.runs.transaction`).
 
 Example:
     >>> import pbmarl as pb

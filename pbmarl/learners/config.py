@@ -9,15 +9,29 @@ with its name and what is accepted. `StepRecord` is one round's statistics.
 from __future__ import annotations
 
 import dataclasses
-import math
-from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
 import numpy as np
 
+from pbmarl.runs.config import (
+    FLAG,
+    NON_NEGATIVE,
+    NON_NEGATIVE_INT,
+    POSITIVE,
+    POSITIVE_INT,
+    UNIT,
+    Config,
+    Rule,
+    is_int,
+    is_real,
+)
+
 __all__ = ["FLAG", "NON_NEGATIVE", "NON_NEGATIVE_INT", "POSITIVE", "POSITIVE_INT", "UNIT", "LearnerConfig", "Rule",
            "StepRecord"]
+
+
+_is_int, _is_real = is_int, is_real
 
 
 def _check(ok: bool, name: str, value: Any, accepted: str) -> None:
@@ -25,27 +39,8 @@ def _check(ok: bool, name: str, value: Any, accepted: str) -> None:
         raise ValueError(f"{name} must be {accepted}, got {value!r}")
 
 
-def _is_int(value: Any) -> bool:
-    return isinstance(value, (int, np.integer)) and not isinstance(value, (bool, np.bool_))
-
-
-def _is_real(value: Any) -> bool:
-    return isinstance(value, (int, float, np.integer, np.floating)) and not isinstance(value, (bool, np.bool_)) \
-        and math.isfinite(float(value))
-
-
-#: (test, what is accepted): the checks config fields declare in their class's `checks`
-Rule = tuple[Callable[[Any], bool], str]
-POSITIVE_INT: Rule = (lambda v: _is_int(v) and v >= 1, "a positive int")
-NON_NEGATIVE_INT: Rule = (lambda v: _is_int(v) and v >= 0, "a non-negative int")
-POSITIVE: Rule = (lambda v: _is_real(v) and v > 0, "a positive number")
-NON_NEGATIVE: Rule = (lambda v: _is_real(v) and v >= 0, "a non-negative number")
-UNIT: Rule = (lambda v: _is_real(v) and 0 <= v <= 1, "a number in [0, 1]")
-FLAG: Rule = (lambda v: isinstance(v, (bool, np.bool_)), "True or False")
-
-
 @dataclass(frozen=True)
-class LearnerConfig:
+class LearnerConfig(Config):
     """Options every RL learner shares (algorithms extend it with their own fields).
 
     Each config class lists the rules its fields must satisfy in `checks`; a bad
@@ -95,9 +90,7 @@ class LearnerConfig:
         if isinstance(hidden, (int, np.integer, str)) or not all(_is_int(h) and h > 0 for h in hidden):
             raise ValueError(f"hidden must be a sequence of positive ints (layer widths), got {hidden!r}")
         object.__setattr__(self, "hidden", tuple(int(h) for h in hidden))
-        for cls in reversed(type(self).__mro__):
-            for name, (ok, accepted) in vars(cls).get("checks", {}).items():
-                _check(ok(getattr(self, name)), name, getattr(self, name), accepted)
+        super().__post_init__()
 
 
 @dataclass(frozen=True)

@@ -92,21 +92,10 @@ def load_learner(game: Game, folder: str | os.PathLike[str]) -> Learner:
 
 def make_config(cls: type[LearnerConfig], config: LearnerConfig | None, options: dict[str, Any], *,
                 owner: str) -> LearnerConfig:
-    """`config` (default ``cls()``) with keyword `options` replacing its fields.
+    """`config` (default ``cls()``) with keyword `options` replacing its fields (`pbmarl.runs.config.build_config`)."""
+    from pbmarl.runs.config import build_config
 
-    Unknown options raise TypeError listing the valid ones; bad values raise
-    ValueError from the config's own checks.
-    """
-    if config is not None and not isinstance(config, cls):
-        raise TypeError(f"config for {owner} must be a {cls.__name__}, got {type(config).__name__}")
-    valid = [f.name for f in dataclasses.fields(cls)]
-    unknown = sorted(set(options) - set(valid))
-    if unknown:
-        raise TypeError(f"unknown option{'s' if len(unknown) > 1 else ''} {', '.join(map(repr, unknown))} for "
-                        f"{owner}; valid options: {', '.join(valid)}")
-    if config is None:
-        return cls(**options)
-    return dataclasses.replace(config, **options) if options else config
+    return build_config(cls, config, options, owner=owner)
 
 
 def config_to_json(config: LearnerConfig) -> dict[str, Any]:

@@ -1,0 +1,138 @@
+"""Options of every run, checked one way: frozen config dataclasses with declared rules.
+
+A run is configured by ``Type(game, [parts], *, seed=0, config=None, **options)``. The
+options are the fields of the run's config dataclass (a subclass of `Config`); `build_config`
+turns ``config`` and ``options`` into one frozen config, refusing an unknown option with a
+did-you-mean and the list of accepted ones, and a bad value with the field's name, the
+value and what is accepted. `check_seed` does the same for every seed.
+
+Example:
+    >>> from dataclasses import dataclass
+    >>> @dataclass(frozen=True)
+    ... class DemoConfig(Config):
+    ...     lr: float = 1e-3
+    ...     checks = {"lr": POSITIVE}
+    >>> build_config(DemoConfig, None, {"lr": 0.1}, owner="Demo").to_dict()
+    {'lr': 0.1}
+    >>> build_config(DemoConfig, None, {"lrr": 0.1}, owner="Demo")
+    Traceback (most recent call last):
+    ...
+    TypeError: unknown option 'lrr' for Demo; did you mean 'lr'? Accepted options: lr
+    >>> build_config(DemoConfig, None, {"lr": -1}, owner="Demo")
+    Traceback (most recent call last):
+    ...
+    ValueError: lr must be a positive number, got -1
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import difflib
+import math
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any, ClassVar, TypeVar
+
+import numpy as np
+
+__all__ = ["FLAG", "NON_NEGATIVE", "NON_NEGATIVE_INT", "POSITIVE", "POSITIVE_INT", "UNIT", "Config", "Rule",
+           "build_config", "check_seed", "did_you_mean", "is_int", "is_real"]
+
+
+def is_int(value: Any) -> bool:
+    """An int (numpy's too), never a bool."""
+    return isinstance(value, (int, np.integer)) and not isinstance(value, (bool, np.bool_))
+
+
+def is_real(value: Any) -> bool:
+    """A finite real number, never a bool."""
+    return isinstance(value, (int, float, np.integer, np.floating)) and not isinstance(value, (bool, np.bool_)) \
+        and math.isfinite(float(value))
+
+
+#: (test, what is accepted): the rules config fields declare in their class's `checks`
+Rule = tuple[Callable[[Any], bool], str]
+POSITIVE_INT: Rule = (lambda v: is_int(v) and v >= 1, "a positive int")
+NON_NEGATIVE_INT: Rule = (lambda v: is_int(v) and v >= 0, "a non-negative int")
+POSITIVE: Rule = (lambda v: is_real(v) and v > 0, "a positive number")
+NON_NEGATIVE: Rule = (lambda v: is_real(v) and v >= 0, "a non-negative number")
+UNIT: Rule = (lambda v: is_real(v) and 0 <= v <= 1, "a number in [0, 1]")
+FLAG: Rule = (lambda v: isinstance(v, (bool, np.bool_)), "True or False")
+
+
+def did_you_mean(name: Any, accepted: Any) -> str:
+    """``"; did you mean 'x'?"`` for the closest of `accepted`, or ``""``."""
+    close = difflib.get_close_matches(str(name), [str(a) for a in accepted], n=1)
+    return f"; did you mean {close[0]!r}?" if close else ""
+
+
+@dataclass(frozen=True)
+class Config:
+    """Base of every run's config: rules checked on construction, and a JSON-ready `to_dict`.
+
+    A subclass lists its fields' rules in ``checks`` (field name -> `Rule`); every rule
+    along the class's bases is checked, so a bad value fails at once with its name.
+    """
+
+    checks: ClassVar[dict[str, Rule]] = {}
+
+    def __post_init__(self) -> None:
+        for cls in reversed(type(self).__mro__):
+            for name, (ok, accepted) in vars(cls).get("checks", {}).items():
+                value = getattr(self, name)
+                if not ok(value):
+                    raise ValueError(f"{name} must be {accepted}, got {value!r}")
+
+    def to_dict(self) -> dict[str, Any]:
+        """The fields as a JSON-ready dict (tuples become lists)."""
+        return {f.name: _jsonable(getattr(self, f.name)) for f in dataclasses.fields(self)}
+
+
+def _jsonable(value: Any) -> Any:
+    if isinstance(value, (tuple, list)):
+        return [_jsonable(v) for v in value]
+    if isinstance(value, Mapping):
+        return {str(k): _jsonable(v) for k, v in value.items()}
+    if isinstance(value, np.generic):
+        return value.item()
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return {f.name: _jsonable(getattr(value, f.name)) for f in dataclasses.fields(value)}
+    return value
+
+
+C = TypeVar("C")
+
+
+def build_config(cls: type[C], config: Any, options: Mapping[str, Any], *, owner: str) -> C:
+    """`config` (default ``cls()``) with keyword `options` replacing its fields.
+
+    An unknown option raises TypeError with a did-you-mean and the accepted options; a
+    `config` of another class raises TypeError naming both; bad values raise ValueError
+    from the config's own rules.
+    """
+    if config is not None and not isinstance(config, cls):
+        raise TypeError(f"config for {owner} must be a {cls.__name__}, got {type(config).__name__}: {config!r}")
+    valid = [f.name for f in dataclasses.fields(cls)]  # type: ignore[arg-type]
+    unknown = [name for name in options if name not in valid]
+    if unknown:
+        name = unknown[0]
+        raise TypeError(f"unknown option {name!r} for {owner}{did_you_mean(name, valid)} "
+                        f"Accepted options: {', '.join(valid)}")
+    if config is None:
+        return cls(**options)
+    return dataclasses.replace(config, **options) if options else config  # type: ignore[type-var]
+
+
+def check_seed(seed: Any, *, name: str = "seed") -> int:
+    """`seed` as an int in [0, 2**63); anything else raises ValueError naming `name` and the value.
+
+    >>> check_seed(3)
+    3
+    >>> check_seed(-1)
+    Traceback (most recent call last):
+    ...
+    ValueError: seed must be an int in [0, 2**63), got -1
+    """
+    if not is_int(seed) or not 0 <= seed < 2**63:
+        raise ValueError(f"{name} must be an int in [0, 2**63), got {seed!r}")
+    return int(seed)

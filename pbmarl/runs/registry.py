@@ -1,0 +1,53 @@
+"""Run types by name: what ``run.json``'s ``type`` may say, and where that class lives.
+
+A fixed table, never a module path read from a file: loading a folder imports only pbmarl's own modules.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+from pbmarl.runs.config import did_you_mean
+
+#: run type -> module that defines it
+RUN_TYPES: dict[str, str] = {
+    "PSRO": "pbmarl.algorithms.psro",
+    "SelfPlay": "pbmarl.algorithms.psro",
+    "FictitiousPlay": "pbmarl.algorithms.psro",
+    "XDO": "pbmarl.algorithms.xdo",
+    "JPSRO": "pbmarl.algorithms.jpsro",
+    "P2SRO": "pbmarl.algorithms.p2sro",
+    "League": "pbmarl.algorithms.league",
+    "NFSP": "pbmarl.algorithms.nfsp",
+    "MARL": "pbmarl.algorithms.marl",
+    "DQN": "pbmarl.learners.dqn",
+    "PPO": "pbmarl.learners.ppo",
+    "A2C": "pbmarl.learners.a2c",
+    "SAC": "pbmarl.learners.sac",
+    "TD3": "pbmarl.learners.td3",
+    "DDPG": "pbmarl.learners.ddpg",
+    "HDDPG": "pbmarl.learners.hddpg",
+    "Rainbow": "pbmarl.learners.rainbow",
+    "A3C": "pbmarl.distributed.a3c",
+    "IMPALA": "pbmarl.distributed.impala",
+    "ApeX": "pbmarl.distributed.apex",
+    "ApeXDDPG": "pbmarl.distributed.apex_ddpg",
+}
+
+
+def run_class(name: Any) -> type:
+    """The run class registered under `name`; an unknown name raises ValueError with a suggestion."""
+    if not isinstance(name, str) or name not in RUN_TYPES:
+        raise ValueError(f"unknown run type {name!r}{did_you_mean(name, RUN_TYPES)} "
+                         f"Known run types: {', '.join(RUN_TYPES)}")
+    cls: type = getattr(importlib.import_module(RUN_TYPES[name]), name)
+    return cls
+
+
+def type_name(run: Any) -> str:
+    """The registered name of `run`'s class (its own, or the nearest registered base's)."""
+    for cls in type(run).__mro__:
+        if RUN_TYPES.get(cls.__name__) == cls.__module__:
+            return cls.__name__
+    raise ValueError(f"{type(run).__name__} is not a registered run type; add it to pbmarl.runs.registry.RUN_TYPES")
