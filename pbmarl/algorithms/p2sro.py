@@ -27,25 +27,29 @@ Example:
 from __future__ import annotations
 
 import math
-import os
 import time
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, cast
+from typing import Any, ClassVar, cast
 
 import numpy as np
 import pandas as pd
 
-from pbmarl.algorithms.p2sro_manager import Ladder
-from pbmarl.algorithms.psro import PSRO, _default_initial
+from pbmarl.algorithms.driver_io import learner_copy
+from pbmarl.algorithms.p2sro_manager import Ladder, LadderManager, make_ladder
+from pbmarl.algorithms.psro import PSRO, PSROConfig, _default_initial
 from pbmarl.algorithms.records import IterationRecord
 from pbmarl.algorithms.targets import Target, against
-from pbmarl.algorithms.transaction import all_or_nothing
 from pbmarl.games.base import Game
 from pbmarl.payoffs import PayoffTable
 from pbmarl.policies.base import Policy
 from pbmarl.policies.mixture import Mixture
-from pbmarl.protocols import Restorable
+from pbmarl.population import Population
+from pbmarl.protocols import Checkpointed, Restorable, Specified
+from pbmarl.runs import RunFolderError, SavedRun, State
+from pbmarl.runs.config import POSITIVE, POSITIVE_INT
+from pbmarl.runs.transaction import all_or_nothing
 
 
 class Level:
@@ -137,15 +141,16 @@ class Level:
         self.index, self.policies, self.values = int(state["index"]), list(state["policies"]), list(state["values"])
         self.trained, self.player, self.cycles = list(state["trained"]), int(state["player"]), int(state["cycles"])
 
-    def save_learner(self, folder: Path) -> str | None:
-        from pbmarl.algorithms.driver_io import save_learner
+    def save_learner(self, folder: Path) -> None:
+        """Write the level's learner state into `folder` (a learner without state writes an empty folder)."""
+        folder.mkdir(parents=True, exist_ok=True)
+        if isinstance(self.learner, Checkpointed):
+            self.learner.save(folder)
 
-        return save_learner(self.learner, folder)
-
-    def load_learner(self, folder: Path, saved: str | None) -> None:
-        from pbmarl.algorithms.driver_io import load_learner
-
-        load_learner(self.learner, folder, saved)
+    def load_learner(self, folder: Path) -> None:
+        """Read back what `save_learner` wrote."""
+        if isinstance(self.learner, Checkpointed):
+            self.learner.load(folder)
 
     def close(self) -> None:
         """Nothing to end: the learner lives in this process."""
@@ -158,67 +163,77 @@ class Level:
         return self.policies[player]
 
 
-class P2SRO(PSRO):
-    """Pipeline PSRO; see the module doc. Options as `PSRO`, plus:
+@dataclass(frozen=True)
+class P2SROConfig(PSROConfig):
+    """P2SRO's options: PSRO's, plus the pipeline's."""
 
-    Args:
-        active: number of active levels (1: plain PSRO).
-        refresh_every: learner rounds between refreshes of the levels' targets.
-        backend: ``"local"``: the levels advance in this process, bottom up, each seeing the levels
-            below as trained so far; ``"ray"``: every level is a learner actor and all advance at once
-            against targets computed at the start of the refresh period (RL learners only).
-        level_cpus: CPUs each level actor asks Ray for (``backend="ray"``); below 1 lets more active
-            levels than CPUs share them (``active=3, level_cpus=2/3`` on two cores).
-    """
+    active: int = 3
+    """Number of active levels (1: plain PSRO)."""
+    refresh_every: int = 4
+    """Learner rounds between refreshes of the levels' targets."""
+    backend: str = "local"
+    """``"local"``: the levels advance in this process, bottom up, each seeing the levels below as
+    trained so far; ``"ray"``: every level is a learner actor and all advance at once against targets
+    computed at the start of the refresh period (RL learners only)."""
+    level_cpus: float = 1.0
+    """CPUs each level actor asks Ray for (``backend="ray"``); below 1 lets more active levels than
+    CPUs share them (``active=3, level_cpus=2/3`` on two cores)."""
+
+    checks: ClassVar[dict[str, Any]] = {
+        "active": (POSITIVE_INT[0], "a positive int (number of active levels)"),
+        "refresh_every": (POSITIVE_INT[0], "a positive int (learner rounds)"),
+        "backend": (lambda v: v in ("local", "ray"), "'local' or 'ray'"),
+        "level_cpus": (POSITIVE[0], "a positive number of CPUs per level actor"),
+    }
+
+
+class P2SRO(PSRO):
+    """Pipeline PSRO; see the module doc. Built as `PSRO` (parts and options), with the options of
+    `P2SROConfig` besides: ``active``, ``refresh_every``, ``backend``, ``level_cpus``."""
+
+    config_class: ClassVar[type[PSROConfig]] = P2SROConfig
+    config: P2SROConfig
 
     def __init__(self, game: Game | str, solver: Any = None, learner: Any = None, evaluator: Any = None, *,
-                 active: int = 3, refresh_every: int = 4, backend: str = "local", level_cpus: float = 1.0,
+                 initial_policies: Any = None, seed: int = 0, config: P2SROConfig | None = None,
                  **options: Any) -> None:
-        if isinstance(active, bool) or not isinstance(active, (int, np.integer)) or active < 1:
-            raise ValueError(f"active must be a positive int (number of active levels), got {active!r}")
-        if isinstance(refresh_every, bool) or not isinstance(refresh_every, (int, np.integer)) or refresh_every < 1:
-            raise ValueError(f"refresh_every must be a positive int (learner rounds), got {refresh_every!r}")
-        if backend not in ("local", "ray"):
-            raise ValueError(f"backend must be 'local' or 'ray', got {backend!r}")
-        from pbmarl.algorithms.p2sro_ray import check_actor_cpus
+        super().__init__(game, solver, learner, evaluator, initial_policies=initial_policies, seed=seed,
+                         config=config, **options)
+        self._start_levels()
 
-        self.level_cpus = check_actor_cpus(level_cpus, "level_cpus", "level")
-        self.active, self.refresh_every, self.backend = int(active), int(refresh_every), backend
-        super().__init__(game, solver, learner, evaluator, **options)
-        if backend == "ray" and not hasattr(self.learner, "spec"):
+    def _configure(self, game: Game | str, solver: Any, learner: Any, evaluator: Any, config: PSROConfig,
+                   seed: int) -> None:
+        super()._configure(game, solver, learner, evaluator, config, seed)
+        if self.config.backend == "ray" and not isinstance(self.learner, Specified):
             raise ValueError(f"backend='ray' runs RL learners (with a spec to rebuild them in an actor), "
                              f"not {self.learner!r}; use backend='local'")
-        if not hasattr(self, "levels"):  # a save_dir run has started them already, to save iteration 0
-            self._start_levels()
+        self.levels: list[Any] = []  # Level, or RemoteLevel with backend="ray"; started after iteration 0
+        self.level_records: list[dict[str, Any]] = []
+        self.manager: Ladder = LadderManager(0)
 
     def _start_levels(self) -> None:
-        from pbmarl.algorithms.driver_io import learner_copy
-        from pbmarl.algorithms.p2sro_manager import make_ladder
-
-        self.manager: Ladder = make_ladder(self.backend, self.population.sizes[0])
-        self.levels: list[Any] = []  # Level, or RemoteLevel with backend="ray"
-        self.level_records: list[dict[str, Any]] = []
-        for j in range(self.active):
+        self.manager = make_ladder(self.config.backend, self.population.sizes[0])
+        self.levels = []
+        for j in range(self.config.active):
             learner = self.learner if j == 0 else learner_copy(self.learner, j)
             self.levels.append(self._level(self.manager.claim(), learner, self._initial()))
 
     def _level(self, index: int, learner: Any, initial: list[Policy]) -> Any:
-        if self.backend == "ray":
+        if self.config.backend == "ray":
             from pbmarl.algorithms.p2sro_ray import RemoteLevel
 
-            return RemoteLevel(self.game, learner, index, initial, num_cpus=self.level_cpus)
+            return RemoteLevel(self.game, learner, index, initial, num_cpus=self.config.level_cpus)
         return Level(index, learner, initial)
 
     def close(self) -> None:
         """End the active levels' actors (``backend="ray"``) so their CPUs are free; a no-op locally.
 
-        Save first to keep the levels' progress: `P2SRO.load` starts new actors from the folder.
+        Save first to keep the levels' progress: `pb.load_run` starts new actors from the folder.
         """
-        for level in getattr(self, "levels", []):
+        for level in self.levels:
             level.close()
-        manager: Ladder | None = getattr(self, "manager", None)
-        if manager is not None:
-            manager.close()
+        self.manager.close()
+        super().close()
 
     def _initial(self) -> list[Policy]:
         return [_default_initial(self.game) for _ in range(self.game.num_players)]
@@ -244,7 +259,7 @@ class P2SRO(PSRO):
             for policy in members:
                 pop.add(p, policy)
         table = PayoffTable(pop)
-        self.evaluator.fill(table, self.eval_episodes, seed=int(self.rng.integers(2**62)))
+        self.evaluator.fill(table, self.config.eval_episodes, seed=int(self.rng.integers(2**62)))
         return table
 
     # -- the loop --------------------------------------------------------------------
@@ -254,15 +269,15 @@ class P2SRO(PSRO):
         iteration = len(self.records)
         t0 = time.perf_counter()
         while not self.levels[0].done:  # a level whose training ended while higher up freezes at once
-            if self.backend == "ray":  # all levels at once, against this period's targets
+            if self.config.backend == "ray":  # all levels at once, against this period's targets
                 for j, level in enumerate(self.levels):
                     level.retarget(self.level_targets(j))
-                refs = [level.start(self.refresh_every) for level in self.levels]
+                refs = [level.start(self.config.refresh_every) for level in self.levels]
                 self._env_steps += sum(level.finish(ref) for level, ref in zip(self.levels, refs))
             else:
                 for j, level in enumerate(self.levels):  # bottom up: each level sees the ones below as trained so far
                     level.retarget(self.level_targets(j))
-                    self._env_steps += level.advance(self.refresh_every)
+                    self._env_steps += level.advance(self.config.refresh_every)
             low = self.levels[0]
             self.level_records.append({
                 "period": len(self.level_records), "iteration": iteration, "frozen": low.done,
@@ -318,25 +333,53 @@ class P2SRO(PSRO):
         return {"fixed": self.manager.fixed_rungs(), "active": self.manager.active_rungs()}
 
     # -- files -----------------------------------------------------------------------
-    def save(self, path: str | os.PathLike[str]) -> Path:
-        """Write the run (as `PSRO.save`) and the active levels (``levels-NNNN/``, written first)."""
-        from pbmarl.algorithms.p2sro_io import save_levels
-
-        if not hasattr(self, "levels"):
-            self._start_levels()
-        save_levels(self, Path(path))
-        return super().save(path)
+    def state(self) -> State:
+        """PSRO's state, plus the active levels: their policies (a population, level j as member j),
+        their learners' state (a folder each, but the run's own learner's), progress and the ladder."""
+        state = super().state()
+        P = self.game.num_players
+        if self.levels:
+            levels = Population(self.game)
+            for lv in self.levels:
+                for p in range(P):
+                    levels.add(p, lv.policies[p], name=f"level-{lv.index}")
+            state.folders["levels"] = levels.save
+        entries = []
+        for j, lv in enumerate(self.levels):
+            main = isinstance(lv, Level) and lv.learner is self.learner  # saved with the run by PSRO.state
+            keeps = not main and (not isinstance(lv, Level) or isinstance(lv.learner, Checkpointed))
+            if keeps:
+                state.folders[f"level-{j}-learner"] = lv.save_learner
+            entries.append({"index": lv.index, "values": [float(v) for v in lv.values], "trained": list(lv.trained),
+                            "player": int(lv.player), "cycles": int(lv.cycles), "main_learner": main,
+                            "learner_state": keeps, "offset": j})
+        state.data["p2sro"] = {"levels": entries, "level_records": list(self.level_records),
+                               "ladder": self.manager.state()}
+        return state
 
     @classmethod
-    def load(cls, path: str | os.PathLike[str], **overrides: Any) -> P2SRO:
-        """Resume a run saved by `save`, active levels included."""
-        from pbmarl.algorithms.checkpoint import load_run
-        from pbmarl.algorithms.p2sro_io import load_levels, read_options
-
-        run = cast(P2SRO, load_run(cls, Path(path), **overrides))
-        run.active, run.refresh_every, run.backend, run.level_cpus = read_options(Path(path))
-        from pbmarl.algorithms.p2sro_manager import make_ladder
-
-        load_levels(run, Path(path))
-        run.manager = make_ladder(run.backend, run.population.sizes[0], [lv.index for lv in run.levels])
+    def from_state(cls, saved: SavedRun, **overrides: Any) -> Any:
+        """Rebuild a run `state` wrote, active levels included (see `PSRO.from_state`)."""
+        run = super().from_state(saved, **overrides)
+        try:
+            data = saved.data["p2sro"]
+            entries, records, ladder = list(data["levels"]), list(data["level_records"]), dict(data["ladder"])
+        except (KeyError, TypeError, ValueError) as exc:
+            raise RunFolderError(f"{str(saved.state_dir)!r}: no valid 'p2sro' state ({exc})") from None
+        if not entries:  # saved at iteration 0, before the levels started
+            run._start_levels()
+            return run
+        P = run.game.num_players
+        pop = Population.load(saved.subfolder("levels"), run.game, sizes=[len(entries)] * P)
+        for j, entry in enumerate(entries):
+            learner = run.learner if entry["main_learner"] else learner_copy(run.learner, int(entry["offset"]))
+            policies = [pop[p][j] for p in range(P)]
+            level = run._level(int(entry["index"]), learner, policies)
+            if entry["learner_state"]:
+                level.load_learner(saved.subfolder(f"level-{j}-learner"))
+            level.set_state({**entry, "policies": policies})
+            run.levels.append(level)
+        run.level_records = records
+        run.manager = make_ladder(run.config.backend, run.population.sizes[0], [lv.index for lv in run.levels])
+        run.manager.set_state(ladder)
         return run

@@ -18,7 +18,6 @@ from typing import Any
 
 import numpy as np
 
-from pbmarl.algorithms import driver_io as io
 from pbmarl.games.base import Game
 from pbmarl.policies.base import Policy
 from pbmarl.policies.mixture import Mixture
@@ -137,11 +136,11 @@ class LevelWorker:
         lv.index, lv.policies, lv.values = state["index"], list(state["policies"]), list(state["values"])
         lv.trained, lv.player, lv.cycles = list(state["trained"]), state["player"], state["cycles"]
 
-    def save_learner(self, folder: str) -> str | None:
-        return io.save_learner(self.level.learner, Path(folder))
+    def save_learner(self, folder: str) -> None:
+        self.level.save_learner(Path(folder))
 
-    def load_learner(self, folder: str, saved: str | None) -> None:
-        io.load_learner(self.level.learner, Path(folder), saved)
+    def load_learner(self, folder: str) -> None:
+        self.level.load_learner(Path(folder))
 
 
 class RemoteLevel:
@@ -214,8 +213,9 @@ class RemoteLevel:
         self._ray.get(self.actor.set_state.remote(state))
         self._mirror(self._ray.get(self.actor.state.remote()))
 
-    def save_learner(self, folder: Path) -> str | None:
-        return self._ray.get(self.actor.save_learner.remote(str(folder)))
+    def save_learner(self, folder: Path) -> None:
+        """The actor writes its learner's state into `folder` (on a cluster, a path every node sees)."""
+        self._ray.get(self.actor.save_learner.remote(str(folder)))
 
-    def load_learner(self, folder: Path, saved: str | None) -> None:
-        self._ray.get(self.actor.load_learner.remote(str(folder), saved))
+    def load_learner(self, folder: Path) -> None:
+        self._ray.get(self.actor.load_learner.remote(str(folder)))

@@ -6,27 +6,57 @@ the new payoff-table cells; the meta-solver solves the empirical game; and, wher
 the game allows, the meta-strategy's NashConv in the full game is measured exactly.
 
 `SelfPlay` and `FictitiousPlay` are PSRO with the ``last`` and ``uniform`` solvers.
+PSRO is a `pbmarl.runs.Run`: `step`, `run`, `history`, `evaluate`, `save` / `pb.load_run`.
 """
 
 from __future__ import annotations
 
-import os
 import time
-from collections.abc import Callable, Iterator, Sequence
-from pathlib import Path
-from typing import Any, cast
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any, ClassVar, cast
 
 import numpy as np
-import pandas as pd
 
-from pbmarl.algorithms.records import IterationRecord, history_frame
-from pbmarl.algorithms.transaction import all_or_nothing
+from pbmarl.algorithms.psro_parts import (
+    evaluator_spec,
+    exact_capable,
+    learner_spec,
+    make_evaluator,
+    make_oracle,
+    make_solver,
+    rebuild_evaluator,
+    rebuild_learner,
+    rebuild_solver,
+    solver_name,
+    solver_spec,
+)
+from pbmarl.algorithms.records import IterationRecord
 from pbmarl.games.base import Game, as_rng
-from pbmarl.games.registry import load_game
+from pbmarl.games.registry import game_spec, load_game
 from pbmarl.payoffs import PayoffTable
 from pbmarl.policies.base import Policy
 from pbmarl.population import Population
-from pbmarl.protocols import BestResponse, Evaluator, MetaSolverLike, Opponents, Oracle, Restorable, respond_all
+from pbmarl.protocols import (
+    BestResponse,
+    Checkpointed,
+    Evaluator,
+    MetaSolverLike,
+    Opponents,
+    Oracle,
+    Restorable,
+    respond_all,
+)
+from pbmarl.rollout.results import EvalResult
+from pbmarl.runs import Config, Run, RunFolderError, SavedRun, State, build_config, check_seed
+from pbmarl.runs.config import FLAG, POSITIVE_INT, is_int, is_real
+from pbmarl.runs.transaction import all_or_nothing
+
+# kept under their old names for the drivers that build their parts the same way (League, NFSP)
+_exact_capable, _make_evaluator, _make_oracle = exact_capable, make_evaluator, make_oracle
+
+#: most episodes per payoff-table cell a run may ask for (beyond this a fill would run for days)
+MAX_EPISODES = 10_000_000
 
 
 def _default_initial(game: Game) -> Policy:
@@ -35,107 +65,113 @@ def _default_initial(game: Game) -> Policy:
     return RandomPolicy(game)
 
 
-#: most episodes per payoff-table cell a run may ask for (beyond this a fill would run for days)
-MAX_EPISODES = 10_000_000
+def _optional(rule: tuple[Any, str]) -> tuple[Any, str]:
+    test, accepted = rule
+    return (lambda v: v is None or test(v)), f"None or {accepted}"
 
 
-class PSRO:
+@dataclass(frozen=True)
+class PSROConfig(Config):
+    """PSRO's options (its parts, the learner, evaluator and initial policies, are arguments)."""
+
+    solver: str = "nash"
+    """The meta-solver's name: ``"nash"``, ``"uniform"``, ``"last"``, ``"prd"``, ``"rm"``, ``"alpharank"``,
+    ``"rectified_nash"`` (a `MetaSolver` object passed as ``solver`` sets it to its name)."""
+    stop_exploitability: float | None = 1e-6
+    """`run()` stops once the measured exploitability falls to or below this (None: never early)."""
+    max_iterations: int | None = None
+    """`run()` never goes past this iteration (None: no limit)."""
+    eval_episodes: int = 1000
+    """Episodes per payoff-table cell when the evaluator samples (a `RolloutPool`)."""
+    measure: bool | None = None
+    """Measure exact NashConv every iteration (None: where the exact engine can take the game)."""
+    save_dir: str | None = None
+    """If given, the run is saved there after every iteration (one atomic commit)."""
+
+    checks: ClassVar[dict[str, Any]] = {
+        "solver": (lambda v: isinstance(v, str) and bool(v), "a meta-solver name"),
+        "stop_exploitability": (lambda v: v is None or (is_real(v) and v >= 0), "None or a non-negative number"),
+        "max_iterations": (lambda v: v is None or (is_int(v) and v >= 0), "None or a non-negative int"),
+        "eval_episodes": (lambda v: POSITIVE_INT[0](v) and v <= MAX_EPISODES, f"an int in [1, {MAX_EPISODES:,}]"),
+        "measure": _optional(FLAG),
+        "save_dir": (lambda v: v is None or (isinstance(v, str) and bool(v)), "None or a folder path"),
+    }
+
+
+@dataclass(frozen=True)
+class SelfPlayConfig(PSROConfig):
+    """`SelfPlay`'s options: PSRO's, with the ``last`` solver."""
+
+    solver: str = "last"
+
+
+@dataclass(frozen=True)
+class FictitiousPlayConfig(PSROConfig):
+    """`FictitiousPlay`'s options: PSRO's, with the ``uniform`` solver."""
+
+    solver: str = "uniform"
+
+
+class PSRO(Run):
     """The PSRO outer loop, composed of a game, a meta-solver, a learner and an evaluator.
 
     Args:
         game: a `Game` or a name for `pb.load_game`.
-        solver: a meta-solver name (``"nash"``, ``"uniform"``, ``"last"``, ``"prd"``, ``"rm"``,
-            ``"alpharank"``, ``"rectified_nash"``) or a `MetaSolver`.
+        solver: a meta-solver name (the ``solver`` option) or a `MetaSolver` object.
         learner: the oracle; default `ExactBestResponse` (games whose tree fits in memory).
-        evaluator: fills the payoff table; default `ExactEvaluator`, or a `RolloutPool`.
+        evaluator: fills the payoff table; default `ExactEvaluator`, or a `RolloutPool` (``"rollout"``).
         initial_policies: one policy per player (or one list per player); default uniform random.
-        stop_exploitability: `run` stops once the measured exploitability falls to or below this
-            (default 1e-6, as on the command line; None: never stop early).
-        max_iterations: `run` never goes past this iteration (None: no limit).
-        eval_episodes: episodes per cell when the evaluator samples (a `RolloutPool`).
-        measure: measure exact NashConv each iteration (on by default where the engine applies).
         seed: seeds every stochastic part (learners, sampling evaluators) through one Generator.
-        save_dir: if given, the run is saved there after every iteration (atomically).
+        config: a `PSROConfig`; keyword options (its fields) replace its values.
 
     Example:
-        >>> psro = PSRO("kuhn_poker", solver="nash")
-        >>> for record in psro.run(10):  # doctest: +ELLIPSIS
+        >>> psro = PSRO("kuhn_poker", solver="nash", max_iterations=10)
+        >>> for record in psro.run(progress=False):  # doctest: +ELLIPSIS
         ...     print(record)
         iter   1 | sizes (2, 2) | NashConv 0.8333 | exploitability 0.4167 | meta-NashConv 0 | ...
         >>> psro.history[["nash_conv", "exploitability"]]  # doctest: +SKIP
     """
 
-    #: solver used when none is given (subclasses fix their own)
-    default_solver = "nash"
+    config_class: ClassVar[type[PSROConfig]] = PSROConfig
+    config: PSROConfig
+    records: list[IterationRecord]
 
-    def __init__(
-        self,
-        game: Game | str,
-        solver: str | MetaSolverLike | None = None,
-        learner: Oracle | str | None = None,
-        evaluator: Evaluator | str | None = None,
-        *,
-        initial_policies: Sequence[Policy | Sequence[Policy]] | None = None,
-        stop_exploitability: float | None = 1e-6,
-        max_iterations: int | None = None,
-        eval_episodes: int = 1000,
-        measure: bool | None = None,
-        seed: int | None = 0,
-        save_dir: str | os.PathLike[str] | None = None,
-    ) -> None:
-        self._configure(game, solver, learner, evaluator, stop_exploitability=stop_exploitability,
-                        max_iterations=max_iterations, eval_episodes=eval_episodes, measure=measure,
-                        seed=seed, save_dir=save_dir)
+    def __init__(self, game: Game | str, solver: str | MetaSolverLike | None = None,
+                 learner: Oracle | str | None = None, evaluator: Evaluator | str | None = None, *,
+                 initial_policies: Sequence[Policy | Sequence[Policy]] | None = None, seed: int = 0,
+                 config: PSROConfig | None = None, **options: Any) -> None:
+        part = None
+        if solver is not None and not isinstance(solver, str):
+            part = solver
+            options["solver"] = solver_name(solver)
+        elif solver is not None:
+            options["solver"] = solver
+        if "save_dir" in options and options["save_dir"] is not None and not isinstance(options["save_dir"], str):
+            options["save_dir"] = str(options["save_dir"])  # a Path: the config keeps JSON-ready text
+        cfg = build_config(self.config_class, config, options, owner=type(self).__name__)
+        self._configure(game, part, learner, evaluator, cfg, check_seed(seed))
         self._initialise(initial_policies)
 
-    def _configure(
-        self,
-        game: Game | str,
-        solver: str | MetaSolverLike | None,
-        learner: Oracle | str | None,
-        evaluator: Evaluator | str | None,
-        *,
-        stop_exploitability: float | None,
-        max_iterations: int | None,
-        eval_episodes: int,
-        measure: bool | None,
-        seed: int | None,
-        save_dir: str | os.PathLike[str] | None,
-    ) -> None:
-        """Set every option and the empty population; shared by `__init__` and `load`."""
+    def _configure(self, game: Game | str, solver: MetaSolverLike | None, learner: Oracle | str | None,
+                   evaluator: Evaluator | str | None, config: PSROConfig, seed: int) -> None:
+        """Set every part and the empty population; shared by `__init__` and `from_state`."""
         self.game = load_game(game) if isinstance(game, str) else game
         if not isinstance(self.game, Game):
             raise TypeError(f"game must be a pbmarl Game or a game name, got {type(game).__name__}: {game!r}")
-        if seed is not None and (isinstance(seed, (bool, np.bool_)) or not isinstance(seed, (int, np.integer))
-                                 or not 0 <= seed < 2**63):
-            raise ValueError(f"seed must be None or an int in [0, 2**63), got {seed!r}")
-        if measure is not None and not isinstance(measure, (bool, np.bool_)):
-            raise ValueError(f"measure must be True, False or None (measure where the game allows), got {measure!r}")
-        if eval_episodes is not None and isinstance(eval_episodes, (int, np.integer)) and eval_episodes > MAX_EPISODES:
-            raise ValueError(f"eval_episodes must be at most {MAX_EPISODES:,} per cell, got {eval_episodes!r}")
-        self.solver: MetaSolverLike = _make_solver(solver if solver is not None else self.default_solver)
-        self.evaluator: Evaluator = _make_evaluator(self.game, evaluator, seed)
-        self.learner: Oracle = _make_oracle(self.game, learner, self.evaluator, seed)
-        if stop_exploitability is not None and (isinstance(stop_exploitability, (bool, str))
-                                                or not stop_exploitability >= 0):
-            raise ValueError(f"stop_exploitability must be a non-negative number, got {stop_exploitability!r}")
-        self.stop_exploitability = stop_exploitability
-        if max_iterations is not None and (not isinstance(max_iterations, (int, np.integer)) or max_iterations < 0):
-            raise ValueError(f"max_iterations must be a non-negative int or None, got {max_iterations!r}")
-        self.max_iterations = None if max_iterations is None else int(max_iterations)
-        if not isinstance(eval_episodes, (int, np.integer)) or eval_episodes < 1:
-            raise ValueError(f"eval_episodes must be a positive int, got {eval_episodes!r}")
-        self.eval_episodes = int(eval_episodes)
-        self.measure = _exact_capable(self.game) if measure is None else bool(measure)
-        self.seed = None if seed is None else int(seed)
-        self.rng = as_rng(self.seed)
-        self.save_dir = Path(save_dir) if save_dir is not None else None
+        self.config, self.seed = config, seed
+        self.solver: MetaSolverLike = solver if solver is not None else make_solver(config.solver)
+        self.evaluator: Evaluator = make_evaluator(self.game, evaluator, seed)
+        self.learner: Oracle = make_oracle(self.game, learner, self.evaluator, seed)
+        self.measure = exact_capable(self.game) if config.measure is None else bool(config.measure)
+        self.rng = as_rng(seed)
         self.population = Population(self.game)
         self.table = PayoffTable(self.population)
-        self.records: list[IterationRecord] = []
+        self.records = []
         self.meta_strategy: Any = None
         self._wall = 0.0
         self._env_steps = 0
+        self._episodes = 0
+        self._measure_evaluator: Any = None
 
     # -- the loop --------------------------------------------------------------
     def _initialise(self, initial_policies: Sequence[Policy | Sequence[Policy]] | None) -> None:
@@ -151,22 +187,22 @@ class PSRO:
             members: Sequence[Policy] = list(entry) if isinstance(entry, (list, tuple)) else [cast(Policy, entry)]
             for policy in members:
                 ids.append(self.population.add(p, policy, name=f"initial-{p}", iteration=0, origin="initial"))
-        seconds = {"oracle": time.perf_counter() - start}
-        self._finish_iteration(0, seconds, tuple(ids), ())
+        times = {"oracle": time.perf_counter() - start}
+        self._finish_iteration(0, times, tuple(ids), ())
 
     @all_or_nothing
     def step(self) -> IterationRecord:
-        """One PSRO iteration; returns its record (also appended to `history`).
+        """One PSRO iteration; returns its record (also in `records` and `history`).
 
         All or nothing: if anything raises (a ``KeyboardInterrupt`` included) in any
         phase or in the save, the run is left exactly as before the call.
         """
-        if self.save_dir is not None:  # a read-only run folder is found out before the work, not after
+        if self.config.save_dir is not None:  # a read-only run folder is found out before the work, not after
             from pbmarl.io import ensure_writable_folder
 
-            ensure_writable_folder(self.save_dir, what="run folder")
+            ensure_writable_folder(self.config.save_dir, what="run folder")
         iteration = len(self.records)
-        seconds: dict[str, float] = {}
+        times: dict[str, float] = {}
         t0 = time.perf_counter()
         opponents = self.population.mixture(self.meta_strategy)
         targets = self._oracle_targets(opponents)
@@ -176,26 +212,26 @@ class PSRO:
             ids.append(self.population.add(player, answer.policy, name=f"br{iteration}-{player}{label}",
                                            iteration=iteration, origin=self.learner.name,
                                            br_value=answer.value))
-        seconds["oracle"] = time.perf_counter() - t0
-        return self._finish_iteration(iteration, seconds, tuple(ids), tuple(a.value for a in answers))
+        times["oracle"] = time.perf_counter() - t0
+        return self._finish_iteration(iteration, times, tuple(ids), tuple(a.value for a in answers))
 
     # -- all-or-nothing ----------------------------------------------------------
     def snapshot(self) -> object:
-        """Everything a `step` changes, for `restore` (see `pbmarl.algorithms.transaction`)."""
+        """Everything a `step` changes, for `restore` (see `pbmarl.runs.transaction`)."""
         learner = self.learner.snapshot() if isinstance(self.learner, Restorable) else None
         return (self.population.snapshot(), self.table.snapshot(), len(self.records), self.meta_strategy,
-                self.rng.bit_generator.state, self._wall, self._env_steps, learner)
+                self.rng.bit_generator.state, (self._wall, self._env_steps, self._episodes), learner)
 
     def restore(self, state: object) -> None:
         """Put the run back as `snapshot()` found it."""
-        population, table, n_records, meta, rng, wall, env_steps, learner = cast(
-            "tuple[object, object, int, Any, dict[str, Any], float, int, object]", state)
+        population, table, n_records, meta, rng, counters, learner = cast(
+            "tuple[object, object, int, Any, dict[str, Any], tuple[float, int, int], object]", state)
         self.population.restore(population)
         self.table.restore(table)
         del self.records[n_records:]
         self.meta_strategy = meta
         self.rng.bit_generator.state = rng
-        self._wall, self._env_steps = wall, env_steps
+        self._wall, self._env_steps, self._episodes = counters
         if learner is not None and isinstance(self.learner, Restorable):
             self.learner.restore(learner)
 
@@ -227,22 +263,22 @@ class PSRO:
         return answers
 
     def _finish_iteration(
-        self, iteration: int, seconds: dict[str, float], new_ids: tuple[str, ...], br_values: tuple[float, ...]
+        self, iteration: int, times: dict[str, float], new_ids: tuple[str, ...], br_values: tuple[float, ...]
     ) -> IterationRecord:
         t0 = time.perf_counter()
         self._fill()
-        seconds["evaluate"] = time.perf_counter() - t0
+        times["evaluate"] = time.perf_counter() - t0
         gains, gain_se = self._gains(new_ids)
         t0 = time.perf_counter()
         self.meta_strategy = self.solver(self.table)
-        seconds["solve"] = time.perf_counter() - t0
+        times["solve"] = time.perf_counter() - t0
         t0 = time.perf_counter()
         nash_conv = exploitability = None
         if self.measure:
             result = self._measurer().exploitability(self.population, self.meta_strategy)
             nash_conv, exploitability = float(result.nash_conv), float(result.exploitability)
-        seconds["measure"] = time.perf_counter() - t0
-        self._wall += sum(seconds.values())
+        times["measure"] = time.perf_counter() - t0
+        self._wall += sum(times.values())
         meta_nc = getattr(self.meta_strategy, "nash_conv", None)
         record = IterationRecord(
             iteration=iteration,
@@ -251,18 +287,19 @@ class PSRO:
             nash_conv=nash_conv,
             exploitability=exploitability,
             meta_nash_conv=None if meta_nc is None else float(meta_nc),
-            seconds=seconds,
+            times=times,
             wall_time=self._wall,
             env_steps=self._env_steps,
+            episodes=self._episodes,
             new_ids=new_ids,
             br_values=br_values,
-            solver=getattr(self.solver, "name", type(self.solver).__name__),
+            solver=solver_name(self.solver),
             br_gains=tuple(gains),
             br_gain_stderr=tuple(gain_se),
         )
         self.records.append(record)
-        if self.save_dir is not None:
-            self.save(self.save_dir)
+        if self.config.save_dir is not None:
+            self.save(self.config.save_dir)
         return record
 
     def _gains(self, new_ids: tuple[str, ...]) -> tuple[list[float], list[float]]:
@@ -281,7 +318,7 @@ class PSRO:
 
         if isinstance(self.evaluator, ExactEvaluator):
             return self.evaluator
-        if getattr(self, "_measure_evaluator", None) is None:
+        if self._measure_evaluator is None:
             self._measure_evaluator = ExactEvaluator(self.game)
         return self._measure_evaluator
 
@@ -293,162 +330,149 @@ class PSRO:
             return
         # an explicit seed from the run's own (saved) rng keeps a resumed run on the same random stream
         seed = int(self.rng.integers(2**62))
-        result = self.evaluator.fill(self.table, self.eval_episodes, seed=seed)
+        result = self.evaluator.fill(self.table, self.config.eval_episodes, seed=seed)
         if not isinstance(result, int):
             self._env_steps += int(result.steps)
+            self._episodes += int(result.episodes)
 
     @property
     def converged(self) -> bool:
-        """Whether the last measured exploitability is at or below `stop_exploitability`."""
-        if self.stop_exploitability is None or not self.records:
+        """Whether the last measured exploitability is at or below ``config.stop_exploitability``."""
+        stop = self.config.stop_exploitability
+        if stop is None or not self.records:
             return False
         last = self.records[-1].exploitability
-        return last is not None and last <= self.stop_exploitability
+        return last is not None and last <= stop
 
-    def run(
-        self, iterations: int | None = None, *, callback: Callable[[IterationRecord], Any] | None = None
-    ) -> Iterator[IterationRecord]:
-        """Yield the records of up to `iterations` more iterations (None: until `max_iterations`).
+    @property
+    def done(self) -> bool:
+        """Converged (``stop_exploitability``) or at ``max_iterations``: where `run()` stops."""
+        cfg = self.config
+        if cfg.max_iterations is None and (cfg.stop_exploitability is None or not self.measure):
+            raise ValueError(f"{type(self).__name__} has no budget: set max_iterations (or stop_exploitability on a "
+                             "game whose exploitability is measured), or give run() a number of steps or "
+                             "until=pb.Stop(...)")
+        return self.converged or (cfg.max_iterations is not None and self.iteration >= cfg.max_iterations)
 
-        Stops early once converged (see `stop_exploitability`) or at `max_iterations`.
+    def evaluate(self, episodes: int = 100, *, seed: int = 0, deterministic: bool = False) -> EvalResult:
+        """Play `episodes` episodes of the meta-strategy profile (one `Mixture` per player, a member drawn
+        per episode) with a local `RolloutPool`; returns the mean return per player.
+
+        The run is not changed: the pool is fresh and seeded with `seed`. ``deterministic=True`` is
+        refused: a meta-strategy is a mixture, random by definition.
         """
-        if iterations is None:
-            if self.max_iterations is None:
-                raise ValueError("give run() a number of iterations, or set max_iterations on the PSRO object")
-            iterations = max(self.max_iterations - self.iteration, 0)
-        if not isinstance(iterations, (int, np.integer)) or iterations < 0:
-            raise ValueError(f"iterations must be a non-negative int, got {iterations!r}")
-        for _ in range(int(iterations)):
-            if self.converged or (self.max_iterations is not None and self.iteration >= self.max_iterations):
-                return
-            record = self.step()
-            if callback is not None:
-                callback(record)
-            yield record
+        if deterministic:
+            raise ValueError(f"{type(self).__name__} evaluates its meta-strategy, a mixture of policies drawn at "
+                             "random per episode; deterministic=True does not apply")
+        from pbmarl.rollout import RolloutPool
 
-    # -- views -----------------------------------------------------------------
-    @property
-    def iteration(self) -> int:
-        return self.records[-1].iteration if self.records else -1
+        with RolloutPool(self.game, backend="local", seed=seed) as pool:
+            return pool.evaluate(self.population.mixture(self.meta_strategy), episodes, seed=seed)
 
-    @property
-    def history(self) -> pd.DataFrame:
-        """One row per iteration (see `IterationRecord`)."""
-        return history_frame(self.records)
+    def close(self) -> None:
+        """End what the run's parts keep running (a `ParallelOracle`'s actors); idempotent."""
+        from pbmarl.algorithms.parallel_oracle import ParallelOracle
+
+        if isinstance(self.learner, ParallelOracle):
+            self.learner.close()
 
     def __repr__(self) -> str:
         last = self.records[-1] if self.records else None
         tail = f", exploitability={last.exploitability:.4g}" if last and last.exploitability is not None else ""
-        return (f"{type(self).__name__}({self.game.name!r}, solver={getattr(self.solver, 'name', self.solver)!r}, "
+        return (f"{type(self).__name__}({self.game.name!r}, solver={solver_name(self.solver)!r}, "
                 f"iteration={self.iteration}, sizes={self.population.sizes}{tail})")
 
     # -- files -------------------------------------------------------------------
-    def save(self, path: str | os.PathLike[str]) -> Path:
-        """Write the run to folder `path`; atomic per file, consistent at every instant."""
-        from pbmarl.algorithms.checkpoint import save_run
+    def state(self) -> State:
+        """The population and table (sub-folders), the learner's state, records, counters and rng."""
+        table = self.table
 
-        return save_run(self, Path(path))
+        def write_table(folder: Any) -> None:
+            folder.mkdir()
+            table.save(folder / "table.npz")
+
+        folders: dict[str, Any] = {"population": self.population.save, "table": write_table}
+        if isinstance(self.learner, Checkpointed):
+            folders["learner"] = self.learner.save
+        data = {"solver": solver_spec(self.solver), "learner": learner_spec(self.learner),
+                "evaluator": evaluator_spec(self.evaluator), "sizes": list(self.population.sizes),
+                "rng": self.rng.bit_generator.state, "wall_time": self._wall, "env_steps": self._env_steps,
+                "episodes": self._episodes, "learner_state": "learner" in folders,
+                "records": [r.to_json() for r in self.records]}
+        return State(data=data, folders=folders, config=self.config.to_dict(), seed=self.seed,
+                     game=game_spec(self.game))
 
     @classmethod
-    def load(cls, path: str | os.PathLike[str], **overrides: Any) -> PSRO:
-        """Resume a run saved by `save` from its last completed iteration."""
-        from pbmarl.algorithms.checkpoint import load_run
+    def from_state(cls, saved: SavedRun, **overrides: Any) -> Any:
+        """Rebuild a run `state` wrote, at its last completed iteration.
 
-        return load_run(cls, Path(path), **overrides)
+        `overrides`: parts (``solver=``, ``learner=``, ``evaluator=``: needed where one cannot be
+        rebuilt from its saved spec) and options (``max_iterations=``, ``save_dir=``, ...). A run
+        that saved itself after every iteration keeps doing so, into the folder it was loaded from.
+        """
+        parts = {k: overrides.pop(k) for k in ("solver", "learner", "evaluator") if k in overrides}
+        options = {**saved.config, **overrides}
+        if saved.config.get("save_dir") is not None and "save_dir" not in overrides:
+            options["save_dir"] = str(saved.folder)
+        if options.get("save_dir") is not None:
+            options["save_dir"] = str(options["save_dir"])
+        config = build_config(cls.config_class, None, options, owner=cls.__name__)
+        seed = check_seed(saved.seed)
+        game = saved.game()
+        data = saved.data
+        try:
+            solver = parts.get("solver") or rebuild_solver(data["solver"])
+            learner = parts.get("learner") or rebuild_learner(game, data["learner"])
+            evaluator = parts.get("evaluator") or rebuild_evaluator(game, data["evaluator"])
+            sizes = [int(n) for n in data["sizes"]]
+            records = [IterationRecord.from_json(r) for r in data["records"]]
+        except (KeyError, TypeError, ValueError, AttributeError) as exc:
+            raise RunFolderError(f"{str(saved.state_dir)!r}: cannot rebuild the run's parts or records "
+                                 f"({type(exc).__name__}: {exc}); pass solver=, learner= or evaluator= to load") \
+                from None
+        if len(sizes) != game.num_players or not records or list(records[-1].sizes) != sizes:
+            raise RunFolderError(f"{str(saved.state_dir)!r}: 'sizes' {sizes} does not match the game's players "
+                                 "or the last record")
+        run = cls.__new__(cls)
+        run._configure(game, solver, learner, evaluator, config, seed)
+        run.population = Population.load(saved.subfolder("population"), game, sizes=sizes)
+        run.table = PayoffTable.load(saved.subfolder("table") / "table.npz", run.population, sizes=sizes)
+        if data.get("learner_state"):
+            if not isinstance(run.learner, Checkpointed):
+                raise RunFolderError(f"{str(saved.state_dir)!r} holds learner state, but the learner {run.learner!r} "
+                                     "cannot load state")
+            run.learner.load(saved.subfolder("learner"))
+        run.records = records
+        try:
+            run.rng.bit_generator.state = data["rng"]
+            run._wall, run._env_steps = float(data["wall_time"]), int(data["env_steps"])
+            run._episodes = int(data["episodes"])
+        except (KeyError, TypeError, ValueError) as exc:
+            raise RunFolderError(f"{str(saved.state_dir)!r}: bad rng or counters ({exc})") from None
+        run._resolve(saved)
+        return run
+
+    def _resolve(self, saved: SavedRun) -> None:
+        """Solve the loaded table again, checked against the meta-strategy the run had."""
+        last = self.records[-1].meta_strategy
+        prime = getattr(self.solver, "prime", None)
+        if callable(prime):  # warm-started solvers (n-player Nash) re-solve from the answer the run had
+            prime(self.table, last)
+        self.meta_strategy = self.solver(self.table)
+        for p, dist in enumerate(last):
+            if not np.allclose(self.meta_strategy[p], dist, atol=1e-9):
+                raise RunFolderError(
+                    f"re-solving the saved table in {str(saved.folder)!r} gave a different meta-strategy for player "
+                    f"{p}: {np.round(self.meta_strategy[p], 6).tolist()} vs saved {list(dist)}")
 
 
 class SelfPlay(PSRO):
     """Self-play: each new policy answers the opponent's latest policy (PSRO with the ``last`` solver)."""
 
-    default_solver = "last"
+    config_class = SelfPlayConfig
 
 
 class FictitiousPlay(PSRO):
     """Fictitious self-play: each new policy answers the uniform mixture of all earlier ones."""
 
-    default_solver = "uniform"
-
-
-def _make_solver(solver: str | MetaSolverLike) -> MetaSolverLike:
-    if isinstance(solver, str):
-        from pbmarl.solvers import MetaSolver
-
-        return MetaSolver(solver)
-    if not callable(solver):
-        raise TypeError(f"solver must be a solver name or a MetaSolver, got {solver!r}")
-    return solver
-
-
-def _exact_capable(game: Game) -> bool:
-    return _exact_refusal(game) is None
-
-
-def _exact_refusal(game: Game) -> str | None:
-    """Why the exact engine cannot take `game` (the tree builder's own message), or None."""
-    try:
-        game.tree()
-    except ValueError as exc:
-        return str(exc)
-    return None
-
-
-def _make_oracle(game: Game, learner: Oracle | str | None, evaluator: Evaluator, seed: int | None) -> Oracle:
-    """The oracle: the one given, one built by name (``"exact"``, ``"dqn"``, ``"ppo"``, ``"a2c"``), or the default."""
-    if learner is None or learner == "exact":
-        return _default_learner(game, evaluator)
-    if isinstance(learner, str):
-        from pbmarl.learners.registry import LEARNERS, make_learner
-
-        if learner not in LEARNERS:
-            raise ValueError(f"unknown learner {learner!r}; pass one of {', '.join(map(repr, LEARNERS))} "
-                             "or an object with respond(player, opponents) (a pbmarl.protocols.Oracle)")
-        built = make_learner(game, {"name": learner, "seed": 0 if seed is None else seed})
-        assert isinstance(built, Oracle)
-        return built
-    if not isinstance(learner, Oracle):
-        raise TypeError(f"learner must be a learner name or an Oracle (with name and respond(player, opponents)), "
-                        f"got {type(learner).__name__}: {learner!r}")
-    return learner
-
-
-def _make_evaluator(game: Game, evaluator: Evaluator | str | None, seed: int | None) -> Evaluator:
-    """The evaluator: the one given, one built by name (``"exact"``, ``"rollout"``: a local `RolloutPool`), or the default."""
-    if evaluator is None or evaluator == "exact":
-        return _default_evaluator(game)
-    if evaluator == "rollout":
-        from pbmarl.rollout import RolloutPool
-
-        return RolloutPool(game, seed=seed)
-    if isinstance(evaluator, str):
-        raise ValueError(f"unknown evaluator {evaluator!r}; pass 'exact', 'rollout' or an object with "
-                         "fill(table, episodes, *, seed) (a pbmarl.protocols.Evaluator)")
-    if not isinstance(evaluator, Evaluator):
-        raise TypeError(f"evaluator must be 'exact', 'rollout' or an Evaluator (with fill(table, episodes, *, seed)), "
-                        f"got {type(evaluator).__name__}: {evaluator!r}")
-    return evaluator
-
-
-def _default_learner(game: Game, evaluator: Evaluator) -> Oracle:
-    refusal = _exact_refusal(game)
-    if refusal is not None:
-        raise ValueError(
-            f"the exact best-response oracle cannot take {game.name!r} ({refusal}); "
-            "pass learner=pb.DQN(game) or pb.PPO(game) (command line: --oracle dqn or ppo)"
-        )
-    from pbmarl.evaluation import ExactEvaluator
-    from pbmarl.learners.exact import ExactBestResponse
-
-    # sharing the evaluator shares its cache of realisation plans with the oracle
-    return ExactBestResponse(game, evaluator=evaluator if isinstance(evaluator, ExactEvaluator) else None)
-
-
-def _default_evaluator(game: Game) -> Evaluator:
-    refusal = _exact_refusal(game)
-    if refusal is not None:
-        raise ValueError(
-            f"the exact evaluator cannot take {game.name!r} ({refusal}); "
-            "pass evaluator=pb.RolloutPool(game) to sample payoffs (command line: --evaluator rollout)"
-        )
-    from pbmarl.evaluation import ExactEvaluator
-
-    return ExactEvaluator(game)
+    config_class = FictitiousPlayConfig

@@ -1,4 +1,18 @@
-"""The frozen record every outer-loop `step()` returns, and its table form."""
+"""The frozen record a PSRO-family `step()` returns (PSRO, SelfPlay, FictitiousPlay, P2SRO).
+
+Its history row starts with the shared columns of every run (`pbmarl.runs.records`):
+``iteration``, ``env_steps``, ``episodes``, ``wall_time``, ``exploitability``, ``nash_conv``,
+``time/<phase>``; then PSRO's own: ``meta_nash_conv``, ``size_<p>``, ``sigma_<p>``, ``solver``,
+``new_ids``, ``br_values``, ``br_gain``, ``br_gain_stderr``.
+
+Example:
+    >>> r = IterationRecord(iteration=1, sizes=(2, 2), meta_strategy=((0.5, 0.5), (1.0, 0.0)), nash_conv=0.5,
+    ...                     exploitability=0.25, meta_nash_conv=0.0, times={"oracle": 0.1})
+    >>> list(r.as_row())[:8]
+    ['iteration', 'env_steps', 'episodes', 'wall_time', 'exploitability', 'nash_conv', 'time/oracle', 'meta_nash_conv']
+    >>> IterationRecord.from_json(r.to_json()) == r
+    True
+"""
 
 from __future__ import annotations
 
@@ -6,9 +20,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
-import pandas as pd
 
 from pbmarl.fmt import fmt
+from pbmarl.runs.records import Record, shared_row
 
 
 def _fmt(value: float | None, digits: int = 4) -> str:
@@ -16,8 +30,8 @@ def _fmt(value: float | None, digits: int = 4) -> str:
 
 
 @dataclass(frozen=True)
-class IterationRecord:
-    """One iteration of a population-based loop.
+class IterationRecord(Record):
+    """One iteration of a PSRO-family run.
 
     Attributes:
         iteration: 0 for the initial population, then 1, 2, ...
@@ -27,9 +41,10 @@ class IterationRecord:
             best-response gains); None where the game is too large to measure exactly.
         exploitability: ``nash_conv / num_players``.
         meta_nash_conv: NashConv of the meta-strategy inside the empirical (meta) game.
-        seconds: wall seconds per phase of this iteration (oracle, evaluate, solve, measure).
+        times: wall seconds per phase of this iteration (oracle, evaluate, solve, measure).
         wall_time: cumulative wall seconds of the run.
         env_steps: cumulative environment steps spent by oracles and evaluators.
+        episodes: cumulative episodes the sampling evaluator played (0 when the table is exact).
         new_ids: ids of the policies added this iteration.
         br_values: value each new best response achieved against its opponents.
         solver: the meta-solver's name.
@@ -44,76 +59,71 @@ class IterationRecord:
     nash_conv: float | None
     exploitability: float | None
     meta_nash_conv: float | None
-    seconds: dict[str, float] = field(default_factory=dict)
+    times: dict[str, float] = field(default_factory=dict)
     wall_time: float = 0.0
     env_steps: int = 0
+    episodes: int = 0
     new_ids: tuple[str, ...] = ()
     br_values: tuple[float, ...] = ()
     solver: str = ""
     br_gains: tuple[float, ...] = ()
     br_gain_stderr: tuple[float, ...] = ()
 
+    @property
+    def br_gain(self) -> float | None:
+        """The summed gain of this iteration's best responses (None at iteration 0)."""
+        return float(sum(self.br_gains)) if self.br_gains else None
+
     def as_row(self) -> dict[str, Any]:
-        """A flat dict: one history row."""
-        row: dict[str, Any] = {
-            "iteration": self.iteration,
-            "nash_conv": self.nash_conv,
-            "exploitability": self.exploitability,
-            "meta_nash_conv": self.meta_nash_conv,
-            "wall_time": self.wall_time,
-            "env_steps": self.env_steps,
-            "solver": self.solver,
-        }
-        for p, n in enumerate(self.sizes):
-            row[f"size_{p}"] = n
-        for phase, sec in self.seconds.items():
-            row[f"seconds_{phase}"] = sec
-        for p, dist in enumerate(self.meta_strategy):
-            row[f"sigma_{p}"] = list(dist)
-        row["new_ids"] = list(self.new_ids)
-        row["br_values"] = list(self.br_values)
-        row["br_gain"] = float(sum(self.br_gains)) if self.br_gains else None
-        row["br_gain_stderr"] = float(np.sqrt(sum(s * s for s in self.br_gain_stderr))) if self.br_gain_stderr else None
-        return row
+        """A flat dict: one history row (the shared columns first)."""
+        extra: dict[str, Any] = {"meta_nash_conv": self.meta_nash_conv}
+        extra.update({f"size_{p}": n for p, n in enumerate(self.sizes)})
+        extra.update({f"sigma_{p}": list(dist) for p, dist in enumerate(self.meta_strategy)})
+        extra["solver"] = self.solver
+        extra["new_ids"] = list(self.new_ids)
+        extra["br_values"] = list(self.br_values)
+        extra["br_gain"] = self.br_gain
+        extra["br_gain_stderr"] = float(np.sqrt(sum(s * s for s in self.br_gain_stderr))) \
+            if self.br_gain_stderr else None
+        return shared_row(iteration=self.iteration, env_steps=self.env_steps, episodes=self.episodes,
+                          wall_time=self.wall_time, exploitability=self.exploitability, nash_conv=self.nash_conv,
+                          measured=True, times=self.times, extra=extra)
 
     def to_json(self) -> dict[str, Any]:
+        """The record as JSON-ready data (`from_json` reads it back)."""
         return {
             "iteration": self.iteration, "sizes": list(self.sizes),
             "meta_strategy": [list(d) for d in self.meta_strategy],
             "nash_conv": self.nash_conv, "exploitability": self.exploitability,
-            "meta_nash_conv": self.meta_nash_conv, "seconds": dict(self.seconds),
-            "wall_time": self.wall_time, "env_steps": self.env_steps,
+            "meta_nash_conv": self.meta_nash_conv, "times": dict(self.times),
+            "wall_time": self.wall_time, "env_steps": self.env_steps, "episodes": self.episodes,
             "new_ids": list(self.new_ids), "br_values": list(self.br_values), "solver": self.solver,
             "br_gains": list(self.br_gains), "br_gain_stderr": list(self.br_gain_stderr),
         }
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> IterationRecord:
+        """A record from `to_json`'s data; a malformed entry raises KeyError, TypeError or ValueError."""
         return cls(
-            iteration=int(data["iteration"]), sizes=tuple(data["sizes"]),
+            iteration=int(data["iteration"]), sizes=tuple(int(n) for n in data["sizes"]),
             meta_strategy=tuple(tuple(float(x) for x in d) for d in data["meta_strategy"]),
-            nash_conv=data["nash_conv"], exploitability=data["exploitability"],
-            meta_nash_conv=data["meta_nash_conv"], seconds=dict(data["seconds"]),
-            wall_time=float(data["wall_time"]), env_steps=int(data["env_steps"]),
-            new_ids=tuple(data["new_ids"]), br_values=tuple(data["br_values"]), solver=data.get("solver", ""),
-            br_gains=tuple(float(x) for x in data.get("br_gains", ())),
-            br_gain_stderr=tuple(float(x) for x in data.get("br_gain_stderr", ())),
+            nash_conv=_opt_float(data["nash_conv"]), exploitability=_opt_float(data["exploitability"]),
+            meta_nash_conv=_opt_float(data["meta_nash_conv"]),
+            times={str(k): float(v) for k, v in dict(data["times"]).items()},
+            wall_time=float(data["wall_time"]), env_steps=int(data["env_steps"]), episodes=int(data["episodes"]),
+            new_ids=tuple(str(i) for i in data["new_ids"]), br_values=tuple(float(v) for v in data["br_values"]),
+            solver=str(data["solver"]), br_gains=tuple(float(x) for x in data["br_gains"]),
+            br_gain_stderr=tuple(float(x) for x in data["br_gain_stderr"]),
         )
 
     def __str__(self) -> str:
-        secs = sum(self.seconds.values())
+        secs = sum(self.times.values())
         return (
             f"iter {self.iteration:>3} | sizes {self.sizes} | NashConv {_fmt(self.nash_conv)} | "
             f"exploitability {_fmt(self.exploitability)} | meta-NashConv {_fmt(self.meta_nash_conv, 3)} | "
             f"{secs:.3f}s"
         )
 
-    def _repr_html_(self) -> str:
-        return str(pd.DataFrame([self.as_row()]).set_index("iteration")._repr_html_())
 
-
-def history_frame(records: list[IterationRecord]) -> pd.DataFrame:
-    """Records as a DataFrame indexed by iteration."""
-    if not records:
-        return pd.DataFrame(columns=["nash_conv", "exploitability", "meta_nash_conv", "wall_time", "env_steps"])
-    return pd.DataFrame([r.as_row() for r in records]).set_index("iteration")
+def _opt_float(value: Any) -> float | None:
+    return None if value is None else float(value)
