@@ -36,7 +36,8 @@ from typing import Any, ClassVar, TypeVar
 import numpy as np
 
 __all__ = ["FLAG", "NON_NEGATIVE", "NON_NEGATIVE_INT", "POSITIVE", "POSITIVE_INT", "UNIT", "Config", "Rule",
-           "build_config", "check_seed", "did_you_mean", "is_int", "is_real"]
+           "build_config", "check_int", "check_real", "check_seed", "check_widths", "did_you_mean", "is_int",
+           "is_real"]
 
 
 def is_int(value: Any) -> bool:
@@ -136,3 +137,65 @@ def check_seed(seed: Any, *, name: str = "seed") -> int:
     if not is_int(seed) or not 0 <= seed < 2**63:
         raise ValueError(f"{name} must be an int in [0, 2**63), got {seed!r}")
     return int(seed)
+
+
+def check_int(name: str, value: Any, *, low: int | None = None, high: int | None = None) -> int:
+    """`value` as an int in ``[low, high]`` (either end open when None); anything else -- a bool, a float
+    (even 3.0), a string, an int out of range -- raises ValueError naming `name`, the value and the range.
+
+    >>> check_int("max_cycles", 0, low=1)
+    Traceback (most recent call last):
+    ...
+    ValueError: max_cycles must be a positive int, got 0
+    """
+    if not is_int(value) or (low is not None and value < low) or (high is not None and value > high):
+        if low is not None and high is not None:
+            accepted = f"an int in [{low:,}, {high:,}]"
+        elif low in (0, 1):
+            accepted = "a positive int" if low == 1 else "a non-negative int"
+        else:
+            accepted = "an int" + (f" >= {low:,}" if low is not None else "") + (f" <= {high:,}" if high is not None else "")
+        raise ValueError(f"{name} must be {accepted}, got {value!r}")
+    return int(value)
+
+
+def check_real(name: str, value: Any, *, low: float | None = None, above: float | None = None,
+               high: float | None = None) -> float:
+    """`value` as a finite float with ``value >= low``, ``value > above`` and ``value <= high`` (each bound
+    skipped when None); a bool, a string, None, NaN or an infinity raises ValueError naming `name`.
+
+    >>> check_real("theta", 0, above=0)
+    Traceback (most recent call last):
+    ...
+    ValueError: theta must be a finite number > 0, got 0
+    """
+    ok = is_real(value) and (low is None or value >= low) and (above is None or value > above) \
+        and (high is None or value <= high)
+    if not ok:
+        bounds = [f"{sign} {bound:g}" for sign, bound in ((">=", low), (">", above), ("<=", high)) if bound is not None]
+        raise ValueError(f"{name} must be a finite number{' ' + ' and '.join(bounds) if bounds else ''}, got {value!r}")
+    return float(value)
+
+
+#: the widest hidden layer and the most layers `check_widths` accepts (a 16,384-square layer is 1 GiB of float32)
+MAX_WIDTH, MAX_LAYERS = 16_384, 64
+
+
+def check_widths(name: str, value: Any) -> tuple[int, ...]:
+    """Hidden-layer widths as a tuple of ints in ``[1, MAX_WIDTH]`` (at most `MAX_LAYERS`; ``()`` is no hidden
+    layer). A string (``"64"`` would iterate as 6 and 4), floats (2.5 would truncate), zero or negative widths
+    and sizes past the bounds raise ValueError naming `name`.
+
+    >>> check_widths("hidden", [64, 64])
+    (64, 64)
+    >>> check_widths("hidden", "64")
+    Traceback (most recent call last):
+    ...
+    ValueError: hidden must be layer widths, a tuple of at most 64 ints in [1, 16,384] such as (64, 64), got '64'
+    """
+    ok = isinstance(value, (tuple, list, np.ndarray)) and len(value) <= MAX_LAYERS \
+        and all(is_int(w) and 1 <= w <= MAX_WIDTH for w in value)
+    if not ok:
+        raise ValueError(f"{name} must be layer widths, a tuple of at most {MAX_LAYERS} ints in [1, {MAX_WIDTH:,}] "
+                         f"such as (64, 64), got {value!r}")
+    return tuple(int(w) for w in value)
