@@ -3,9 +3,9 @@
 A marl folder::
 
     marl.json           what was asked (argv, game, algorithm, mapping, env-step budget); marks the folder
-    run/                the `MARL` run after its last completed step (`MARL.save`)
-    history.csv         one row per step: env steps, mean return per group, losses, seconds
-    evaluation.json     mean return per group of the final policies over fresh episodes
+    run/                the `MARL` run folder after its last completed step (`MARL.save`, `pb.load_run`)
+    history.csv         one row per step: cumulative env steps, episodes and seconds, return per group, losses
+    evaluation.json     mean return per group (and its standard error) of the final policies over fresh episodes
 
 Agents are grouped by role (the name before the last ``_``: ``agent_0`` -> ``agent``,
 ``adversary_0`` -> ``adversary``), one learner of ``--algo`` per group, unless
@@ -73,8 +73,7 @@ def make_mapping(game: Any, kind: str, *, agent_id: bool = False) -> Any:
 
 def cmd_marl(args: argparse.Namespace, argv: Sequence[str]) -> int:
     import pbmarl as pb
-    from pbmarl.algorithms.marl import MARL
-    from pbmarl.algorithms.marl_io import make_group_learner
+    from pbmarl.algorithms.marl import MARL, make_group_learner
     from pbmarl.cli import CliError
     from pbmarl.io import ensure_writable_folder, write_json
 
@@ -100,21 +99,25 @@ def cmd_marl(args: argparse.Namespace, argv: Sequence[str]) -> int:
 def drive(run: Any, budget: int, out: Path, quiet: bool, first: str, eval_episodes: int) -> int:
     """Step `run` until it has taken `budget` env steps, saving after every step; evaluate at the end."""
     from pbmarl.io import write_json
+    from pbmarl.runs import Stop
+
+    def saved(record: Any) -> None:
+        run.save(out / "run")
+        run.history.to_csv(out / "history.csv")
+        if not quiet:
+            print(record, flush=True)
 
     print(first, flush=True)
     try:
-        while run.total_env_steps < budget:
-            record = run.step()
-            run.save(out / "run")
-            run.history.to_csv(out / "history.csv")
-            if not quiet:
-                print(record, flush=True)
+        if run.env_steps < budget:
+            run.run(until=Stop(env_steps=budget), progress=False, callback=saved)
     finally:
         run.close()  # a parameter server's workers (--workers > 1) stop
     result = run.evaluate(eval_episodes)
-    write_json(out / "evaluation.json", {k: float(v) for k, v in result.items()})
-    said = ", ".join(f"{k} {fmt(v)}" for k, v in result.items())
-    print(f"done: {run.total_env_steps} env steps; evaluation over {eval_episodes} episodes: {said}", flush=True)
+    write_json(out / "evaluation.json", {"episodes": result.episodes, "mean": result.mean.to_dict(),
+                                         "stderr": result.stderr.to_dict()})
+    said = ", ".join(f"{k} {fmt(v)}" for k, v in result.mean.items())
+    print(f"done: {run.env_steps} env steps; mean return over {eval_episodes} episodes: {said}", flush=True)
     return 0
 
 
@@ -129,9 +132,9 @@ def resume_marl(out: Path, steps: int | None, quiet: bool) -> int:
                        f"again with: {' '.join(info['argv'])}")
     ensure_writable_folder(out, what="run folder")
     run = MARL.load(out / "run")
-    budget = int(info["steps"]) if steps is None else run.total_env_steps + int(steps)
-    if budget <= run.total_env_steps:
-        print(f"the run in {out} is complete ({run.total_env_steps} env steps); extend it with: "
+    budget = int(info["steps"]) if steps is None else run.env_steps + int(steps)
+    if budget <= run.env_steps:
+        print(f"the run in {out} is complete ({run.env_steps} env steps); extend it with: "
               f"pbmarl resume {out} --steps N")
         return 0
     write_json(out / MARKER, {**info, "steps": budget})

@@ -3,6 +3,7 @@ the single-process one, BSP averages, BAP keeps its bound, counts stay exact, er
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
@@ -101,14 +102,15 @@ def test_bap_keeps_its_bound_asp_records_staleness_and_env_steps_are_counted_onc
     records = [run.step() for _ in range(4)]
     log = run._rounds.log
     assert len(log) == 12 and len({e[2] for e in log}) == 12  # every job once, under its own seed
-    assert records[-1].total_env_steps == sum(e[4] for e in log) == sum(r.env_steps for r in records)
-    assert learner.env_steps == run.total_env_steps
+    assert records[-1].env_steps == sum(e[4] for e in log) == run.env_steps
+    assert learner.env_steps == run.env_steps
     assert learner.updates == len(run.staleness) if sync == "asp" else learner.updates <= len(run.staleness)
     if sync == "bap":
         assert max(run.staleness) <= 1
     else:
         assert max(run.staleness) >= 2  # three workers pushing on arrival: some gradients are two versions old
-    assert run.history["team/max_staleness"].max() == max(run.staleness)
+    assert run.history["max_staleness"].max() == max(run.staleness)
+    assert list(run.history["fresh_workers"]) == [True, False, False, False]
     run.close()
 
 
@@ -119,10 +121,11 @@ def test_an_interrupted_step_is_undone_and_the_next_starts_fresh_workers(spread:
     ctrl_c(run._rounds.executor.inner, "next", at=2)
     with pytest.raises(KeyboardInterrupt):
         run.step()
-    assert run._rounds is None and len(run.records) == 1 and run.total_env_steps == before[4]
+    assert run._rounds is None and len(run.records) == 1 and run.env_steps == before[4]
     np.testing.assert_array_equal(get_state(Team(run.learners)), _state_of(run, before))
-    record = run.step()  # a fresh server from the restored learners
-    assert record.iteration == 2 and record.total_env_steps == before[4] + sum(e[4] for e in run._rounds.log)
+    record = run.step()  # a fresh server from the restored learners, and the record says so
+    assert record.iteration == 2 and record.env_steps == before[4] + sum(e[4] for e in run._rounds.log)
+    assert record.extra["fresh_workers"] and list(run.history["fresh_workers"]) == [True, True]
     run.close()
 
 
@@ -141,8 +144,10 @@ def test_a_parallel_run_saves_loads_and_goes_on(tmp_path, spread: pb.Game) -> No
     loaded = pb.MARL.load(tmp_path / "run")
     assert loaded.parallel is not None and loaded.parallel.sync == "bap" and loaded.parallel.workers == 2
     np.testing.assert_array_equal(get_state(Team(loaded.learners)), state)
+    before = loaded.env_steps
     record = loaded.step()
-    assert record.total_env_steps == run.total_env_steps + record.env_steps and loaded.staleness
+    assert before == run.env_steps and record.env_steps == before + sum(e[4] for e in loaded._rounds.log)
+    assert loaded.staleness and record.extra["fresh_workers"]
     run.close()
     loaded.close()
 
@@ -153,22 +158,21 @@ def test_parallel_mappo_learns_a_coordination_game() -> None:
     learner = pb.MAPPO(seed=0, workers=2, sync="bsp", steps_per_round=128, lr=1e-2, gamma=0.0, hidden=(32,))
     run = pb.MARL(game, {"team": learner}, pb.AgentMapping.shared(game, group="team", agent_id=True), seed=0,
                   num_envs=16)
-    for _ in run.run(40):
-        pass
-    assert run.evaluate(256)["return/team"] >= 1.95  # both agents paid 1 on (almost) every episode (seeds 0-3: 2.0)
+    run.run(40, progress=False)
+    assert run.evaluate(256).mean["team"] >= 1.95  # both agents paid 1 on (almost) every episode (seeds 0-3: 2.0)
     run.close()
 
 
 def test_bad_parallel_marl_set_ups_are_named(spread: pb.Game) -> None:
-    with pytest.raises(ValueError, match=r"MAPPOConfig.sync must be one of \('bsp', 'asp', 'bap'\), got 'ssp'"):
+    with pytest.raises(ValueError, match=r"sync must be one of \('bsp', 'asp', 'bap'\), got 'ssp'"):
         pb.MAPPO(workers=2, sync="ssp")
-    with pytest.raises(ValueError, match="QMIXConfig.workers must be a positive int, got 0"):
+    with pytest.raises(ValueError, match="workers must be a positive int, got 0"):
         pb.QMIX(workers=0)
     mapping = pb.AgentMapping(spread, {"agent_0": "a", "agent_1": "b"})
     with pytest.raises(ValueError, match="the same parameter server.*a: \\(2, 'bsp', 1, 'local'\\); b: \\(1"):
         pb.MARL(spread, {"a": pb.MAPPO(workers=2), "b": pb.MAPPO()}, mapping)
     with pytest.raises(ValueError, match="group 'b'.*Independent has no parameter-server mode"):
-        pb.MARL(spread, {"a": pb.MAPPO(workers=2), "b": pb.Independent("rainbow")}, mapping)
+        pb.MARL(spread, {"a": pb.MAPPO(workers=2), "b": pb.Independent(algo="rainbow")}, mapping)
     with pytest.raises(ValueError, match="pool= cannot be combined with the learners' workers=2"):
         pb.MARL(spread, {"team": pb.MAPPO(workers=2)}, pool=pb.RolloutPool(spread))
 
@@ -178,7 +182,7 @@ def test_a_job_that_steps_an_optimiser_twice_is_refused(spread: pb.Game) -> None
     recipe = list(_recipe(run))
     cls, config, seed = recipe[2]["team"]
     worker = MARLWorker(*recipe, 0, 4)
-    worker.run.learners["team"].config = config.__class__(**{**config.__dict__, "workers": 1, "epochs": 2})
+    worker.run.learners["team"].config = replace(config, workers=1, epochs=2)
     with pytest.raises(RuntimeError, match="'team/optimizer' stepped twice in one parameter-server job"):
         worker.compute(get_state(Team(run.learners)), 0, [1], 0)
 
@@ -205,8 +209,10 @@ def test_command_line_marl_on_workers_and_resume(tmp_path, capsys) -> None:
                  "--steps-per-round", "10", "--num-envs", "2", "--eval-episodes", "2", "--workers", "2", "--sync",
                  "bap", "--staleness", "0", "--out", str(out), "--quiet"]) == 0
     assert "2 workers (bap, local)" in capsys.readouterr().out
-    config = json.loads((out / "run" / "run.json").read_text())["learners"][0]["config"]
+    saved = json.loads((out / "run" / "run.json").read_text())["state"]
+    config = json.loads((out / "run" / saved / "state.json").read_text())["learners"][0]["config"]
     assert (config["workers"], config["sync"], config["staleness"]) == (2, "bap", 0)
     assert main(["resume", str(out), "--steps", "20", "--quiet"]) == 0
     history = pd.read_csv(out / "history.csv")
-    assert list(history["total_env_steps"]) == [20, 40] and history["shared/max_staleness"].max() == 0
+    assert list(history["env_steps"]) == [20, 40] and history["max_staleness"].max() == 0
+    assert list(history["fresh_workers"]) == [True, True]   # the resumed run started fresh workers

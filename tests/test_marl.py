@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -14,6 +16,12 @@ import pbmarl as pb
 from pbmarl.games.matrix_env import CLIMBING
 from pbmarl.learners.group import joint_steps
 from pbmarl.learners.mixers import VDN, QMixer, mixing_gradient
+
+
+def untimed(run: pb.MARL) -> pd.DataFrame:
+    """The history without the columns that measure time (which two equal runs never share)."""
+    h = run.history
+    return h[[c for c in h.columns if not c.startswith(("wall_time", "time/"))]]
 
 
 @pytest.fixture(scope="module")
@@ -63,7 +71,7 @@ def test_groups_get_their_own_agents_rows() -> None:
     # the blue group's return is the sum of its two agents' returns, red's its one agent's
     assert np.isfinite(rec.returns["blue"]) and np.isfinite(rec.returns["red"])
     h = marl.history
-    assert list(h.index) == [1] and {"return/red", "return/blue", "blue/policy_loss"} <= set(h.columns)
+    assert list(h.index) == [1] and {"return/red", "return/blue", "loss/blue/policy_loss"} <= set(h.columns)
     # a group of agents with different observation sizes is refused by name
     with pytest.raises(ValueError, match="group 'all' maps agents of different observation sizes"):
         pb.MARL(game, {"all": pb.MAPPO()}, pb.AgentMapping.shared(game, group="all"))
@@ -160,9 +168,8 @@ def test_save_resume_gives_the_same_history(tmp_path, climbing: pb.MatrixGame, a
                        seed=5, num_envs=8)
 
     straight, resumed = marl_straight_and_resumed(make, tmp_path / "run")
-    cols = [c for c in straight.history.columns if not c.startswith("seconds/")]
-    pd.testing.assert_frame_equal(straight.history[cols], resumed.history[cols])
-    assert resumed.evaluate(20).equals(straight.evaluate(20))
+    pd.testing.assert_frame_equal(untimed(straight), untimed(resumed))
+    pd.testing.assert_series_equal(resumed.evaluate(20).mean, straight.evaluate(20).mean)
 
 
 def test_mappo_lr_decay_follows_the_linear_schedule_and_survives_a_resume(tmp_path, climbing: pb.MatrixGame) -> None:
@@ -174,14 +181,13 @@ def test_mappo_lr_decay_follows_the_linear_schedule_and_survives_a_resume(tmp_pa
                        seed=5, num_envs=8)
 
     straight, resumed = marl_straight_and_resumed(make, tmp_path / "run", total=5, before_save=2)
-    lr = straight.history["team/lr"].to_numpy()
-    expected = 1e-3 * np.clip(1 - (straight.history["total_env_steps"].to_numpy() - 32) / 96, 0, None)
+    lr = straight.history["loss/team/lr"].to_numpy()
+    expected = 1e-3 * np.clip(1 - (straight.history["env_steps"].to_numpy() - 32) / 96, 0, None)
     np.testing.assert_allclose(lr, expected)
     assert lr[0] == 1e-3 and lr[-1] == 0.0 and np.all(np.diff(lr) <= 0) and lr[1] < 1e-3
     learner = straight.learners["team"]
     assert isinstance(learner, pb.MAPPO) and learner.optimizer.param_groups[0]["lr"] == lr[-1]
-    cols = [c for c in straight.history.columns if not c.startswith("seconds/")]
-    pd.testing.assert_frame_equal(straight.history[cols], resumed.history[cols])
+    pd.testing.assert_frame_equal(untimed(straight), untimed(resumed))
     for bad in (0, -5, True, 2.5):
         with pytest.raises(ValueError, match="lr_decay_steps must be a positive int"):
             pb.MAPPO(lr_decay_steps=bad)
@@ -201,10 +207,9 @@ def test_maddpg_save_resume_gives_the_same_history(tmp_path) -> None:
                        seed=4, num_envs=2)
 
     straight, resumed = marl_straight_and_resumed(make, tmp_path / "run", total=4, before_save=2)
-    cols = [c for c in straight.history.columns if not c.startswith("seconds/")]
-    assert np.isfinite(straight.history["team/critic_loss"].iloc[-1])
-    pd.testing.assert_frame_equal(straight.history[cols], resumed.history[cols])
-    assert resumed.evaluate(4).equals(straight.evaluate(4))
+    assert np.isfinite(straight.history["loss/team/critic_loss"].iloc[-1])
+    pd.testing.assert_frame_equal(untimed(straight), untimed(resumed))
+    pd.testing.assert_series_equal(resumed.evaluate(4).mean, straight.evaluate(4).mean)
 
 
 def test_deterministic_evaluation_plays_each_policys_most_likely_action(climbing: pb.MatrixGame) -> None:
@@ -217,8 +222,8 @@ def test_deterministic_evaluation_plays_each_policys_most_likely_action(climbing
     greedy = marl.evaluate(50, policies=leaning, deterministic=True)
     pure = marl.evaluate(50, policies={"shared": pb.FixedPolicy.pure(view, 1)})
     sampled = marl.evaluate(50, policies=leaning)
-    assert greedy["return/shared"] == pure["return/shared"] == 2 * CLIMBING[1][1]   # both agents score 7
-    assert sampled["return/shared"] < 2 * 7.0 - 1.0                                   # miscoordination costs -30
+    assert greedy.mean["shared"] == pure.mean["shared"] == 2 * CLIMBING[1][1]   # both agents score 7
+    assert sampled.mean["shared"] < 2 * 7.0 - 1.0                               # miscoordination costs -30
     assert marl.rng.bit_generator.state == state
     with pytest.raises(ValueError, match="deterministic must be True or False, got 'yes'"):
         marl.evaluate(5, deterministic="yes")  # type: ignore[arg-type]
@@ -228,8 +233,8 @@ def test_deterministic_evaluation_plays_each_policys_most_likely_action(climbing
     noisy = pb.MARL(game, {"team": pb.MADDPG(seed=2, steps_per_round=10)}, mapping, seed=4, num_envs=2)
     actor = noisy.learners["team"].behaviour()                     # the exploring actor: Gaussian noise on
     assert isinstance(actor, pb.DeterministicPolicy) and actor.noise is not None
-    played = [noisy.evaluate(3, policies={"team": actor}, deterministic=True, seed=s)["return/team"] for s in (0, 0)]
-    quiet = noisy.evaluate(3, policies={"team": noisy.policies()["team"]}, deterministic=True, seed=0)["return/team"]
+    played = [noisy.evaluate(3, policies={"team": actor}, deterministic=True, seed=s).mean["team"] for s in (0, 0)]
+    quiet = noisy.evaluate(3, policies={"team": noisy.policies()["team"]}, deterministic=True, seed=0).mean["team"]
     assert played[0] == played[1] == quiet
 
 
@@ -243,7 +248,7 @@ def test_a_failed_step_leaves_the_run_as_it_was(climbing: pb.MatrixGame) -> None
     with pytest.raises(RuntimeError, match="boom"):
         marl.step()
     learner.train = original  # type: ignore[method-assign]
-    assert len(marl.records) == 1 and marl.total_env_steps == before[4]  # type: ignore[index]
+    assert len(marl.records) == 1 and marl.env_steps == before[4]  # type: ignore[index]
     assert marl.rng.bit_generator.state == before[2]  # type: ignore[index]
 
 
@@ -280,10 +285,10 @@ def test_command_line_marl_and_resume(tmp_path, capsys) -> None:
     assert main(["marl", "--game", game, "--algo", "ippo", "--steps", "10", "--steps-per-round", "10",
                  "--num-envs", "2", "--eval-episodes", "2", "--out", str(out), "--quiet"]) == 0
     first = pd.read_csv(out / "history.csv")
-    assert list(first["total_env_steps"]) == [10] and (out / "evaluation.json").exists()
+    assert list(first["env_steps"]) == [10] and (out / "evaluation.json").exists()
     assert main(["resume", str(out), "--steps", "10", "--quiet"]) == 0
     again = pd.read_csv(out / "history.csv")
-    assert list(again["total_env_steps"]) == [10, 20]
+    assert list(again["env_steps"]) == [10, 20]
     assert "resuming" in capsys.readouterr().out
     # a second start into the same folder is refused, naming the resume command
     assert main(["marl", "--game", game, "--algo", "ippo", "--out", str(out)]) == 2
@@ -335,8 +340,7 @@ def test_climbing_game_only_weighted_qmix_finds_the_optimum(climbing: pb.MatrixG
             learner = (pb.QMIX if algo == "qmix" else pb.IQL)(**options)
     mapping = pb.AgentMapping.shared(climbing, agent_id=True)
     marl = pb.MARL(climbing, {"shared": learner}, mapping, seed=0, num_envs=64)
-    for _ in marl.run(20 if algo != "mappo" else 25):
-        pass
+    marl.run(20 if algo != "mappo" else 25, progress=False)
     pi = marl.policies()["shared"]
     eye = np.eye(2, dtype=np.float32)
     obs = np.concatenate([eye, eye], axis=1)          # each agent's seat one-hot and its agent id
@@ -347,3 +351,118 @@ def test_climbing_game_only_weighted_qmix_finds_the_optimum(climbing: pb.MatrixG
         assert (joint[0], joint[1]) == (0, 0) and value == 11.0
     else:
         assert 5.0 <= value < 11.0, joint
+
+
+# -- the one vocabulary: building, options, files ---------------------------------------------------
+def test_a_group_learner_takes_a_game_a_name_or_none(spread: pb.Game) -> None:
+    by_game, by_name, bare = pb.MAPPO(spread, seed=0), pb.MAPPO("pettingzoo:simple_spread_v3", seed=0), pb.MAPPO()
+    assert by_game.game is spread and by_name.game is not None and bare.game is None
+    marl = pb.MARL(spread, {"shared": by_game}, seed=0, num_envs=2)
+    assert marl.learners["shared"] is by_game
+    pb.MARL(spread, {"shared": bare}, num_envs=2)
+    assert bare.game is not None and bare.game.name == spread.name          # the driver handed it over
+    other = pb.load_game("pettingzoo:simple_adversary_v3", max_cycles=5)
+    with pytest.raises(ValueError, match="built for 'simple_spread_v3', not 'simple_adversary_v3'"):
+        pb.MARL(other, {"shared": pb.QMIX(spread)}, pb.AgentMapping(other, {a: "shared" for a in other.agents},
+                                                                       pad=True))
+
+
+def test_one_learner_trains_one_group_of_one_run(spread: pb.Game) -> None:
+    learner = pb.MAPPO(seed=0, steps_per_round=10)
+    pb.MARL(spread, {"shared": learner}, num_envs=2)
+    with pytest.raises(ValueError, match="already trains group 'shared'.*build a new one"):
+        pb.MARL(spread, {"shared": learner}, num_envs=2)
+    two = pb.load_game("pettingzoo:simple_spread_v3", N=2, max_cycles=5)
+    mapping = pb.AgentMapping.independent(two)
+    same = pb.IPPO(seed=0)
+    with pytest.raises(ValueError, match="one learner object is given for several groups"):
+        pb.MARL(two, {"agent_0": same, "agent_1": same}, mapping)
+    # a set-up that fails on its second learner leaves the first free for another run
+    cont = pb.load_game("pettingzoo:simple_spread_v3", N=2, continuous_actions=True, max_cycles=5)
+    free = pb.MADDPG(seed=0)
+    with pytest.raises(ValueError, match="needs Discrete actions"):
+        pb.MARL(cont, {"agent_0": free, "agent_1": pb.QMIX()}, pb.AgentMapping.independent(cont))
+    pb.MARL(cont, {"agent_0": free, "agent_1": pb.MADDPG()}, pb.AgentMapping.independent(cont))
+
+
+@pytest.mark.parametrize(("make", "message"), [
+    (lambda: pb.MAPPO(bogus=1), "unknown option 'bogus' for MAPPO"),
+    (lambda: pb.QMIX(hiden=(8,)), "unknown option 'hiden' for QMIX; did you mean 'hidden'"),
+    (lambda: pb.MAPPO(hidden=(0,)), "hidden must be a sequence of positive ints"),
+    (lambda: pb.MAPPO(hidden="64"), "hidden must be a sequence of positive ints"),
+    (lambda: pb.MADDPG(hidden=(2.5,)), "hidden must be a sequence of positive ints"),
+    (lambda: pb.QMIX(central_hidden=(-4,)), "central_hidden must be a sequence of positive ints"),
+    (lambda: pb.MAPPO(epochs=2.0), "epochs must be a positive int, got 2.0"),
+    (lambda: pb.MAPPO(steps_per_round=-3), "steps_per_round must be a positive int, got -3"),
+    (lambda: pb.MADDPG(batch_size=True), "batch_size must be a positive int, got True"),
+    (lambda: pb.QMIX(buffer_episodes=8, batch_episodes=32), "buffer_episodes must be at least batch_episodes=32"),
+    (lambda: pb.MAPPO(seed=-1), "seed must be an int in"),
+    (lambda: pb.QMIX(workers=0), "workers must be a positive int, got 0"),
+    (lambda: pb.MAPPO(config=pb.QMIX().config), "config for MAPPO must be a MAPPOConfig"),
+    (lambda: pb.MAPPO(42), "game of MAPPO must be a pbmarl Game, a game name or None"),
+    (lambda: pb.Independent(algo="sac", lrr=1e-3), "unknown option 'lrr' for Independent\\('sac'\\); did you mean 'lr'"),
+])
+def test_bad_learner_options_are_named(make: Any, message: str) -> None:
+    with pytest.raises((ValueError, TypeError), match=message):
+        make()
+
+
+def test_bad_marl_options_are_named(spread: pb.Game) -> None:
+    learner = lambda: {"shared": pb.MAPPO(seed=0, steps_per_round=10)}  # noqa: E731
+    for options, message in [({"num_envs": True}, "num_envs must be a positive int, got True"),
+                             ({"num_envs": 2.7}, "num_envs must be a positive int, got 2.7"),
+                             ({"num_threads": 0}, "num_threads must be a positive int or None"),
+                             ({"seed": -2}, "seed must be an int in"),
+                             ({"num_env": 2}, "unknown option 'num_env' for MARL; did you mean 'num_envs'")]:
+        with pytest.raises((ValueError, TypeError), match=message):
+            pb.MARL(spread, learner(), **options)
+    marl = pb.MARL("pettingzoo:simple_spread_v3(N=3, local_ratio=0.5, max_cycles=5)", learner(), num_envs=2)
+    assert marl.config.to_dict() == {"num_envs": 2, "num_threads": 1} and marl.seed == 0
+    for bad in (0, True, 2.5):
+        with pytest.raises(ValueError, match="episodes must be a positive int"):
+            marl.evaluate(bad)
+
+
+def test_a_fixed_group_of_another_observation_width_saves_and_loads(tmp_path: Any) -> None:
+    """Issue 48: simple_adversary's adversary sees 8 numbers, seat 0... is the adversary, and the agents 10: the
+    fixed blue group's policy is rebuilt for the blue view, not for seat 0's width (`size mismatch for 0.weight`)."""
+    game = pb.load_game("pettingzoo:simple_adversary_v3", max_cycles=5)
+    mapping = pb.AgentMapping(game, {"adversary_0": "red", "agent_0": "blue", "agent_1": "blue"})
+    blue = pb.MLPPolicy(mapping.group_game("blue"), hidden=(8,), seed=3)
+    red_mix = pb.Mixture([pb.MLPPolicy(mapping.group_game("red"), hidden=(8,), seed=s) for s in (1, 2)], [0.25, 0.75])
+    for learner_group, fixed in (("red", {"blue": blue}), ("blue", {"red": red_mix})):
+        marl = pb.MARL(game, {learner_group: pb.IPPO(seed=0, steps_per_round=10, epochs=1)}, mapping, fixed=fixed,
+                       seed=0, num_envs=2)
+        marl.step()
+        marl.save(tmp_path / learner_group)
+        loaded = pb.load_run(tmp_path / learner_group)
+        (group, saved), = loaded.fixed.items()
+        if isinstance(saved, pb.Mixture):
+            assert list(saved.weights) == [0.25, 0.75] and len(saved.policies) == 2
+        else:
+            x = np.ones((1, 10), np.float32)
+            np.testing.assert_array_equal(saved.action_probabilities(x, np.ones((1, 5), bool)),
+                                          blue.action_probabilities(x, np.ones((1, 5), bool)))
+        twin = pb.MARL(game, {learner_group: pb.IPPO(seed=0, steps_per_round=10, epochs=1)}, mapping, fixed=fixed,
+                       seed=0, num_envs=2)
+        twin.run(2, progress=False)
+        loaded.step()
+        pd.testing.assert_frame_equal(untimed(loaded), untimed(twin))
+
+
+def test_loss_columns_keep_their_order_through_a_save(tmp_path: Any, climbing: pb.MatrixGame) -> None:
+    """Issue 48: the run folder's JSON sorted the losses' keys, so a resumed history.csv had its loss columns in
+    another order (QMIX's td_loss, q, epsilon came back as epsilon, q, td_loss)."""
+    marl = pb.MARL(climbing, {"team": pb.QMIX(seed=0, steps_per_round=16, batch_episodes=4)}, seed=0, num_envs=4)
+    marl.step()
+    (tmp_path / "run").mkdir()
+    (tmp_path / "run" / ".history.csv.123.tmp").write_text("left by a killed save")
+    marl.save(tmp_path / "run")
+    loaded = pb.load_run(tmp_path / "run")
+    loaded.step()
+    loaded.save(tmp_path / "run")
+    want = ["loss/team/td_loss", "loss/team/q", "loss/team/epsilon"]
+    assert [c for c in loaded.history.columns if c.startswith("loss/")] == want
+    assert [c for c in pd.read_csv(tmp_path / "run" / "history.csv").columns if c.startswith("loss/")] == want
+    assert not list((tmp_path / "run").rglob("*.tmp"))
+    assert list(loaded.history["env_steps"]) == [16, 32] and list(loaded.history["episodes"]) == [16, 32]

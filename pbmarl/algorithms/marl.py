@@ -1,4 +1,4 @@
-"""`MARL`: teams trained together (MALib's MARL scenario), stepped like every pbmarl driver.
+"""`MARL`: teams trained together (MALib's MARL scenario), a `pbmarl.runs.Run` like every other.
 
 An `AgentMapping` sends every agent to a group; each group is played either by a
 learner (`pb.MAPPO`, `pb.IPPO`, `pb.QMIX`, `pb.IQL`, `pb.MADDPG`, ...) or by a fixed
@@ -7,79 +7,142 @@ policy. One `step()`:
 1. collects at least the largest ``steps_per_round`` of the learners in env steps,
    all groups in the same episodes (`RolloutPool.collect(policies=..., mapping=...)`);
 2. hands each learning group its rows (`GroupLearner.train`);
-3. returns a `MARLRecord`: env steps, mean episode return per group (the sum over the
-   group's agents), the learners' losses, seconds.
+3. returns a `MARLRecord`: cumulative env steps, episodes and seconds, the mean episode return
+   per group (``return/<group>``, the sum over the group's agents), each learner's training
+   statistics (``loss/<group>/<name>``) and the seconds of each phase (``time/collect``, ``time/train``).
 
 A step is all-or-nothing: an exception anywhere (Ctrl-C included) leaves the learners,
-history and random state as they were. ``save(folder)`` / ``MARL.load(folder)`` write
-and read a run folder (JSON, ``.npz`` and torch state dicts loaded with
-``weights_only=True``), and a loaded run continues exactly as the unsaved one would.
+history and random state as they were. ``save(folder)`` / ``pb.load_run(folder)`` write and
+read one run folder (`pbmarl.runs.folder`), and a loaded run continues exactly as the unsaved one.
+
+On a parameter server (the learners' ``workers > 1``, `pbmarl.distributed.marl_rounds`) the
+workers keep state of their own (their replays, their place in the job seeds, jobs in flight),
+which neither a save nor an interrupted step keeps: a loaded run, or the step after a Ctrl-C,
+starts fresh workers and from there on differs from a run that went straight through. Such a
+step says so in its record: ``fresh_workers`` is True on every step that started workers.
 
 Example:
-    >>> game = pb.load_game("pettingzoo:simple_spread_v3", N=3, local_ratio=0.5, max_cycles=25)  # doctest: +SKIP
-    >>> marl = pb.MARL(game, learners={"shared": pb.MAPPO(seed=0)}, mapping=pb.AgentMapping.shared(game))  # doctest: +SKIP
-    >>> for record in marl.run(10): print(record)  # doctest: +SKIP
-    >>> marl.history; marl.evaluate(episodes=100)  # doctest: +SKIP
+    >>> import pbmarl as pb
+    >>> game = pb.load_game("pettingzoo:simple_spread_v3", N=2, max_cycles=5)
+    >>> marl = pb.MARL(game, {"shared": pb.MAPPO(seed=0, steps_per_round=20, epochs=1)}, seed=0, num_envs=2)
+    >>> records = marl.run(2, progress=False)
+    >>> list(marl.history.columns[:4])
+    ['env_steps', 'episodes', 'wall_time', 'return/shared']
+    >>> list(marl.evaluate(episodes=4).mean.index)
+    ['shared']
 """
 
 from __future__ import annotations
 
 import copy
-import os
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
-import pandas as pd
 
-from pbmarl.algorithms.transaction import all_or_nothing
 from pbmarl.distributed.on_server import OnServer
 from pbmarl.games.base import Game
 from pbmarl.learners.group import GroupLearner
 from pbmarl.learners.nets import torch_threads
-from pbmarl.policies.base import Policy
+from pbmarl.policies.base import Policy, new_policy_from_state
 from pbmarl.policies.mixture import Mixture
 from pbmarl.rollout.mapping import AgentMapping
+from pbmarl.rollout.results import EvalResult
+from pbmarl.runs import Config, Record, Run, SavedRun, State, build_config, check_seed, shared_row
+from pbmarl.runs.config import POSITIVE_INT, Rule, is_int
+from pbmarl.runs.transaction import all_or_nothing
+
+#: the group learners by their registry name (what a run folder and the command line name): module, class
+GROUP_LEARNERS: dict[str, tuple[str, str]] = {
+    "mappo": ("pbmarl.learners.mappo", "MAPPO"), "rmappo": ("pbmarl.learners.mappo", "RMAPPO"),
+    "ippo": ("pbmarl.learners.mappo", "IPPO"), "qmix": ("pbmarl.learners.qmix", "QMIX"),
+    "iql": ("pbmarl.learners.qmix", "IQL"), "vdn": ("pbmarl.learners.qmix", "VDNLearner"),
+    "maddpg": ("pbmarl.learners.maddpg", "MADDPG"), "independent": ("pbmarl.learners.independent", "Independent"),
+}
+
+
+def group_learner_class(name: str) -> type[GroupLearner]:
+    """The group learner registered as `name`; an unknown name raises ValueError with a did-you-mean."""
+    import importlib
+
+    from pbmarl.runs.config import did_you_mean
+
+    if name not in GROUP_LEARNERS:
+        raise ValueError(f"unknown multi-agent learner {name!r}{did_you_mean(name, GROUP_LEARNERS)} "
+                         f"Known: {', '.join(GROUP_LEARNERS)}")
+    module, cls = GROUP_LEARNERS[name]
+    found: type[GroupLearner] = getattr(importlib.import_module(module), cls)
+    return found
+
+
+def make_group_learner(name: str, *, seed: int = 0, **options: Any) -> GroupLearner:
+    """``"mappo"`` -> ``pb.MAPPO(seed=seed, **options)`` and so on; an unknown name raises, listing the known."""
+    return group_learner_class(name)(seed=seed, **options)
 
 
 @dataclass(frozen=True)
-class MARLRecord:
+class MARLConfig(Config):
+    """`MARL` options (its parts, the learners, mapping, fixed policies and pool, are arguments)."""
+
+    num_envs: int = 32
+    """Environment instances stepped together."""
+    num_threads: int | None = 1
+    """torch threads while collecting and training (None: leave torch's setting)."""
+
+    checks: ClassVar[dict[str, Rule]] = {
+        "num_envs": POSITIVE_INT,
+        "num_threads": (lambda v: v is None or (is_int(v) and v >= 1), "a positive int or None (torch's setting)"),
+    }
+
+
+@dataclass(frozen=True)
+class MARLRecord(Record):
     """One `MARL.step()`.
 
     Attributes:
         iteration: 1, 2, ... (steps taken so far).
-        env_steps: env steps of this step; ``total_env_steps`` since the start.
-        episodes: episodes that ended in this step's collection.
-        returns: mean episode return per group (summed over the group's agents).
-        losses: per learning group, the learner's loss terms.
-        seconds: wall seconds of ``collect`` and ``train``.
+        env_steps, episodes, wall_time: cumulative env steps, ended episodes and seconds of the run.
+        returns: mean episode return per group (summed over the group's agents) over this step's episodes.
+        losses: per learning group, the learner's training statistics (``loss/<group>/<name>``).
+        times: seconds of each phase of the step (``time/<phase>``).
+        extra: on a parameter server, ``max_staleness`` and ``fresh_workers`` (see the module doc).
     """
 
     iteration: int
     env_steps: int
-    total_env_steps: int
     episodes: int
+    wall_time: float
     returns: dict[str, float]
     losses: dict[str, dict[str, float]] = field(default_factory=dict)
-    seconds: dict[str, float] = field(default_factory=dict)
+    times: dict[str, float] = field(default_factory=dict)
+    extra: dict[str, Any] = field(default_factory=dict)
 
     def as_row(self) -> dict[str, Any]:
-        row: dict[str, Any] = {"iteration": self.iteration, "env_steps": self.env_steps,
-                               "total_env_steps": self.total_env_steps, "episodes": self.episodes}
-        row.update({f"return/{g}": v for g, v in self.returns.items()})
-        row.update({f"{g}/{k}": v for g, d in self.losses.items() for k, v in d.items()})
-        row.update({f"seconds/{k}": v for k, v in self.seconds.items()})
-        return row
+        return shared_row(iteration=self.iteration, env_steps=self.env_steps, episodes=self.episodes,
+                          wall_time=self.wall_time, returns=self.returns, times=self.times, extra=self.extra,
+                          losses={f"{g}/{k}": v for g, d in self.losses.items() for k, v in d.items()})
+
+    def to_json(self) -> dict[str, Any]:
+        """JSON-ready, every dict as ``[key, value]`` pairs so that its order (the history's columns) survives."""
+        return {"iteration": self.iteration, "env_steps": self.env_steps, "episodes": self.episodes,
+                "wall_time": self.wall_time, "returns": list(self.returns.items()),
+                "losses": [[g, list(d.items())] for g, d in self.losses.items()],
+                "times": list(self.times.items()), "extra": list(self.extra.items())}
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> MARLRecord:
+        return cls(int(data["iteration"]), int(data["env_steps"]), int(data["episodes"]), float(data["wall_time"]),
+                   dict(data["returns"]), {g: dict(d) for g, d in data["losses"]}, dict(data["times"]),
+                   dict(data["extra"]))
 
     def __str__(self) -> str:
         from pbmarl.fmt import fmt
 
         rets = ", ".join(f"{g} {fmt(v)}" for g, v in self.returns.items())
-        return (f"MARL step {self.iteration}: {self.env_steps} env steps ({self.total_env_steps} total), "
-                f"{self.episodes} episodes, return {rets}, {sum(self.seconds.values()):.2f}s")
+        return (f"MARL step {self.iteration}: {self.env_steps} env steps, {self.episodes} episodes, return {rets}, "
+                f"{sum(self.times.values()):.2f}s")
 
 
 def steppable(game: Game) -> Game:
@@ -120,37 +183,46 @@ def parallel_options(learners: Mapping[str, GroupLearner]) -> Any:
     return next(iter(wanted.values())).config
 
 
-class MARL(OnServer):
+class MARL(Run, OnServer):
     """Several groups of agents trained together; see the module doc.
 
+    ``pb.MARL(game, learners, mapping=None, *, fixed=None, pool=None, seed=0, config=None, **options)``;
+    the options are the fields of `MARLConfig` (``num_envs``, ``num_threads``).
+
     Args:
-        game: a PettingZoo Parallel game (e.g. ``pettingzoo:simple_spread_v3``), a Gymnasium game, or a `MatrixGame`.
-        learners: ``{group: GroupLearner}``, the groups that learn.
+        game: a PettingZoo Parallel game (e.g. ``pettingzoo:simple_spread_v3``), a Gymnasium game, a `MatrixGame`,
+            or the name of one.
+        learners: ``{group: GroupLearner}``, the groups that learn (each learner trains one group of one run).
         mapping: an `AgentMapping` of `game` (default: every agent in one group, when `learners` names one group).
         fixed: ``{group: Policy or Mixture}`` for the groups that do not learn (opponents, teammates).
-        seed: seeds collection.
-        num_envs: environment instances stepped together.
-        num_threads: torch threads while training (None: leave torch's setting).
         pool: a `RolloutPool` of the game; ``backend="ray"`` pools work too, and cut each round into their own
             work units. The default, a local pool, collects a round as one unit: at least ``steps_per_round``
-            env steps and less than one more wave of `num_envs` episodes (3,200 steps of 25-step episodes on
-            32 copies are exactly 4 waves).
+            env steps and less than one more wave of `num_envs` episodes.
+        seed: seeds collection.
     """
 
-    def __init__(self, game: Game, learners: Mapping[str, GroupLearner], mapping: AgentMapping | None = None, *,
-                 fixed: Mapping[str, Policy | Mixture] | None = None, seed: int = 0, num_envs: int = 32,
-                 num_threads: int | None = 1, pool: Any = None) -> None:
+    def __init__(self, game: Game | str, learners: Mapping[str, GroupLearner], mapping: AgentMapping | None = None,
+                 *, fixed: Mapping[str, Policy | Mixture] | None = None, pool: Any = None, seed: int = 0,
+                 config: MARLConfig | None = None, **options: Any) -> None:
         from pbmarl.rollout.pool import RolloutPool
 
+        if isinstance(game, str):
+            from pbmarl.games.registry import load_game
+
+            game = load_game(game)
         if not isinstance(game, Game):
-            raise TypeError(f"game must be a pbmarl Game (see pb.load_game), got {type(game).__name__}")
+            raise TypeError(f"game must be a pbmarl Game or a game name (see pb.load_game), got {type(game).__name__}")
+        self.config: MARLConfig = build_config(MARLConfig, config, options, owner="MARL")
+        self.seed = check_seed(seed)
         if not isinstance(learners, Mapping) or not learners:
             raise ValueError(f"learners must be a non-empty dict {{group: learner}}, got {learners!r}")
         for g, learner in learners.items():
             if not isinstance(learner, GroupLearner):
                 raise TypeError(f"group {g!r}'s learner must be a multi-agent learner (pb.MAPPO, pb.IPPO, pb.QMIX, "
-                                f"pb.IQL, pb.MADDPG, or pb.Independent('sac') for a single-agent one), got "
+                                f"pb.IQL, pb.MADDPG, or pb.Independent(algo='sac') for a single-agent one), got "
                                 f"{type(learner).__name__}: {learner!r}")
+        if len({id(lr) for lr in learners.values()}) < len(learners):
+            raise ValueError("one learner object is given for several groups; each group needs a learner of its own")
         self.game = game
         self.stepped = steppable(game)
         if mapping is None:
@@ -165,44 +237,48 @@ class MARL(OnServer):
         self.mapping = AgentMapping.from_spec(self.stepped, mapping.spec())
         self.fixed = dict(fixed or {})
         named = set(learners) | set(self.fixed)
-        both = set(learners) & set(self.fixed)
-        if both or named != set(self.mapping.groups):
+        if set(learners) & set(self.fixed) or named != set(self.mapping.groups):
             raise ValueError(f"every group of the mapping {list(self.mapping.groups)} needs exactly one learner or fixed "
                              f"policy; learners name {sorted(learners)}, fixed names {sorted(self.fixed)}")
-        self.learners = dict(learners)
-        for g, learner in self.learners.items():
-            learner.bind(self.mapping, g)
-        self.seed = int(seed)
-        self.num_envs = int(num_envs)
-        self.num_threads = num_threads
-        self.rng = np.random.default_rng(seed)
-        # one work unit per round: the pool's default cuts a call into ~8 units of >= 512 steps, and every unit
-        # starts all `num_envs` copies on whole episodes, so 3,200 steps of 25-step episodes on 32 copies were
-        # 7 units of 800 = 5,600 steps; as one unit they are 4 waves of 800 = 3,200
-        self.pool = pool if pool is not None else RolloutPool(
-            self.stepped, envs_per_worker=self.num_envs, seed=seed,
-            unit_steps=max(lr.steps_per_round for lr in self.learners.values()))
-        self.records: list[MARLRecord] = []
-        self.total_env_steps = 0
-        self.parallel = parallel_options(self.learners)
+        self.parallel = parallel_options(learners)
         if self.parallel is not None and pool is not None:
             raise ValueError(f"pool= cannot be combined with the learners' workers={self.parallel.workers}: each "
                              "parameter-server worker collects with its own pool (give num_envs= for its size)")
+        self.learners = dict(learners)
+        bound: list[GroupLearner] = []
+        try:
+            for g, learner in self.learners.items():
+                learner.bind(self.mapping, g)
+                bound.append(learner)
+        except BaseException:
+            for learner in bound:  # a failed set-up leaves the learners free for another run
+                learner.release()
+            raise
+        self.rng = np.random.default_rng(self.seed)
+        # one work unit per round: every unit starts all `num_envs` copies on whole episodes, so cutting a round
+        # into several units would collect several waves too many
+        self.pool = pool if pool is not None else RolloutPool(
+            self.stepped, envs_per_worker=self.config.num_envs, seed=self.seed,
+            unit_steps=max(lr.steps_per_round for lr in self.learners.values()))
+        self.records: list[MARLRecord] = []
+        self.env_steps = 0
+        self.episodes = 0
+        self.wall_time = 0.0
         self._rounds: Any = None
 
     # -- stepping --------------------------------------------------------------------------------
     def snapshot(self) -> tuple[Any, ...]:
         return (copy.deepcopy({g: lr.state_dict() for g, lr in self.learners.items()}),
                 {g: (lr.rng.bit_generator.state, lr.env_steps) for g, lr in self.learners.items()},
-                self.rng.bit_generator.state, list(self.records), self.total_env_steps)
+                self.rng.bit_generator.state, list(self.records), self.env_steps, self.episodes, self.wall_time)
 
     def restore(self, state: Any) -> None:
-        learner_states, rngs, rng, records, total = state
+        learner_states, rngs, rng, records, self.env_steps, self.episodes, self.wall_time = state
         for g, lr in self.learners.items():
             lr.load_state_dict(learner_states[g])
             lr.rng.bit_generator.state, lr.env_steps = rngs[g]
         self.rng.bit_generator.state = rng
-        self.records, self.total_env_steps = records, total
+        self.records = records
 
     def _collect(self) -> dict[str, Any]:
         """One round's rows per learning group: every group in the same episodes, at least the largest
@@ -210,7 +286,7 @@ class MARL(OnServer):
         policies: dict[str, Policy | Mixture] = {g: lr.behaviour() for g, lr in self.learners.items()}
         policies.update(self.fixed)
         steps = max(lr.steps_per_round for lr in self.learners.values())
-        with torch_threads(self.num_threads):  # one thread: several times faster for these small nets on a busy machine
+        with torch_threads(self.config.num_threads):  # one thread: several times faster for these small nets
             rows: dict[str, Any] = self.pool.collect(policies=policies, mapping=self.mapping,
                                                      learning=set(self.learners), steps=steps, seed=self.rng,
                                                      progress=False)
@@ -225,41 +301,40 @@ class MARL(OnServer):
         rows = self._collect()
         t1 = time.perf_counter()
         any_rows = next(iter(rows.values()))
-        self.total_env_steps += int(any_rows.steps)
-        with torch_threads(self.num_threads):
-            losses = {g: lr.train(rows[g], self.total_env_steps) for g, lr in self.learners.items()}
+        env_steps = self.env_steps + int(any_rows.steps)
+        with torch_threads(self.config.num_threads):
+            losses = {g: lr.train(rows[g], env_steps) for g, lr in self.learners.items()}
         t2 = time.perf_counter()
-        ret = np.asarray(any_rows.episode_returns, dtype=float)
-        record = MARLRecord(
-            iteration=len(self.records) + 1, env_steps=int(any_rows.steps), total_env_steps=self.total_env_steps,
-            episodes=int(len(ret)), returns=self._group_returns(ret),
-            losses=losses, seconds={"collect": t1 - t0, "train": t2 - t1},
-        )
-        self.records.append(record)
-        return record
+        return self._record(np.asarray(any_rows.episode_returns, dtype=float), env_steps, losses,
+                            {"collect": t1 - t0, "train": t2 - t1}, {})
 
     def _server_step(self) -> MARLRecord:
         """One round of the parameter server's jobs (`pbmarl.distributed.marl_rounds`)."""
         from pbmarl.distributed.marl_rounds import MARLRounds
 
         t0 = time.perf_counter()
-        start = self.total_env_steps
+        fresh = self._rounds is None
         try:
-            with torch_threads(self.num_threads):
+            with torch_threads(self.config.num_threads):
                 if self._rounds is None:
                     self._rounds = MARLRounds(self)
-                ret, losses = self._rounds.round()
+                ret, losses, staleness, env_steps = self._rounds.round()
         except BaseException:  # the step is undone (all_or_nothing): the workers' state goes with it
             self.close()
             raise
         for lr in self.learners.values():
-            lr.env_steps = self.total_env_steps
+            lr.env_steps = env_steps
+        return self._record(ret, env_steps, losses, {"round": time.perf_counter() - t0},
+                            {"max_staleness": staleness, "fresh_workers": fresh})
+
+    def _record(self, ret: np.ndarray, env_steps: int, losses: dict[str, dict[str, float]],
+                times: dict[str, float], extra: dict[str, Any]) -> MARLRecord:
         record = MARLRecord(
-            iteration=len(self.records) + 1, env_steps=self.total_env_steps - start,
-            total_env_steps=self.total_env_steps, episodes=int(len(ret)), returns=self._group_returns(ret),
-            losses=losses, seconds={"round": time.perf_counter() - t0},
-        )
+            iteration=len(self.records) + 1, env_steps=env_steps, episodes=self.episodes + len(ret),
+            wall_time=self.wall_time + sum(times.values()), returns=self._group_returns(ret),
+            losses=losses, times=times, extra=extra)
         self.records.append(record)
+        self.env_steps, self.episodes, self.wall_time = record.env_steps, record.episodes, record.wall_time
         return record
 
     def _group_returns(self, returns: np.ndarray) -> dict[str, float]:
@@ -267,84 +342,111 @@ class MARL(OnServer):
             return {g: float("nan") for g in self.mapping.groups}
         return {g: float(returns[:, list(self.mapping.seats_of(g))].sum(axis=1).mean()) for g in self.mapping.groups}
 
-    def run(self, steps: int, *, progress: bool = False) -> Iterator[MARLRecord]:
-        """Yield the records of `steps` more steps (with a tqdm bar over them if `progress`)."""
-        if isinstance(steps, bool) or not isinstance(steps, (int, np.integer)) or steps < 0:
-            raise ValueError(f"steps must be a non-negative int, got {steps!r}")
-        bar = None
-        if progress:
-            from tqdm.auto import tqdm
-
-            bar = tqdm(total=int(steps), desc=f"MARL {self.game.name}", unit="step", leave=False)
-        try:
-            for _ in range(int(steps)):
-                record = self.step()
-                if bar is not None:
-                    bar.update(1)
-                    bar.set_postfix({g: f"{v:.3g}" for g, v in record.returns.items()})
-                yield record
-        finally:
-            if bar is not None:
-                bar.close()
-
-    @property
-    def history(self) -> pd.DataFrame:
-        """One row per step: env steps, returns per group, losses, seconds."""
-        if not self.records:
-            return pd.DataFrame(columns=["env_steps", "total_env_steps", "episodes"])
-        return pd.DataFrame([r.as_row() for r in self.records]).set_index("iteration")
-
     def policies(self) -> dict[str, Policy | Mixture]:
         """Every group's current policy (learners' without exploration)."""
         out: dict[str, Policy | Mixture] = {g: lr.policy() for g, lr in self.learners.items()}
         out.update(self.fixed)
         return out
 
-    def evaluate(self, episodes: int = 100, *, seed: int | None = None,
-                 policies: Mapping[str, Policy | Mixture] | None = None, deterministic: bool = False) -> pd.Series:
-        """Mean episode return per group over `episodes` episodes of the current policies (no exploration).
+    def evaluate(self, episodes: int = 100, *, seed: int = 0, deterministic: bool = False,
+                 policies: Mapping[str, Policy | Mixture] | None = None) -> EvalResult:
+        """Each group's episode return (summed over its agents) over `episodes` fresh episodes of `policies`
+        (default: the current ones, without exploration); the run does not change.
 
         The trained policies are what each learner's ``policy()`` gives: MAPPO's and IPPO's stochastic
         actors sample their actions, QMIX's and IQL's pick the greedy one. ``deterministic=True`` makes
         every policy play its most likely legal action (Box policies: their noise-free action), the
-        evaluation BenchMARL and the MAPPO authors' ``eval`` use.
-
-        Returns a Series ``return/{group}`` plus ``mean_step_reward`` (per agent per env step) and ``episode_length``.
+        evaluation BenchMARL and the MAPPO authors' ``eval`` use. The result keeps the per-episode
+        returns ``[E, groups]`` and lengths (``returns``, ``lengths``).
         """
         from pbmarl.rollout.parallel_engine import run_parallel
         from pbmarl.rollout.records import Seat
 
-        if isinstance(episodes, bool) or not isinstance(episodes, (int, np.integer)) or episodes < 1:
+        if not is_int(episodes) or episodes < 1:
             raise ValueError(f"episodes must be a positive int, got {episodes!r}")
         if not isinstance(deterministic, bool):
             raise ValueError(f"deterministic must be True or False, got {deterministic!r}")
+        t0 = time.perf_counter()
         chosen = dict(self.policies() if policies is None else policies)
         seats = {g: Seat.of(chosen[g]) for g in self.mapping.groups}
-        rng = np.random.default_rng(self.seed + 7919 if seed is None else seed)
-        with torch_threads(self.num_threads):
-            out = run_parallel(self.stepped, self.mapping, seats, set(), rng, num_envs=self.num_envs,
+        rng = np.random.default_rng(check_seed(seed))
+        with torch_threads(self.config.num_threads):
+            out = run_parallel(self.stepped, self.mapping, seats, set(), rng, num_envs=self.config.num_envs,
                                episodes=int(episodes), deterministic=deterministic)
         ret = np.asarray(out.returns, dtype=float)
-        row: dict[str, float] = {f"return/{g}": v for g, v in self._group_returns(ret).items()}
-        row["mean_step_reward"] = float(ret.sum() / max(out.lengths.sum(), 1) / ret.shape[1])
-        row["episode_length"] = float(out.lengths.mean())
-        return pd.Series(row)
+        groups = list(self.mapping.groups)
+        per_group = np.stack([ret[:, list(self.mapping.seats_of(g))].sum(axis=1) for g in groups], axis=1)
+        return EvalResult.from_returns(per_group, np.asarray(out.lengths), int(out.steps), time.perf_counter() - t0,
+                                       keep=True, index=groups)
 
     def __repr__(self) -> str:
         who = ", ".join(f"{g}: {type(lr).__name__}" for g, lr in self.learners.items())
         fixed = "".join(f", {g}: fixed" for g in self.fixed)
-        return f"MARL({self.game.name!r}, {{{who}{fixed}}}, {len(self.records)} steps, {self.total_env_steps} env steps)"
+        return f"MARL({self.game.name!r}, {{{who}{fixed}}}, {len(self.records)} steps, {self.env_steps} env steps)"
 
     # -- files -----------------------------------------------------------------------------------
-    def save(self, path: str | os.PathLike[str]) -> Path:
-        """Write the run (learners, random state, history, fixed policies) to folder `path`."""
-        from pbmarl.algorithms.marl_io import save_marl
+    def state(self) -> State:
+        """Learners (networks, optimisers, replays, generators), fixed policies, counters, random state, records."""
+        from pbmarl.games.registry import game_spec
 
-        return save_marl(self, Path(path))
+        arrays: dict[str, np.ndarray] = {}
+        fixed: dict[str, Any] = {}
+        for i, (group, entry) in enumerate(self.fixed.items()):
+            members, weights = ([entry], [1.0]) if isinstance(entry, Policy) else (list(entry.policies),
+                                                                                    list(entry.weights))
+            saved = []
+            for j, policy in enumerate(members):
+                names = []
+                for k, (name, value) in enumerate(policy.arrays().items()):
+                    arrays[f"fixed.{i}.{j}.{k}"] = np.asarray(value)
+                    names.append([name, f"fixed.{i}.{j}.{k}"])
+                saved.append({"meta": policy.meta(), "arrays": names})
+            fixed[group] = {"members": saved, "weights": [float(w) for w in weights],
+                            "mixture": isinstance(entry, Mixture)}
+        learners = [{"group": g, **lr.spec(), "rng": lr.rng.bit_generator.state} for g, lr in self.learners.items()]
+        data = {"mapping": self.mapping.spec(), "rng": self.rng.bit_generator.state, "env_steps": self.env_steps,
+                "episodes": self.episodes, "wall_time": self.wall_time, "learners": learners, "fixed": fixed,
+                "records": [r.to_json() for r in self.records]}
+        modules = {f"learner-{i}": lr.state_dict() for i, lr in enumerate(self.learners.values())}
+        return State(data=data, arrays=arrays, modules=modules, config=self.config.to_dict(), seed=self.seed,
+                     game=game_spec(self.game))
 
     @classmethod
-    def load(cls, path: str | os.PathLike[str]) -> MARL:
-        """Read a run written by `save`; it continues exactly where the saved one stood."""
-        from pbmarl.algorithms.marl_io import load_marl
+    def from_state(cls, saved: SavedRun, **overrides: Any) -> MARL:
+        """Rebuild a saved run; `overrides`: ``fixed=`` (policies to play the fixed groups instead of the saved
+        ones), ``pool=``, and `MARLConfig` options (``num_threads``, ``num_envs``)."""
+        data = saved.data
+        game = saved.game()
+        fixed = overrides.pop("fixed", None)
+        pool = overrides.pop("pool", None)
+        config = build_config(MARLConfig, None, {**saved.config, **overrides}, owner="MARL.load")
+        mapping = AgentMapping.from_spec(steppable(game), data["mapping"])
+        learners = {}
+        for entry in data["learners"]:
+            learner_cls = group_learner_class(entry["name"])
+            options = {k: tuple(v) if isinstance(v, list) else v for k, v in entry["config"].items()}
+            learners[entry["group"]] = learner_cls(seed=entry["seed"], config=learner_cls.config_class(**options))
+        if fixed is None:
+            fixed = _load_fixed(saved, mapping, data["fixed"])
+        run = cls(game, learners, mapping, fixed=fixed, pool=pool, seed=saved.seed, config=config)
+        for i, (entry, learner) in enumerate(zip(data["learners"], run.learners.values())):
+            learner.load_state_dict(saved.module(f"learner-{i}"))
+            learner.rng.bit_generator.state = entry["rng"]
+        run.rng.bit_generator.state = data["rng"]
+        run.env_steps, run.episodes, run.wall_time = int(data["env_steps"]), int(data["episodes"]), \
+            float(data["wall_time"])
+        run.records = [MARLRecord.from_json(r) for r in data["records"]]
+        return run
 
-        return load_marl(Path(path))
+
+def _load_fixed(saved: SavedRun, mapping: AgentMapping, entries: Mapping[str, Any]) -> dict[str, Policy | Mixture]:
+    """The fixed groups' policies, each rebuilt for its own group's view (its observation width, not seat 0's)."""
+    names = {key: (None, "fiub") for e in entries.values() for m in e["members"] for _, key in m["arrays"]}
+    arrays = saved.arrays(names) if names else {}
+    out: dict[str, Policy | Mixture] = {}
+    for group, entry in entries.items():
+        view = mapping.group_game(group)
+        members = [new_policy_from_state(view, {name: arrays[key] for name, key in m["arrays"]}, m["meta"])
+                   for m in entry["members"]]
+        out[group] = Mixture(members, entry["weights"]) if entry["mixture"] else members[0]
+    return out

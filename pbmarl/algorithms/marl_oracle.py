@@ -21,6 +21,7 @@ from pbmarl.games.base import Game
 from pbmarl.learners.group import GroupLearner
 from pbmarl.protocols import BestResponse, Opponents
 from pbmarl.rollout.mapping import AgentMapping
+from pbmarl.runs.stop import Stop
 
 
 class GroupOracle:
@@ -70,8 +71,7 @@ class GroupOracle:
         self.calls += 1
         marl = MARL(base, {agents[player]: self.make(seed)}, mapping, fixed=fixed, seed=seed,
                     num_envs=self.num_envs)
-        while marl.total_env_steps < self.steps:
-            marl.step()
-        value = float(marl.evaluate(self.eval_episodes)[f"return/{agents[player]}"])
+        marl.run(until=Stop(env_steps=self.steps), progress=False)
+        value = float(marl.evaluate(self.eval_episodes, seed=seed + 7919).mean[agents[player]])
         policy = marl.learners[agents[player]].policy()
-        return BestResponse(policy, value, marl.total_env_steps)
+        return BestResponse(policy, value, marl.env_steps)

@@ -28,7 +28,10 @@ server's networks, optimisers and update counts, so `save`, `evaluate` and `poli
 the trained weights; the workers' replays stay in the workers.
 
 A failed or interrupted step (Ctrl-C) stops the workers and the server and leaves the run
-as it was before the step (`MARL.step` is all-or-nothing); the next step starts fresh ones.
+as it was before the step (`MARL.step` is all-or-nothing); the next step starts fresh ones, and so
+does the first step of a loaded run. Fresh workers draw new job seeds from the run's generator and
+start with empty replays, so the run goes on from there, but not as one that went straight through
+would: the record of every step that started workers says ``fresh_workers``.
 """
 
 from __future__ import annotations
@@ -97,7 +100,7 @@ def _rebuild_run(game: Any, mapping_spec: Any, learners: Mapping[str, LearnerRec
     built: dict[str, GroupLearner] = {}
     for g, (cls, config, s) in learners.items():
         options = dict(cls.one_gradient or {}) if one_gradient else {}
-        built[g] = cls(replace(config, workers=1, **options), seed=int(s))
+        built[g] = cls(config=replace(config, workers=1, **options), seed=int(s))
     return MARL(game, built, AgentMapping.from_spec(game, mapping_spec), fixed=dict(fixed), seed=int(seed),
                 num_envs=int(num_envs))
 
@@ -241,7 +244,7 @@ class MARLRounds(Rounds):
         base = int(run.rng.integers(2**31))
 
         def args(w: int) -> tuple[Any, ...]:
-            return (*common, base + w, run.num_envs)
+            return (*common, base + w, run.config.num_envs)
 
         self.team = Team(run.learners)
         server = MARLServer(self.team, common, 0, backend=opts.backend)
@@ -249,20 +252,19 @@ class MARLRounds(Rounds):
                          mode=opts.sync, staleness=opts.staleness, workers=opts.workers)
 
     def _count(self, result: MARLResult) -> tuple[int, int]:
-        self.learner.total_env_steps += result.env_steps
+        self.learner.env_steps += result.env_steps  # the run's count (its step is all-or-nothing)
         return result.env_steps, result.env_steps
 
     def _job_args(self) -> tuple[Any, ...]:
-        return (self.learner.total_env_steps,)
+        return (self.learner.env_steps,)
 
-    def _summary(self, got: list[MARLResult], staleness: list[int]) -> tuple[np.ndarray, dict[str, dict[str, float]]]:
-        """The returns ``[episodes, agents]`` of the round's episodes, and each group's losses
-        (means weighted by the env steps of the jobs that trained it) with ``max_staleness``."""
+    def _summary(self, got: list[MARLResult],
+                 staleness: list[int]) -> tuple[np.ndarray, dict[str, dict[str, float]], int, int]:
+        """The returns ``[episodes, agents]`` of the round's episodes, each group's losses (means weighted by
+        the env steps of the jobs that trained it), the round's largest staleness and the run's env steps."""
         returns = [r.returns for r in got if len(r.returns)]
         width = self.learner.stepped.num_players
-        losses: dict[str, dict[str, float]] = {}
-        for g in self.team.learners:
-            losses[g] = weighted_means([(r.losses[g], r.env_steps) for r in got
-                                        if r.grad is not None and r.grad.trained(g)])
-            losses[g]["max_staleness"] = float(max(staleness, default=0))
-        return (np.concatenate(returns) if returns else np.zeros((0, width))), losses
+        losses = {g: weighted_means([(r.losses[g], r.env_steps) for r in got if r.grad is not None and r.grad.trained(g)])
+                  for g in self.team.learners}
+        return ((np.concatenate(returns) if returns else np.zeros((0, width))), losses, int(max(staleness, default=0)),
+                int(self.learner.env_steps))

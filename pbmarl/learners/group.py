@@ -3,7 +3,9 @@
 A group learner (MAPPO, IPPO, QMIX, MADDPG) trains the policy of one group of an
 `AgentMapping` from the rows `RolloutPool.collect(policies=..., mapping=...)` returns.
 `pb.MARL` drives it: ``bind`` once (build the networks for the group's agents),
-then every round ``behaviour()`` plays, ``train(rows)`` learns.
+then every round ``behaviour()`` plays, ``train(rows)`` learns. Every group learner is built
+as ``Type(game=None, *, seed=0, config=None, **options)``: the game may be left out (the
+driver hands it over) or given as a `Game` or a name, which the driver then checks.
 
 `joint_steps` turns the rows (ordered by episode, agent, time) into one row per env
 step with the agents side by side, ``[S, n, ...]``: what centralised critics and
@@ -21,9 +23,22 @@ from typing import Any, ClassVar
 import numpy as np
 import torch
 
+from pbmarl.games.base import Game
 from pbmarl.policies.base import Policy
 from pbmarl.rollout.mapping import AgentMapping, GroupGame
 from pbmarl.rollout.trajectories import Trajectories
+from pbmarl.runs.config import Rule, build_config, check_seed, is_int
+
+#: the rule of ``hidden`` (layer widths): a tuple or list of positive ints, never a string or a float
+HIDDEN: Rule = (lambda v: isinstance(v, tuple) and all(is_int(h) and h >= 1 for h in v),
+                "a sequence of positive ints (layer widths), such as (64, 64)")
+
+
+def as_widths(value: Any) -> Any:
+    """A list of widths as a tuple of ints (what `HIDDEN` then checks); anything else unchanged."""
+    if isinstance(value, (list, tuple)) and all(is_int(h) for h in value):
+        return tuple(int(h) for h in value)
+    return value
 
 
 @dataclass(frozen=True, eq=False)
@@ -144,23 +159,54 @@ class GroupLearner(abc.ABC):
     #: parameter-server worker, `pbmarl.distributed.marl_rounds`); None: no parameter-server mode
     one_gradient: ClassVar[dict[str, int] | None] = None
 
-    def __init__(self, config: Any, seed: int) -> None:
-        self.config = config
-        self.seed = int(seed)
-        self.rng = np.random.default_rng(seed)
-        self.torch_gen = torch.Generator().manual_seed(int(seed))
+    #: the config dataclass of the learner (a `pbmarl.runs.Config`)
+    config_class: ClassVar[type]
+    #: option defaults of this class where they differ from its config's (IPPO's local critic)
+    defaults: ClassVar[dict[str, Any]] = {}
+
+    def __init__(self, game: Game | str | None = None, *, seed: int = 0, config: Any = None, **options: Any) -> None:
+        if isinstance(game, str):
+            from pbmarl.games.registry import load_game
+
+            game = load_game(game)
+        if game is not None and not isinstance(game, Game):
+            raise TypeError(f"game of {type(self).__name__} must be a pbmarl Game, a game name or None (pb.MARL hands "
+                            f"its game over), got {type(game).__name__}: {game!r}")
+        self.game: Game | None = game
+        wanted = options if config is not None else {**self.defaults, **options}
+        self.config = build_config(self.config_class, config, wanted, owner=type(self).__name__)
+        self.seed = check_seed(seed)
+        self.rng = np.random.default_rng(self.seed)
+        self.torch_gen = torch.Generator().manual_seed(self.seed)
         self.env_steps = 0
         self.mapping: AgentMapping | None = None
         self.group: str | None = None
 
     # -- binding ------------------------------------------------------------------------------
     def bind(self, mapping: AgentMapping, group: str) -> None:
-        """Build the networks for `group` of `mapping` (once; a second call must name the same group)."""
+        """Build the networks for `group` of `mapping`, once: a learner trains one group of one run.
+
+        Raises:
+            ValueError: the learner is bound already (given to another `pb.MARL`, or to two groups), or was
+                built for another game than the mapping's.
+        """
+        if self.mapping is not None:
+            raise ValueError(f"this {type(self).__name__} already trains group {self.group!r} of a run on "
+                             f"{self.mapping.game.name!r}; a learner trains one group of one run: build a new one "
+                             f"(e.g. pb.{type(self).__name__}(seed=...)) for group {group!r}")
+        if self.game is not None and self.game.name != mapping.game.name:
+            raise ValueError(f"this {type(self).__name__} was built for {self.game.name!r}, not {mapping.game.name!r}")
         view = mapping.group_game(group)
-        self.mapping, self.group = mapping, group
         self.seats: tuple[int, ...] = mapping.seats_of(group)
         self.n_agents = len(self.seats)
         self._build(view)
+        self.mapping, self.group = mapping, group
+        if self.game is None:
+            self.game = mapping.game
+
+    def release(self) -> None:
+        """Forget the binding (`pb.MARL` calls it when its own set-up fails, so the learner can serve another run)."""
+        self.mapping = self.group = None
 
     @property
     def view(self) -> GroupGame:
@@ -226,9 +272,8 @@ class GroupLearner(abc.ABC):
         self.env_steps = int(state["env_steps"])
 
     def spec(self) -> dict[str, Any]:
-        from dataclasses import asdict
-
-        return {"name": self.name, "seed": self.seed, "config": asdict(self.config)}
+        """``{"name", "seed", "config"}``, JSON-ready: what `group_learner_from_spec` rebuilds the learner from."""
+        return {"name": self.name, "seed": self.seed, "config": self.config.to_dict()}
 
     def __repr__(self) -> str:
         where = f", group {self.group!r}" if self.group is not None else ""

@@ -27,10 +27,11 @@ Example:
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 import torch
@@ -42,13 +43,22 @@ from pbmarl.policies.base import ActionOutput, Policy
 from pbmarl.policies.continuous import BoxPolicy
 from pbmarl.rollout.mapping import AgentMapping, GroupGame
 from pbmarl.rollout.trajectories import Trajectories
+from pbmarl.runs.config import POSITIVE_INT, Config, Rule, did_you_mean
 
 #: the single-agent learners `Independent` wraps (their registry names)
 CONTROL_ALGOS = ("sac", "ddpg", "td3", "hddpg", "rainbow")
 
 
+def _algo_ok(algo: Any) -> bool:
+    if algo in ("ppo", "dqn", "a2c"):
+        alt = {"ppo": "pb.IPPO", "dqn": "pb.IQL", "a2c": "pb.IPPO"}[algo]
+        raise ValueError(f"Independent wraps the control learners {list(CONTROL_ALGOS)}; for independent "
+                         f"{algo.upper()} use {alt}, its group form")
+    return algo in CONTROL_ALGOS
+
+
 @dataclass(frozen=True)
-class IndependentConfig:
+class IndependentConfig(Config):
     """Which single-agent learner, and its options."""
 
     algo: str = "sac"
@@ -58,17 +68,21 @@ class IndependentConfig:
     steps_per_round: int = 1000
     """Env steps `pb.MARL` collects per round."""
 
+    checks: ClassVar[dict[str, Rule]] = {
+        "algo": (_algo_ok, f"one of {list(CONTROL_ALGOS)}"),
+        "options": (lambda v: isinstance(v, dict), "a dict of the wrapped learner's config fields"),
+        "steps_per_round": POSITIVE_INT,
+    }
+
     def __post_init__(self) -> None:
-        if self.algo in ("ppo", "dqn", "a2c"):
-            alt = {"ppo": "pb.IPPO", "dqn": "pb.IQL", "a2c": "pb.IPPO"}[self.algo]
-            raise ValueError(f"Independent wraps the control learners {list(CONTROL_ALGOS)}; for independent "
-                             f"{self.algo.upper()} use {alt}, its group form")
-        if self.algo not in CONTROL_ALGOS:
-            raise ValueError(f"Independent: unknown algo {self.algo!r}; accepted are {list(CONTROL_ALGOS)}")
-        if not isinstance(self.options, dict):
-            raise TypeError(f"IndependentConfig.options must be a dict of config fields, got {self.options!r}")
-        if int(self.steps_per_round) < 1:
-            raise ValueError(f"IndependentConfig.steps_per_round must be a positive int, got {self.steps_per_round!r}")
+        super().__post_init__()
+        from pbmarl.learners.registry import learner_class
+
+        fields = [f.name for f in dataclasses.fields(learner_class(self.algo).config_class)]
+        for name in self.options:  # a misspelt option fails here, not when pb.MARL builds the learner
+            if name not in fields:
+                raise TypeError(f"unknown option {name!r} for Independent({self.algo!r}){did_you_mean(name, fields)} "
+                                f"Accepted options: steps_per_round, {', '.join(fields)}")
 
 
 class SeatGame(GroupGame):
@@ -128,20 +142,22 @@ class LearnerActsBox(BoxPolicy):
 class Independent(GroupLearner):
     """A single-agent control learner for a whole group; see the module doc.
 
-    ``pb.Independent("sac", seed=0, steps_per_round=1000, lr=1e-3)``: options that are fields
-    of `IndependentConfig` set it, every other keyword goes to the wrapped learner's config.
+    ``pb.Independent(algo="sac", seed=0, steps_per_round=1000, lr=1e-3)``: ``algo`` and ``steps_per_round``
+    (fields of `IndependentConfig`) set it, every other keyword goes to the wrapped learner's config.
     """
 
     name = "independent"
     off_policy = True
+    config_class = IndependentConfig
+    config: IndependentConfig
 
-    def __init__(self, algo: str | IndependentConfig = "sac", *, seed: int = 0, **options: Any) -> None:
-        if isinstance(algo, IndependentConfig):
-            config = algo
-        else:
-            steps = options.pop("steps_per_round", 1000)
-            config = IndependentConfig(algo=str(algo), options=dict(options), steps_per_round=int(steps))
-        super().__init__(config, seed)
+    def __init__(self, game: Any = None, *, seed: int = 0, config: IndependentConfig | None = None,
+                 **options: Any) -> None:
+        own = {k: options.pop(k) for k in ("algo", "steps_per_round") if k in options}
+        if options:
+            inner = dict(config.options) if config is not None else {}
+            own["options"] = {**inner, **options}
+        super().__init__(game, seed=seed, config=config, **own)
 
     def _build(self, view: GroupGame) -> None:
         from pbmarl.learners.registry import learner_class
@@ -193,10 +209,6 @@ class Independent(GroupLearner):
         lr.rng.bit_generator.state = json.loads(bytes(state["rng"].tolist()).decode())
         lr.env_steps, lr.updates, lr.episodes = (int(x) for x in state["counters"].tolist())
 
-    def spec(self) -> dict[str, Any]:
-        return {"name": self.name, "seed": self.seed, "config": {"algo": self.config.algo,
-                                                                 "options": dict(self.config.options),
-                                                                 "steps_per_round": self.config.steps_per_round}}
 
 
 def independent_learners(game: Game, algo: str, *, share: bool = True, agent_id: bool = True, seed: int = 0,
@@ -208,6 +220,6 @@ def independent_learners(game: Game, algo: str, *, share: bool = True, agent_id:
     """
     if share:
         mapping = AgentMapping.shared(game, agent_id=agent_id)
-        return mapping, {g: Independent(algo, seed=seed, **options) for g in mapping.groups}
+        return mapping, {g: Independent(algo=algo, seed=seed, **options) for g in mapping.groups}
     mapping = AgentMapping.independent(game)
-    return mapping, {g: Independent(algo, seed=seed + i, **options) for i, g in enumerate(mapping.groups)}
+    return mapping, {g: Independent(algo=algo, seed=seed + i, **options) for i, g in enumerate(mapping.groups)}

@@ -18,14 +18,14 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, ClassVar
 
 import numpy as np
 import torch
 
-from pbmarl.distributed.options import ParallelOptions, check_parallel
-from pbmarl.learners.group import GroupLearner, joint_steps
+from pbmarl.distributed.options import ParallelOptions
+from pbmarl.learners.group import HIDDEN, GroupLearner, as_widths, joint_steps
 from pbmarl.learners.nets import build_mlp, clip_grad_norm, masked_logits
 from pbmarl.learners.rl_math import Polyak
 from pbmarl.policies.base import Policy
@@ -34,10 +34,11 @@ from pbmarl.policies.neural import MLPPolicy
 from pbmarl.policies.noise import Normal
 from pbmarl.rollout.mapping import GroupGame
 from pbmarl.rollout.trajectories import Trajectories
+from pbmarl.runs.config import NON_NEGATIVE, NON_NEGATIVE_INT, POSITIVE, POSITIVE_INT, UNIT, Config, Rule, is_real
 
 
 @dataclass(frozen=True)
-class MADDPGConfig(ParallelOptions):
+class MADDPGConfig(ParallelOptions, Config):
     """MADDPG options (Lowe et al. 2017, Appendix: lr 0.01, gamma 0.95, tau 0.01, batch 1024, 64 units).
 
     With ``workers > 1`` (`ParallelOptions`) `pb.MARL` trains it on a parameter server: each
@@ -71,33 +72,29 @@ class MADDPGConfig(ParallelOptions):
     steps_per_round: int = 1000
     """Env steps collected per round."""
 
+    checks: ClassVar[dict[str, Rule]] = {
+        "hidden": HIDDEN, "actor_lr": POSITIVE, "critic_lr": POSITIVE, "max_grad_norm": POSITIVE,
+        "gumbel_temperature": POSITIVE, "tau": (lambda v: is_real(v) and 0 < v <= 1, "a number in (0, 1]"),
+        "gamma": UNIT, "batch_size": POSITIVE_INT, "buffer_size": POSITIVE_INT, "updates_per_round": POSITIVE_INT,
+        "steps_per_round": POSITIVE_INT, "noise_sigma": NON_NEGATIVE, "learning_starts": NON_NEGATIVE_INT,
+    }
+
     def __post_init__(self) -> None:
-        object.__setattr__(self, "hidden", tuple(int(h) for h in self.hidden))
-        check_parallel(self, "MADDPGConfig")
-        for name in ("actor_lr", "critic_lr", "max_grad_norm", "gumbel_temperature"):
-            if not float(getattr(self, name)) > 0:
-                raise ValueError(f"MADDPGConfig.{name} must be positive, got {getattr(self, name)!r}")
-        if not 0.0 < float(self.tau) <= 1.0 or not 0.0 <= float(self.gamma) <= 1.0:
-            raise ValueError(f"MADDPGConfig: tau must be in (0, 1] and gamma in [0, 1], got {self.tau!r}, {self.gamma!r}")
-        for name in ("batch_size", "buffer_size", "updates_per_round", "steps_per_round"):
-            if int(getattr(self, name)) < 1:
-                raise ValueError(f"MADDPGConfig.{name} must be a positive int, got {getattr(self, name)!r}")
-        if self.noise_sigma < 0 or self.learning_starts < 0:
-            raise ValueError("MADDPGConfig: noise_sigma and learning_starts must be non-negative")
+        object.__setattr__(self, "hidden", as_widths(self.hidden))
+        super().__post_init__()
 
 
 class MADDPG(GroupLearner):
-    """MADDPG for one group; see the module doc. ``pb.MADDPG(config=None, seed=0, **options)``."""
+    """MADDPG for one group; see the module doc. ``pb.MADDPG(game=None, *, seed=0, config=None, **options)``."""
 
     name = "maddpg"
     off_policy = True
+    config_class = MADDPGConfig
+    config: MADDPGConfig
     one_gradient = {"updates_per_round": 1}
 
-    def __init__(self, config: MADDPGConfig | None = None, *, seed: int = 0, **options: Any) -> None:
-        config = MADDPGConfig() if config is None else config
-        if not isinstance(config, MADDPGConfig):
-            raise TypeError(f"config must be a MADDPGConfig, got {type(config).__name__}")
-        super().__init__(replace(config, **options) if options else config, seed)
+    def __init__(self, game: Any = None, *, seed: int = 0, config: MADDPGConfig | None = None, **options: Any) -> None:
+        super().__init__(game, seed=seed, config=config, **options)
         self.buffer: dict[str, np.ndarray] = {}
 
     def _build(self, view: GroupGame) -> None:

@@ -21,27 +21,37 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any, ClassVar
 
 import numpy as np
 import torch
 
-from pbmarl.distributed.options import ParallelOptions, check_parallel
+from pbmarl.distributed.options import ParallelOptions
 from pbmarl.learners.episode_batch import episode_grid
-from pbmarl.learners.group import GroupLearner, agent_onehot, central_input, central_source, check_discrete, joint_steps
+from pbmarl.learners.group import (
+    HIDDEN,
+    GroupLearner,
+    agent_onehot,
+    as_widths,
+    central_input,
+    central_source,
+    check_discrete,
+    joint_steps,
+)
 from pbmarl.learners.nets import build_mlp, clip_grad_norm, masked_logits, to_tensor
 from pbmarl.learners.returns import gae
 from pbmarl.learners.rl_math import linear_schedule
 from pbmarl.policies.base import Policy
-from pbmarl.policies.neural import ACTIVATIONS, MLPPolicy, activation_named, orthogonal_init_
+from pbmarl.policies.neural import ACTIVATIONS, MLPPolicy, orthogonal_init_
 from pbmarl.policies.recurrent import RecurrentNet, RecurrentPolicy
 from pbmarl.rollout.mapping import GroupGame
 from pbmarl.rollout.trajectories import Trajectories
+from pbmarl.runs.config import FLAG, NON_NEGATIVE, POSITIVE, POSITIVE_INT, UNIT, Config, Rule, is_int
 
 
 @dataclass(frozen=True)
-class MAPPOConfig(ParallelOptions):
+class MAPPOConfig(ParallelOptions, Config):
     """MAPPO options; defaults are the MAPPO paper's MPE values (Yu et al. 2022, Tables 8-9).
 
     With ``workers > 1`` (`ParallelOptions`) `pb.MARL` trains it on a parameter server: each job
@@ -121,34 +131,23 @@ class MAPPOConfig(ParallelOptions):
     ``use_linear_lr_decay`` (over ``num_env_steps``; off in their MPE scripts): a round that ends at ``E`` env
     steps trains at ``lr * (1 - (E - steps_per_round) / lr_decay_steps)``, and at 0 past the end. None (the
     default) keeps ``lr``. Single-process rounds only (``workers=1``)."""
-    positive: ClassVar[tuple[str, ...]] = ("lr", "clip_coef", "huber_delta", "max_grad_norm")
+    checks: ClassVar[dict[str, Rule]] = {
+        "hidden": HIDDEN, "lr": POSITIVE, "clip_coef": POSITIVE, "huber_delta": POSITIVE, "max_grad_norm": POSITIVE,
+        "gamma": UNIT, "gae_lambda": UNIT, "ent_coef": NON_NEGATIVE, "vf_coef": NON_NEGATIVE,
+        "epochs": POSITIVE_INT, "minibatches": POSITIVE_INT, "steps_per_round": POSITIVE_INT,
+        "layer_norm": FLAG, "orthogonal_init": FLAG, "team_reward": FLAG, "bootstrap_truncated": FLAG,
+        "value_norm": FLAG, "value_clip": FLAG, "clip_apart": FLAG, "recurrent": FLAG,
+        "central": (lambda v: v in ("auto", "state", "concat", "local"), "'auto', 'state', 'concat' or 'local'"),
+        "activation": (lambda v: v in ACTIVATIONS, f"one of {sorted(ACTIVATIONS)}"),
+        "lr_decay_steps": (lambda v: v is None or (is_int(v) and v >= 1), "a positive int (env steps) or None"),
+    }
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "hidden", tuple(int(h) for h in self.hidden))
-        check_parallel(self, "MAPPOConfig")
-        for name in self.positive:
-            if not float(getattr(self, name)) > 0:
-                raise ValueError(f"MAPPOConfig.{name} must be positive, got {getattr(self, name)!r}")
-        for name in ("gamma", "gae_lambda"):
-            if not 0.0 <= float(getattr(self, name)) <= 1.0:
-                raise ValueError(f"MAPPOConfig.{name} must be in [0, 1], got {getattr(self, name)!r}")
-        for name in ("layer_norm", "orthogonal_init", "team_reward", "bootstrap_truncated", "value_clip", "clip_apart",
-                     "recurrent"):
-            if not isinstance(getattr(self, name), bool):
-                raise ValueError(f"MAPPOConfig.{name} must be True or False, got {getattr(self, name)!r}")
-        for name in ("epochs", "minibatches", "steps_per_round"):
-            if int(getattr(self, name)) < 1:
-                raise ValueError(f"MAPPOConfig.{name} must be a positive int, got {getattr(self, name)!r}")
-        activation_named(self.activation, "MAPPOConfig")
-        if self.lr_decay_steps is not None:
-            if isinstance(self.lr_decay_steps, bool) or not isinstance(self.lr_decay_steps, int) or self.lr_decay_steps < 1:
-                raise ValueError(f"MAPPOConfig.lr_decay_steps must be a positive int (env steps) or None, "
-                                 f"got {self.lr_decay_steps!r}")
-            if self.workers > 1:
-                raise ValueError(f"MAPPOConfig.lr_decay_steps={self.lr_decay_steps} decays the single-process update's "
-                                 f"learning rate; with workers={self.workers} the server's optimiser steps: drop one")
-        if self.central not in ("auto", "state", "concat", "local"):
-            raise ValueError(f"MAPPOConfig.central must be 'auto', 'state', 'concat' or 'local', got {self.central!r}")
+        object.__setattr__(self, "hidden", as_widths(self.hidden))
+        super().__post_init__()
+        if self.lr_decay_steps is not None and self.workers > 1:
+            raise ValueError(f"lr_decay_steps={self.lr_decay_steps} decays the single-process update's "
+                             f"learning rate; with workers={self.workers} the server's optimiser steps: drop one")
 
 
 def value_loss(v: torch.Tensor, target: torch.Tensor, delta: float, old: torch.Tensor | None = None,
@@ -230,19 +229,12 @@ class ValueNorm(torch.nn.Module):
 
 
 class MAPPO(GroupLearner):
-    """MAPPO for one group; see the module doc. ``pb.MAPPO(config=None, seed=0, **options)``."""
+    """MAPPO for one group; see the module doc. ``pb.MAPPO(game=None, *, seed=0, config=None, **options)``."""
 
     name = "mappo"
-    default_central = "auto"
-    default_recurrent = False
+    config_class = MAPPOConfig
+    config: MAPPOConfig
     one_gradient = {"epochs": 1, "minibatches": 1}
-
-    def __init__(self, config: MAPPOConfig | None = None, *, seed: int = 0, **options: Any) -> None:
-        if config is None:
-            config = MAPPOConfig(central=self.default_central, recurrent=self.default_recurrent)
-        if not isinstance(config, MAPPOConfig):
-            raise TypeError(f"config must be a MAPPOConfig, got {type(config).__name__}")
-        super().__init__(replace(config, **options) if options else config, seed)
 
     def _build(self, view: GroupGame) -> None:
         cfg = self.config
@@ -439,11 +431,11 @@ class IPPO(MAPPO):
     """Independent PPO: MAPPO with each agent's critic reading only its own observation."""
 
     name = "ippo"
-    default_central = "local"
+    defaults = {"central": "local"}
 
 
 class RMAPPO(MAPPO):
     """rMAPPO, the MAPPO authors' name for MAPPO with a GRU in actor and critic: `MAPPO` with ``recurrent=True``."""
 
     name = "rmappo"
-    default_recurrent = True
+    defaults = {"recurrent": True}

@@ -29,15 +29,23 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, ClassVar
 
 import numpy as np
 import torch
 
-from pbmarl.distributed.options import ParallelOptions, check_parallel
+from pbmarl.distributed.options import ParallelOptions
 from pbmarl.learners.episode_batch import episode_grid, unroll_q
-from pbmarl.learners.group import GroupLearner, central_input, central_source, check_discrete, joint_steps
+from pbmarl.learners.group import (
+    HIDDEN,
+    GroupLearner,
+    as_widths,
+    central_input,
+    central_source,
+    check_discrete,
+    joint_steps,
+)
 from pbmarl.learners.mixers import CentralQ, make_mixer, wqmix_weights
 from pbmarl.learners.nets import clip_grad_norm, masked_argmax
 from pbmarl.learners.rl_math import linear_schedule
@@ -45,10 +53,11 @@ from pbmarl.policies.neural import MLPPolicy
 from pbmarl.policies.recurrent import RecurrentQNet, RecurrentQPolicy
 from pbmarl.rollout.mapping import GroupGame
 from pbmarl.rollout.trajectories import Trajectories
+from pbmarl.runs.config import FLAG, POSITIVE, POSITIVE_INT, UNIT, Config, Rule, is_real
 
 
 @dataclass(frozen=True)
-class QMIXConfig(ParallelOptions):
+class QMIXConfig(ParallelOptions, Config):
     """QMIX options (Rashid et al. 2018 where they apply).
 
     With ``workers > 1`` (`ParallelOptions`) `pb.MARL` trains it on a parameter server: each
@@ -105,37 +114,30 @@ class QMIXConfig(ParallelOptions):
     steps_per_round: int = 1000
     """Env steps collected per round."""
 
+    checks: ClassVar[dict[str, Rule]] = {
+        "hidden": HIDDEN, "central_hidden": HIDDEN,
+        "agent": (lambda v: v in ("mlp", "gru"), "'mlp' or 'gru'"),
+        "weighting": (lambda v: v in ("none", "ow", "cw"), "'none', 'ow' or 'cw'"),
+        "weight_alpha": (lambda v: is_real(v) and 0 < v <= 1, "a number in (0, 1]"),
+        "mixer": (lambda v: v in ("qmix", "vdn", "none"), "'qmix', 'vdn' or 'none'"),
+        "central": (lambda v: v in ("auto", "state", "concat"), "'auto', 'state' or 'concat'"),
+        "team_reward": (lambda v: v in ("sum", "mean"), "'sum' or 'mean'"),
+        "lr": POSITIVE, "max_grad_norm": POSITIVE, "gamma": UNIT, "eps_start": UNIT, "eps_end": UNIT,
+        "rnn_hidden": POSITIVE_INT, "buffer_episodes": POSITIVE_INT, "batch_episodes": POSITIVE_INT,
+        "updates_per_round": POSITIVE_INT, "target_update": POSITIVE_INT, "steps_per_round": POSITIVE_INT,
+        "eps_anneal_steps": POSITIVE_INT, "mixing_embed": POSITIVE_INT, "double_q": FLAG,
+    }
+
     def __post_init__(self) -> None:
-        object.__setattr__(self, "hidden", tuple(int(h) for h in self.hidden))
-        object.__setattr__(self, "central_hidden", tuple(int(h) for h in self.central_hidden))
-        check_parallel(self, "QMIXConfig")
-        if self.agent not in ("mlp", "gru"):
-            raise ValueError(f"QMIXConfig.agent must be 'mlp' or 'gru', got {self.agent!r}")
-        if self.weighting not in ("none", "ow", "cw"):
-            raise ValueError(f"QMIXConfig.weighting must be 'none', 'ow' or 'cw', got {self.weighting!r}")
+        object.__setattr__(self, "hidden", as_widths(self.hidden))
+        object.__setattr__(self, "central_hidden", as_widths(self.central_hidden))
+        super().__post_init__()
         if self.weighting != "none" and self.mixer == "none":
-            raise ValueError(f"QMIXConfig.weighting={self.weighting!r} weights a mixer's TD errors; "
+            raise ValueError(f"weighting={self.weighting!r} weights a mixer's TD errors; "
                              "mixer='none' (independent Q-learners) has none: use mixer='qmix' or 'vdn'")
-        if not 0.0 < float(self.weight_alpha) <= 1.0:
-            raise ValueError(f"QMIXConfig.weight_alpha must be in (0, 1], got {self.weight_alpha!r}")
-        if int(self.rnn_hidden) < 1:
-            raise ValueError(f"QMIXConfig.rnn_hidden must be a positive int, got {self.rnn_hidden!r}")
-        if self.mixer not in ("qmix", "vdn", "none"):
-            raise ValueError(f"QMIXConfig.mixer must be 'qmix', 'vdn' or 'none', got {self.mixer!r}")
-        if self.central not in ("auto", "state", "concat"):
-            raise ValueError(f"QMIXConfig.central must be 'auto', 'state' or 'concat', got {self.central!r}")
-        if self.team_reward not in ("sum", "mean"):
-            raise ValueError(f"QMIXConfig.team_reward must be 'sum' or 'mean', got {self.team_reward!r}")
-        for name in ("lr", "max_grad_norm"):
-            if not float(getattr(self, name)) > 0:
-                raise ValueError(f"QMIXConfig.{name} must be positive, got {getattr(self, name)!r}")
-        for name in ("buffer_episodes", "batch_episodes", "updates_per_round", "target_update", "steps_per_round",
-                     "eps_anneal_steps", "mixing_embed"):
-            if int(getattr(self, name)) < 1:
-                raise ValueError(f"QMIXConfig.{name} must be a positive int, got {getattr(self, name)!r}")
-        for name in ("gamma", "eps_start", "eps_end"):
-            if not 0.0 <= float(getattr(self, name)) <= 1.0:
-                raise ValueError(f"QMIXConfig.{name} must be in [0, 1], got {getattr(self, name)!r}")
+        if self.buffer_episodes < self.batch_episodes:
+            raise ValueError(f"buffer_episodes must be at least batch_episodes={self.batch_episodes} (an update "
+                             f"samples that many episodes from replay), got {self.buffer_episodes}")
 
 
 class EpsilonGreedyQ(MLPPolicy):
@@ -173,19 +175,16 @@ _FIELDS = ("obs", "next_obs", "legal_mask", "next_legal_mask", "action", "reward
 
 
 class QMIX(GroupLearner):
-    """QMIX for one group; see the module doc. ``pb.QMIX(config=None, seed=0, **options)``."""
+    """QMIX for one group; see the module doc. ``pb.QMIX(game=None, *, seed=0, config=None, **options)``."""
 
     name = "qmix"
     off_policy = True
-    default_mixer = "qmix"
+    config_class = QMIXConfig
+    config: QMIXConfig
     one_gradient = {"updates_per_round": 1}
 
-    def __init__(self, config: QMIXConfig | None = None, *, seed: int = 0, **options: Any) -> None:
-        if config is None:
-            config = QMIXConfig(mixer=self.default_mixer)
-        if not isinstance(config, QMIXConfig):
-            raise TypeError(f"config must be a QMIXConfig, got {type(config).__name__}")
-        super().__init__(replace(config, **options) if options else config, seed)
+    def __init__(self, game: Any = None, *, seed: int = 0, config: QMIXConfig | None = None, **options: Any) -> None:
+        super().__init__(game, seed=seed, config=config, **options)
         self.updates = 0
         self.buffer: dict[str, np.ndarray] = {}
         self._next_episode = 0
@@ -372,11 +371,11 @@ class IQL(QMIX):
     """Independent Q-learning: QMIX's agents without a mixer, each from its own reward."""
 
     name = "iql"
-    default_mixer = "none"
+    defaults = {"mixer": "none"}
 
 
 class VDNLearner(QMIX):
     """VDN: QMIX with the sum as its mixer."""
 
     name = "vdn"
-    default_mixer = "vdn"
+    defaults = {"mixer": "vdn"}

@@ -86,7 +86,7 @@ def respond_in_seat(learner: ControlLearner, player: int, opponents: Sequence[An
         fixed[group] = opponents[p]
     cfg = learner.config
     options = {f.name: getattr(cfg, f.name) for f in dataclasses.fields(cfg)}
-    seat = Independent(IndependentConfig(algo=learner.name, options=options, steps_per_round=cfg.steps_per_round),
+    seat = Independent(config=IndependentConfig(algo=learner.name, options=options, steps_per_round=cfg.steps_per_round),
                        seed=seed)
     seat.bind(mapping, groups[player])
     rng = np.random.default_rng(seed)
