@@ -30,9 +30,13 @@ from typing import Any
 import numpy as np
 
 from pbmarl.games.base import TERMINAL, Game
+from pbmarl.games.params import check_params, signature_of
 from pbmarl.games.spaces import check_action, flat_observation_space, flatten_observation
 
 GYM_PREFIX = "gym:"
+#: keywords ``gymnasium.make`` takes itself, on the way to the environment
+MAKE_KEYWORDS = {"max_episode_steps": (int, True), "autoreset": (bool, True),
+                 "apply_api_compatibility": (bool, True), "disable_env_checker": (bool, True)}
 
 
 def load_gym(name: str, **env_kwargs: Any) -> GymGame:
@@ -59,6 +63,21 @@ def load_gym(name: str, **env_kwargs: Any) -> GymGame:
     return GymGame(env_id, params)
 
 
+def _check_gym_params(env_id: str, params: dict[str, Any]) -> None:
+    """Refuse bad keywords of `env_id` before creating it (see `pbmarl.games.params`)."""
+    import gymnasium
+    from gymnasium.envs.registration import load_env_creator
+
+    spec = gymnasium.registry[env_id]
+    try:
+        creator: Any = load_env_creator(spec.entry_point) if isinstance(spec.entry_point, str) else spec.entry_point
+    except Exception:  # a missing extra (Box2D, MuJoCo): gymnasium.make reports it
+        return
+    signature, open_ended = signature_of(creator)
+    check_params(GYM_PREFIX + env_id, params, signature, open_ended=open_ended, extra=MAKE_KEYWORDS,
+                 render_modes=(getattr(creator, "metadata", None) or {}).get("render_modes"))
+
+
 class GymGame(Game):
     """One Gymnasium environment as a one-player game; see the module doc.
 
@@ -78,6 +97,7 @@ class GymGame(Game):
         self.env_kwargs = dict(env_kwargs or {})
         extra = ", ".join(f"{k}={v!r}" for k, v in sorted(self.env_kwargs.items()))
         self.name = GYM_PREFIX + env_id + (f"({extra})" if extra else "")
+        _check_gym_params(env_id, self.env_kwargs)
         try:
             probe = self.make_env()
         except (TypeError, gymnasium.error.Error) as exc:

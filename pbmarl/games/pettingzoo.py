@@ -33,6 +33,7 @@ from typing import Any
 import numpy as np
 
 from pbmarl.games.base import SIMULTANEOUS, TERMINAL, Game
+from pbmarl.games.params import FINITE, check_params, signature_of
 
 #: MPE lives in its own package, outside PettingZoo's registry
 MPE_PACKAGE = "mpe2"
@@ -58,6 +59,24 @@ class EnvSource:
             return lambda **kwargs: make(api, env_id, **kwargs)
         module = importlib.import_module(str(self.module))
         return getattr(module, "parallel_env" if api == "parallel" else "env")
+
+    def constructor(self) -> Any:
+        """The environment's class (its module's ``raw_env``), whose signature and ``metadata`` say what it
+        accepts; None where it cannot be found (creating the environment then reports why)."""
+        try:
+            if self.module is not None:
+                module = importlib.import_module(self.module)
+            else:
+                from pettingzoo import aec_registry, parallel_registry
+
+                spec = aec_registry.get(self.id) or parallel_registry.get(self.id)
+                entry = getattr(spec, "entry_point", None)
+                if not isinstance(entry, str):
+                    return None
+                module = importlib.import_module(entry.split(":", 1)[0])
+        except Exception:  # a family's missing extra: PettingZooGame names the pip install
+            return None
+        return getattr(module, "raw_env", None)
 
 
 def available_environments() -> dict[str, EnvSource]:
@@ -96,10 +115,29 @@ def parse_name(text: str) -> tuple[str, dict[str, Any]]:
     try:
         call = ast.parse(f"f({rest}", mode="eval").body
         assert isinstance(call, ast.Call) and not call.args
-        params = {kw.arg: ast.literal_eval(kw.value) for kw in call.keywords if kw.arg}
-    except (SyntaxError, ValueError, AssertionError):
+    except (SyntaxError, AssertionError):
         raise ValueError(f"cannot read parameters in {text!r}: write them as name(key=value, ...)") from None
+    params = {}
+    for kw in call.keywords:
+        try:
+            params[str(kw.arg)] = ast.literal_eval(kw.value)
+        except ValueError:
+            raise ValueError(f"cannot use {kw.arg}={ast.unparse(kw.value)} in {text!r}: "
+                             f"{_why_not_literal(kw.value)}") from None
     return base.strip(), params
+
+
+def _why_not_literal(node: ast.expr) -> str:
+    """Why a parameter's value in a game name is refused: NaN and infinities, bare words, or expressions."""
+    inner = node.operand if isinstance(node, ast.UnaryOp) else node
+    word = inner.id if isinstance(inner, ast.Name) else None
+    if word is not None and word.lower() in ("nan", "inf", "infinity"):
+        return f"{ast.unparse(node)} is not accepted, as {FINITE}"
+    if word in ("true", "false", "none"):
+        return f"write {word.capitalize()} (Python's spelling)"
+    if word is not None:
+        return f"write a string in quotes ({word!r}) or a number"
+    return "values must be literals: numbers, quoted strings, True, False, None, tuples or lists"
 
 
 def _family(env_name: str) -> str:
@@ -151,6 +189,11 @@ def load_pettingzoo(name: str, *, api: str = "auto", **env_kwargs: Any) -> Petti
             f"environments such as 'connect_four_v3', 'simple_push_v3')"
         )
     source = known[short]
+    raw_env = source.constructor()
+    if raw_env is not None:  # refuse bad values before building anything (N=4000 would take a minute)
+        signature, open_ended = signature_of(raw_env.__init__)
+        check_params(f"pettingzoo:{short}", params, signature, open_ended=open_ended,
+                     render_modes=getattr(raw_env, "metadata", {}).get("render_modes"))
     default = "parallel" if "parallel" in source.apis else "aec"
     if api == "auto":
         api = default
@@ -188,6 +231,8 @@ class PettingZooGame(Game):
                              f"pip install 'pettingzoo[{family}]' ({exc})") from None
         probe.reset(seed=0)
         self.agents = list(probe.possible_agents)
+        if not self.agents:
+            raise ValueError(f"{self.name!r} has no agents with parameters {self.env_kwargs}")
         self.seat = {agent: p for p, agent in enumerate(self.agents)}
         self.num_players = len(self.agents)
         self.turn_based = api == "aec"
