@@ -187,7 +187,14 @@ class Game(abc.ABC):
 
 
 def as_rng(seed: int | np.random.Generator | None) -> np.random.Generator:
-    """A Generator from a seed, an existing Generator (used as is) or None (fresh entropy)."""
+    """A Generator from a seed, an existing Generator (used as is) or None (fresh entropy).
+
+    Anything else (a string, a bool, a float, a negative int) raises ValueError naming it."""
     if isinstance(seed, np.random.Generator):
         return seed
+    if seed is not None and not isinstance(seed, (np.random.SeedSequence, np.random.BitGenerator)):
+        from pbmarl.runs.config import is_int
+
+        if not is_int(seed) or not 0 <= seed < 2**128:
+            raise ValueError(f"rng must be a non-negative int seed, a numpy Generator or None, got {seed!r}")
     return np.random.default_rng(seed)

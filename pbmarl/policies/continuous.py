@@ -4,6 +4,9 @@ Both map an observation to a point in ``[-1, 1]^d`` and rescale it affinely to t
 Box bounds: ``a = loc + scale * y`` with ``loc = (high + low) / 2`` and
 ``scale = (high - low) / 2``. Bounds must be finite.
 
+Observations must be finite too: `act` refuses a batch with NaN or inf in it (a ValueError
+naming the rows) rather than return NaN actions, which no Box contains.
+
 Example:
     >>> game = pb.load_game("gym:Pendulum-v1")
     >>> pi = pb.GaussianPolicy(game, hidden=(64, 64), seed=0)
@@ -24,8 +27,9 @@ from torch import nn
 
 from pbmarl.games.base import Game, as_rng
 from pbmarl.policies.base import ActionOutput, Policy
-from pbmarl.policies.neural import build_mlp, full_precision_matmul
-from pbmarl.policies.noise import AdaptiveParameterNoise, Noise, action_distance, noise_from_state
+from pbmarl.policies.neural import build_mlp, full_precision_matmul, seeded_torch
+from pbmarl.policies.noise import AdaptiveParameterNoise, Noise, action_distance, instance_indices, noise_from_state
+from pbmarl.runs.config import check_real, check_widths, is_real
 
 LOG_STD_MIN, LOG_STD_MAX = -20.0, 2.0
 SDE_EPS = 1e-6
@@ -66,10 +70,8 @@ class BoxPolicy(Policy):
         self.loc, self.scale = (high + low) / 2.0, (high - low) / 2.0
         self.observation_shape = tuple(game.observation_space(self.player).shape)
         self.in_dim = int(np.prod(self.observation_shape))
-        self.hidden = tuple(int(h) for h in hidden)
-        with torch.random.fork_rng(devices=[]):
-            if seed is not None:
-                torch.manual_seed(int(seed))  # scoped by fork_rng: no global seeding leaks
+        self.hidden = check_widths("hidden", hidden)
+        with seeded_torch(seed):
             self.net = build_mlp(self.in_dim, self.hidden, out_mult * self.act_dim)
 
     def _probs(self, obs: np.ndarray, legal_mask: np.ndarray, keys: Sequence[str] | None) -> np.ndarray:
@@ -81,6 +83,12 @@ class BoxPolicy(Policy):
             raise ValueError(
                 f"{type(self).__name__} for {self.game_name!r} takes observations [batch, {self.in_dim}], got shape {x.shape}"
             )
+        finite = np.isfinite(x.reshape(len(x), -1)).all(axis=1)
+        if not finite.all():
+            rows = np.flatnonzero(~finite)
+            raise ValueError(f"{type(self).__name__} for {self.game_name!r} got observations with NaN or inf in rows "
+                             f"{rows[:8].tolist()}{' ...' if len(rows) > 8 else ''}; its actions would be NaN, which no "
+                             f"Box holds: observations must be finite")
         return torch.as_tensor(x.reshape(len(x), self.in_dim))
 
     def rescale(self, y: torch.Tensor) -> torch.Tensor:
@@ -159,14 +167,16 @@ class GaussianPolicy(BoxPolicy):
     def __init__(self, game: Game, hidden: Sequence[int] = (64, 64), *, player: int = 0, seed: int | None = 0,
                  state_dependent_std: bool = True, log_std_init: float = 0.0, sde: bool = False,
                  clip_mean: float | None = None) -> None:
+        hidden = check_widths("hidden", hidden)
         self.sde = bool(sde)
         self.state_dependent_std = bool(state_dependent_std) and not self.sde
-        if self.sde and not tuple(hidden):
+        if self.sde and not hidden:
             raise ValueError("GaussianPolicy(sde=True) draws its noise from the last hidden layer's features; "
                              "hidden=() has none: give at least one hidden layer")
-        if clip_mean is not None and not (math.isfinite(float(clip_mean)) and float(clip_mean) > 0):
+        if clip_mean is not None and not (is_real(clip_mean) and clip_mean > 0):
             raise ValueError(f"clip_mean must be a positive number or None, got {clip_mean!r}")
         self.clip_mean = None if clip_mean is None else float(clip_mean)
+        log_std_init = check_real("log_std_init", log_std_init)
         super().__init__(game, hidden, player=player, seed=seed, out_mult=2 if self.state_dependent_std else 1)
         self.log_std: nn.Parameter | None = None
         self.noise_weights: torch.Tensor | None = None
@@ -249,7 +259,9 @@ class GaussianPolicy(BoxPolicy):
 
     def act(self, obs: np.ndarray, legal_mask: np.ndarray | None = None, rng: int | np.random.Generator | None = None,
             keys: Sequence[str] | None = None, *, deterministic: bool = False) -> ActionOutput:
-        """Actions ``[B, *shape]`` in the Box and their log-densities ``[B]``; `legal_mask` is ignored."""
+        """Actions ``[B, *shape]`` in the Box and their log-densities ``[B]``; `legal_mask` is ignored.
+
+        Observations with NaN or inf raise ValueError (naming the rows) instead of giving NaN actions."""
         x = self._obs_tensor(obs)
         gen = torch.Generator().manual_seed(int(as_rng(rng).integers(2**63 - 1)))
         with torch.no_grad():
@@ -320,6 +332,8 @@ class DeterministicPolicy(BoxPolicy):
             env_ids: Sequence[int] | np.ndarray | None = None) -> ActionOutput:
         """Actions ``[B, *shape]`` in the Box (noisy unless `deterministic`); see the class doc."""
         x = self._obs_tensor(obs)
+        if env_ids is not None:
+            env_ids = instance_indices(env_ids, len(x), name="env_ids")
         explore = not deterministic and self.noise is not None
         use_perturbed = explore and isinstance(self.noise, AdaptiveParameterNoise)
         if use_perturbed and self._perturbed is None:

@@ -13,6 +13,7 @@ from torch import nn
 
 from pbmarl.games.base import Game
 from pbmarl.policies.base import Policy
+from pbmarl.runs.config import check_seed, check_widths
 
 
 class FullPrecisionLinear(nn.Linear):
@@ -78,6 +79,18 @@ def outside_autocast(fn: Callable[..., torch.Tensor], *tensors: torch.Tensor) ->
 def full_precision_matmul(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
     """``a @ b`` in float32 even under autocast (gSDE's noise and std, which are not hidden layers)."""
     return outside_autocast(torch.matmul, a, b)
+
+
+@contextlib.contextmanager
+def seeded_torch(seed: int | None) -> Iterator[None]:
+    """Inside: torch's CPU generator seeded with `seed` (None: left as it is), restored on leaving, so
+    building a policy's weights never moves the global stream. A seed that is not an int in [0, 2**63)
+    raises ValueError naming it (a bool, -1 and 1.5 included)."""
+    seed = None if seed is None else check_seed(seed)
+    with torch.random.fork_rng(devices=[]):
+        if seed is not None:
+            torch.manual_seed(seed)
+        yield
 
 
 def build_mlp(in_dim: int, hidden: Sequence[int], out_dim: int, *, activation: type[nn.Module] = nn.ReLU,
@@ -147,13 +160,11 @@ class MLPPolicy(Policy):
                 f"MLPPolicy needs discrete actions; {game.name!r} acts in {game.action_space(0)} "
                 "(use pb.GaussianPolicy or pb.DeterministicPolicy)"
             )
-        self.hidden = tuple(int(h) for h in hidden)
+        self.hidden = check_widths("hidden", hidden)
         self.layer_norm = bool(layer_norm)
         self.activation = activation
         self.in_dim = int(np.prod(game.observation_shape))
-        with torch.random.fork_rng(devices=[]):
-            if seed is not None:
-                torch.manual_seed(int(seed))  # scoped by fork_rng: no global seeding leaks
+        with seeded_torch(seed):
             self.net = build_mlp(self.in_dim, self.hidden, game.num_actions, activation=act,
                                  layer_norm=self.layer_norm)
 

@@ -25,15 +25,36 @@ from typing import Any, ClassVar
 
 import numpy as np
 
+from pbmarl.runs.config import check_int, check_real
+
+#: the most environment instances a stateful noise keeps a state for (`instance_indices` refuses more)
+MAX_INSTANCES = 1 << 20
+
 #: kind name -> Noise subclass, for `noise_from_state`
 NOISE_KINDS: dict[str, type[Noise]] = {}
 
 
 def _non_negative(name: str, value: float) -> float:
-    v = float(value)
-    if not np.isfinite(v) or v < 0:
-        raise ValueError(f"{name} must be a finite number >= 0, got {value!r}")
-    return v
+    return check_real(name, value, low=0)
+
+
+def instance_indices(indices: Sequence[int] | np.ndarray | None, rows: int, *, name: str = "indices") -> np.ndarray:
+    """`indices` [rows] as distinct int64 instance numbers in ``[0, MAX_INSTANCES)`` (``0..rows-1`` when None).
+
+    A bool or float entry, a repeat, a negative number or one past `MAX_INSTANCES` (a state is kept for every
+    instance up to the largest, so ``[10**9]`` would allocate gigabytes) raises ValueError naming `name`.
+    """
+    rows = check_int("rows (the batch size)", rows, low=0)
+    if indices is None:
+        return np.arange(rows)
+    idx = np.asarray(indices).reshape(-1)
+    if idx.size and (idx.dtype.kind not in "iu" or idx.min() < 0 or idx.max() >= MAX_INSTANCES
+                     or len(np.unique(idx)) != len(idx)):
+        raise ValueError(f"{name} must be distinct ints in [0, {MAX_INSTANCES:,}) (one environment instance per row), "
+                         f"got {np.asarray(indices).tolist()!r}")
+    if len(idx) != rows:
+        raise ValueError(f"{name} names {len(idx)} instances for {rows} rows; give one per row")
+    return idx.astype(np.int64)
 
 
 class Noise:
@@ -101,9 +122,9 @@ class Uniform(Noise):
     kind = "uniform"
 
     def __init__(self, low: float = -0.1, high: float = 0.1) -> None:
-        if not (np.isfinite(low) and np.isfinite(high) and low <= high):
-            raise ValueError(f"Uniform needs finite low <= high, got low={low!r}, high={high!r}")
-        self.low, self.high = float(low), float(high)
+        self.low, self.high = check_real("low", low), check_real("high", high)
+        if self.low > self.high:
+            raise ValueError(f"Uniform needs low <= high, got low={low!r}, high={high!r}")
         self.params = {"low": self.low, "high": self.high}
 
     def sample(self, rng: np.random.Generator, shape: tuple[int, int], indices: Any = None) -> np.ndarray:
@@ -122,7 +143,8 @@ class OrnsteinUhlenbeck(Noise):
     ``sigma^2 dt / (1 - (1 - theta dt)^2) = sigma^2 / (theta (2 - theta dt))``,
     which tends to the continuous process's ``sigma^2 / (2 theta)`` as ``dt -> 0``
     (relative difference ``theta dt / 2``). States start at ``mu`` and return there
-    on `reset`.
+    on `reset`. It needs ``theta > 0`` and ``0 < theta dt < 2``: at ``theta = 0`` the
+    process is a random walk, with no stationary variance.
 
     Example:
         >>> ou = OrnsteinUhlenbeck(sigma=0.2, theta=0.15)
@@ -134,10 +156,11 @@ class OrnsteinUhlenbeck(Noise):
 
     def __init__(self, sigma: float = 0.2, theta: float = 0.15, *, mu: float = 0.0, dt: float = 1e-2) -> None:
         self.sigma = _non_negative("sigma", sigma)
-        self.theta = _non_negative("theta", theta)
-        self.dt = _non_negative("dt", dt)
-        self.mu = float(mu)
-        if self.dt == 0 or self.theta * self.dt >= 2:
+        # theta = 0 is a random walk: no stationary variance, and the noise drifts without bound
+        self.theta = check_real("theta", theta, above=0)
+        self.dt = check_real("dt", dt, above=0)
+        self.mu = check_real("mu", mu)
+        if self.theta * self.dt >= 2:
             raise ValueError(f"OrnsteinUhlenbeck needs 0 < theta*dt < 2 to be stable, got theta={theta!r}, dt={dt!r}")
         self.params = {"sigma": self.sigma, "theta": self.theta, "mu": self.mu, "dt": self.dt}
         self.state: np.ndarray = np.zeros((0, 0), dtype=np.float64)
@@ -157,12 +180,10 @@ class OrnsteinUhlenbeck(Noise):
             self.state = grown
 
     def sample(self, rng: np.random.Generator, shape: tuple[int, int], indices: Sequence[int] | np.ndarray | None = None) -> np.ndarray:
-        B, d = shape
-        idx = np.arange(B) if indices is None else np.asarray(indices, dtype=np.int64).reshape(-1)
-        if len(idx) != B:
-            raise ValueError(f"indices name {len(idx)} instances for {B} rows")
-        if len(idx) and (idx.min() < 0 or len(np.unique(idx)) != len(idx)):
-            raise ValueError(f"indices must be distinct non-negative instance numbers, got {idx.tolist()}")
+        if not (isinstance(shape, (tuple, list)) and len(shape) == 2):
+            raise ValueError(f"shape must be (rows, action dims), got {shape!r}")
+        B, d = check_int("shape[0] (rows)", shape[0], low=0), check_int("shape[1] (action dims)", shape[1], low=1)
+        idx = instance_indices(indices, B)
         self._grow(int(idx.max()) + 1 if len(idx) else 0, d)
         x = self.state[idx]
         x = x + self.theta * (self.mu - x) * self.dt + self.sigma * np.sqrt(self.dt) * rng.standard_normal((B, d))
@@ -202,9 +223,7 @@ class AdaptiveParameterNoise(Noise):
     def __init__(self, initial_stddev: float = 0.1, desired_action_stddev: float = 0.2, adoption_coefficient: float = 1.01) -> None:
         self.stddev = _non_negative("initial_stddev", initial_stddev)
         self.desired_action_stddev = _non_negative("desired_action_stddev", desired_action_stddev)
-        self.adoption_coefficient = float(adoption_coefficient)
-        if not self.adoption_coefficient > 1:
-            raise ValueError(f"adoption_coefficient must be > 1, got {adoption_coefficient!r}")
+        self.adoption_coefficient = check_real("adoption_coefficient", adoption_coefficient, above=1)
         self.params = {"initial_stddev": self.stddev, "desired_action_stddev": self.desired_action_stddev,
                        "adoption_coefficient": self.adoption_coefficient}
 
@@ -255,5 +274,5 @@ def noise_from_state(arrays: dict[str, np.ndarray], meta: dict[str, Any]) -> Noi
 
 __all__ = [
     "AdaptiveParameterNoise", "ClippedNormal", "Noise", "Normal", "OrnsteinUhlenbeck", "Uniform",
-    "action_distance", "noise_from_state",
+    "action_distance", "instance_indices", "noise_from_state",
 ]

@@ -30,7 +30,9 @@ import torch
 from torch import nn
 
 from pbmarl.games.base import Game
+from pbmarl.policies.neural import seeded_torch
 from pbmarl.policies.stateful import StatefulPolicy
+from pbmarl.runs.config import MAX_WIDTH, check_int, check_widths
 
 
 class RecurrentQNet(nn.Module):
@@ -70,11 +72,9 @@ class RecurrentQPolicy(StatefulPolicy):
         super().__init__(game)
         if game.num_actions < 1:
             raise ValueError(f"RecurrentQPolicy needs Discrete actions; {game.name!r} acts in {game.action_space(0)}")
-        self.rnn_hidden = int(rnn_hidden)
+        self.rnn_hidden = check_int("rnn_hidden", rnn_hidden, low=1, high=MAX_WIDTH)
         self.in_dim = int(np.prod(game.observation_shape))
-        with torch.random.fork_rng(devices=[]):
-            if seed is not None:
-                torch.manual_seed(int(seed))
+        with seeded_torch(seed):
             self.net = RecurrentQNet(self.in_dim, game.num_actions, self.rnn_hidden)
         self.epsilon = float(epsilon)
         self._hidden: dict[int, torch.Tensor] = {}
@@ -202,12 +202,10 @@ class RecurrentPolicy(StatefulPolicy):
         activation_named(activation, "RecurrentPolicy")
         if game.num_actions < 1:
             raise ValueError(f"RecurrentPolicy needs Discrete actions; {game.name!r} acts in {game.action_space(0)}")
-        self.hidden = tuple(int(h) for h in hidden)
+        self.hidden = check_widths("hidden", hidden)
         self.layer_norm, self.activation = bool(layer_norm), activation
         self.in_dim = int(np.prod(game.observation_shape))
-        with torch.random.fork_rng(devices=[]):
-            if seed is not None:
-                torch.manual_seed(int(seed))
+        with seeded_torch(seed):
             self.net = RecurrentNet(self.in_dim, self.hidden, game.num_actions, activation=activation,
                                     layer_norm=self.layer_norm)
         self._h = np.zeros((0, self.net.rnn_hidden), np.float32)  # row i: instance i's hidden state
