@@ -27,15 +27,24 @@ import numpy as np
 
 from pbmarl.algorithms.pfsp import pfsp, remove_monotonic_suffix
 from pbmarl.algorithms.win_rates import WinRateTable
-from pbmarl.learners.base import NON_NEGATIVE_INT, POSITIVE_INT, UNIT, Rule, _check
+from pbmarl.runs.config import FLAG, NON_NEGATIVE_INT, POSITIVE_INT, UNIT, Config, Rule, is_real
 
 ROLES = ("main", "main_exploiter", "league_exploiter")
+#: the most learner steps or episodes one match may ask for
+MAX_STEPS = 10**9
 
 
 @dataclass(frozen=True)
-class LeagueConfig:
-    """League thresholds; each cites the line of the AlphaStar pseudocode (Vinyals et al. 2019) it comes from."""
+class LeagueConfig(Config):
+    """League options: its roster, then thresholds that each cite the line of the AlphaStar
+    pseudocode (Vinyals et al. 2019) they come from."""
 
+    main_agents: int = 1
+    """How many main agents (at least one)."""
+    main_exploiters: int = 1
+    """How many main exploiters."""
+    league_exploiters: int = 2
+    """How many league exploiters."""
     pfsp_branch: float = 0.5
     """Main agents: probability of the PFSP branch (``MainPlayer.get_match``: ``coin_toss < 0.5``)."""
     verification_branch: float = 0.15
@@ -64,22 +73,28 @@ class LeagueConfig:
     """Learner steps each agent trains against the opponent drawn for it, per league step."""
     match_episodes: int = 200
     """Episodes played per match to update the win rates (exact evaluators use the expected result)."""
+    measure: bool | None = None
+    """Measure the exact exploitability of `League.main_policy` after every round (None: where the game's tree fits)."""
 
     checks: ClassVar[dict[str, Rule]] = {
+        "main_agents": POSITIVE_INT, "main_exploiters": NON_NEGATIVE_INT, "league_exploiters": NON_NEGATIVE_INT,
         "pfsp_branch": UNIT, "verification_branch": UNIT, "selfplay_min_win_rate": UNIT,
         "exploiter_check_win_rate": UNIT, "forgetting_win_rate": UNIT, "main_exploiter_min_win_rate": UNIT,
         "snapshot_win_rate": UNIT, "snapshot_min_steps": NON_NEGATIVE_INT, "snapshot_max_steps": NON_NEGATIVE_INT,
-        "league_exploiter_reset": UNIT, "decay": (lambda v: 0 < v <= 1, "a number in (0, 1]"),
-        "steps_per_match": POSITIVE_INT, "match_episodes": POSITIVE_INT,
+        "league_exploiter_reset": UNIT, "decay": (lambda v: is_real(v) and 0 < v <= 1, "a number in (0, 1]"),
+        "steps_per_match": (lambda v: POSITIVE_INT[0](v) and v <= MAX_STEPS, f"an int in [1, {MAX_STEPS:,}]"),
+        "match_episodes": (lambda v: POSITIVE_INT[0](v) and v <= MAX_STEPS, f"an int in [1, {MAX_STEPS:,}]"),
+        "measure": (lambda v: v is None or FLAG[0](v), "True, False or None (measure where the game allows)"),
     }
 
     def __post_init__(self) -> None:
-        for name, (ok, accepted) in self.checks.items():
-            _check(ok(getattr(self, name)), name, getattr(self, name), accepted)
-        _check(self.pfsp_branch + self.verification_branch <= 1, "pfsp_branch + verification_branch",
-               self.pfsp_branch + self.verification_branch, "at most 1")
-        _check(self.snapshot_max_steps >= self.snapshot_min_steps, "snapshot_max_steps", self.snapshot_max_steps,
-               f"at least snapshot_min_steps ({self.snapshot_min_steps})")
+        super().__post_init__()
+        if self.pfsp_branch + self.verification_branch > 1:
+            raise ValueError(f"pfsp_branch + verification_branch must be at most 1, got "
+                             f"{self.pfsp_branch} + {self.verification_branch}")
+        if self.snapshot_max_steps < self.snapshot_min_steps:
+            raise ValueError(f"snapshot_max_steps must be at least snapshot_min_steps ({self.snapshot_min_steps}), "
+                             f"got {self.snapshot_max_steps!r}")
 
 
 @dataclass

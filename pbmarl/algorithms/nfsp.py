@@ -15,9 +15,11 @@ eta (the anticipatory parameter) and ``Pi`` otherwise; only best-response action
 other games whose tree fits in memory).
 
 Example:
-    >>> nfsp = NFSP("kuhn_poker", seed=0)  # doctest: +SKIP
-    >>> for record in nfsp.run(10):  # doctest: +SKIP
-    ...     print(record)                     # exploitability of the average policies
+    >>> nfsp = NFSP("kuhn_poker", seed=0, episodes_per_step=50)
+    >>> records = nfsp.run(2, progress=False)       # exploitability of the average policies
+    >>> list(nfsp.history.columns[:6])
+    ['env_steps', 'episodes', 'wall_time', 'exploitability', 'nash_conv', 'loss/rl']
+    >>> nfsp.evaluate(100, seed=0).mean  # doctest: +SKIP
     >>> nfsp.history.plot(x="episodes", y="exploitability")  # doctest: +SKIP
 """
 
@@ -25,31 +27,36 @@ from __future__ import annotations
 
 import copy
 import math
-import os
 import time
-from collections.abc import Iterator
 from dataclasses import dataclass, field
-from pathlib import Path
-from typing import Any, cast
+from typing import Any, ClassVar, cast
 
 import numpy as np
-import pandas as pd
 import torch
 import torch.nn.functional as F
 
-from pbmarl.algorithms import driver_io as io
-from pbmarl.algorithms.transaction import all_or_nothing
 from pbmarl.games.base import Game
-from pbmarl.games.registry import load_game
+from pbmarl.games.registry import game_spec, load_game
 from pbmarl.learners.buffers import ReplayBuffer
 from pbmarl.learners.nets import build_mlp, masked_max_q, obs_dim, seeded, to_tensor
 from pbmarl.learners.reservoir import ReservoirBuffer
 from pbmarl.policies.neural import MLPPolicy, masked_logits
+from pbmarl.rollout.results import EvalResult
 from pbmarl.rollout.trajectories import Trajectories
+from pbmarl.runs import Config, Record, Run, RunFolderError, SavedRun, State, build_config, check_seed, shared_row
+from pbmarl.runs.config import FLAG, POSITIVE, POSITIVE_INT, UNIT, Rule
+from pbmarl.runs.transaction import all_or_nothing
+
+#: the largest hidden layer, and the most items a buffer (or one step's episodes) may hold
+MAX_WIDTH = 1 << 16
+MAX_SIZE = 10**8
+_SIZE: Rule = (lambda v: POSITIVE_INT[0](v) and v <= MAX_SIZE, f"an int in [1, {MAX_SIZE:,}]")
+#: the most memory both buffers of all players may take when full
+MAX_BUFFER_BYTES = 32 * 2**30
 
 
 @dataclass(frozen=True)
-class NFSPConfig:
+class NFSPConfig(Config):
     """NFSP options. Defaults are the Leduc settings of Heinrich & Silver 2016 (§5.2) where they give one."""
 
     hidden: tuple[int, ...] = (64,)
@@ -83,49 +90,63 @@ class NFSPConfig:
     """Discount; 1 for these episodic games."""
     episodes_per_step: int = 1_000
     """Episodes played by one `step()` before the exploitability is measured."""
+    measure: bool | None = None
+    """Measure the average policies' exploitability exactly after every step (None: where the game's tree fits)."""
+
+    checks: ClassVar[dict[str, Rule]] = {
+        "hidden": (lambda v: isinstance(v, tuple) and all(POSITIVE_INT[0](h) and h <= MAX_WIDTH for h in v),
+                   f"a sequence of layer widths, each an int in [1, {MAX_WIDTH:,}]"),
+        "rl_lr": POSITIVE, "sl_lr": POSITIVE, "anticipatory": UNIT, "epsilon_start": UNIT,
+        "epsilon_decay_episodes": POSITIVE_INT, "replay_capacity": _SIZE, "reservoir_capacity": _SIZE,
+        "batch_size": _SIZE, "learn_every": POSITIVE_INT, "updates_per_learn": _SIZE,
+        "target_update_every": POSITIVE_INT, "min_buffer": POSITIVE_INT, "gamma": UNIT,
+        "episodes_per_step": _SIZE, "measure": (lambda v: v is None or FLAG[0](v), "True, False or None"),
+    }
 
     def __post_init__(self) -> None:
-        from pbmarl.learners.base import POSITIVE, POSITIVE_INT, UNIT, _check
-
-        rules = {"rl_lr": POSITIVE, "sl_lr": POSITIVE, "anticipatory": UNIT, "epsilon_start": UNIT,
-                 "epsilon_decay_episodes": POSITIVE_INT, "replay_capacity": POSITIVE_INT,
-                 "reservoir_capacity": POSITIVE_INT, "batch_size": POSITIVE_INT, "learn_every": POSITIVE_INT,
-                 "updates_per_learn": POSITIVE_INT, "target_update_every": POSITIVE_INT, "min_buffer": POSITIVE_INT,
-                 "gamma": UNIT, "episodes_per_step": POSITIVE_INT}
-        for name, (ok, accepted) in rules.items():
-            _check(ok(getattr(self, name)), name, getattr(self, name), accepted)
-        object.__setattr__(self, "hidden", tuple(int(h) for h in self.hidden))
+        if isinstance(self.hidden, list) or (isinstance(self.hidden, tuple) and not isinstance(self.hidden, str)):
+            object.__setattr__(self, "hidden", tuple(self.hidden))
+        super().__post_init__()
+        small = min(self.replay_capacity, self.reservoir_capacity)
+        if self.min_buffer > small:
+            which = "replay_capacity" if self.replay_capacity <= self.reservoir_capacity else "reservoir_capacity"
+            raise ValueError(f"min_buffer must be at most {which} ({small:,}): a buffer can never hold more, so "
+                             f"nothing would be learned; got min_buffer={self.min_buffer!r}")
 
 
 @dataclass(frozen=True)
-class NFSPRecord:
+class NFSPRecord(Record):
     """One NFSP step: ``episodes_per_step`` episodes, then an exact measurement."""
 
     iteration: int
-    episodes: int
-    """Episodes played in total."""
     env_steps: int
     """Decisions (all players) taken in total."""
+    episodes: int
+    """Episodes played in total."""
+    wall_time: float
+    """Seconds of stepping over the whole run."""
     exploitability: float | None
+    """Of the average policies, where measured."""
     nash_conv: float | None
-    rl_loss: float
-    """Mean best-response (TD) loss of this step's updates (NaN if none)."""
-    sl_loss: float
-    """Mean average-policy (cross-entropy) loss of this step's updates (NaN if none)."""
-    epsilon: float
-    seconds: dict[str, float] = field(default_factory=dict)
-    wall_time: float = 0.0
+    losses: dict[str, float] = field(default_factory=dict)
+    """Mean losses of this step's updates: ``rl`` (the best responses' TD loss), ``sl`` (the average
+    policies' cross-entropy); NaN where none was made."""
+    times: dict[str, float] = field(default_factory=dict)
+    """Seconds of this step by phase: ``play``, ``measure``."""
+    epsilon: float = 0.0
+    """The best responses' exploration rate after the step."""
 
     def as_row(self) -> dict[str, Any]:
-        row = {k: v for k, v in self.__dict__.items() if k != "seconds"}
-        row.update({f"seconds_{k}": v for k, v in self.seconds.items()})
-        return row
+        return shared_row(iteration=self.iteration, env_steps=self.env_steps, episodes=self.episodes,
+                          wall_time=self.wall_time, exploitability=self.exploitability, nash_conv=self.nash_conv,
+                          losses=self.losses, times=self.times, extra={"epsilon": self.epsilon})
 
     def __str__(self) -> str:
         from pbmarl.fmt import fmt
 
         return (f"iter {self.iteration:>3} | episodes {self.episodes} | exploitability {fmt(self.exploitability, '.4g')} | "
-                f"rl {fmt(self.rl_loss, '.3g')} | sl {fmt(self.sl_loss, '.3g')} | {sum(self.seconds.values()):.2f}s")
+                f"rl {fmt(self.losses.get('rl'), '.3g')} | sl {fmt(self.losses.get('sl'), '.3g')} | "
+                f"{sum(self.times.values()):.2f}s")
 
 
 @dataclass(frozen=True)
@@ -153,29 +174,33 @@ def _modules(run: NFSP) -> dict[str, Any]:
     return out
 
 
-class NFSP:
-    """Neural Fictitious Self-Play for turn-based games; see the module doc.
+class NFSP(Run):
+    """Neural Fictitious Self-Play for turn-based games of two or more players; see the module doc.
 
     Args:
         game: a `Game` or its name.
-        config: an `NFSPConfig`; keyword `options` override its fields.
         seed: seeds the networks, exploration, modes, chance and minibatches.
-        measure: measure exploitability exactly after every step (default: where the tree fits).
-        save_dir: if given, the run is saved there after every step.
+        config: an `NFSPConfig`; keyword `options` override its fields.
     """
 
-    def __init__(self, game: Game | str, *, config: NFSPConfig | None = None, seed: int = 0,
-                 measure: bool | None = None, save_dir: str | os.PathLike[str] | None = None, **options: Any) -> None:
-        from pbmarl.algorithms.psro import _exact_capable
+    history_columns: ClassVar[tuple[str, ...]] = ("exploitability", "nash_conv", "loss/rl", "loss/sl", "epsilon")
 
+    def __init__(self, game: Game | str, *, seed: int = 0, config: NFSPConfig | None = None, **options: Any) -> None:
+        from pbmarl.algorithms.psro_parts import exact_capable
+
+        self.config: NFSPConfig = build_config(NFSPConfig, config, options, owner="NFSP")
+        self.seed = check_seed(seed)
         self.game = load_game(game) if isinstance(game, str) else game
+        if not isinstance(self.game, Game):
+            raise TypeError(f"game must be a pbmarl Game or a game name, got {type(game).__name__}: {game!r}")
+        if self.game.num_players < 2:
+            raise ValueError(f"NFSP learns by self-play in games of two or more players; {self.game.name!r} has "
+                             f"{self.game.num_players}: train a single-agent learner on it (pb.DQN, pb.PPO)")
         if not self.game.turn_based:
             raise ValueError(f"NFSP here plays turn-based games; {self.game.name!r} is simultaneous-move")
-        self.config: NFSPConfig = io.config_with(NFSPConfig, config, options, owner="NFSP")
-        self.seed = int(seed)
+        _check_memory(self.game, self.config)
         self.rng = np.random.default_rng(self.seed)
-        self.measure = _exact_capable(self.game) if measure is None else bool(measure)
-        self.save_dir = Path(save_dir) if save_dir is not None else None
+        self.measure = exact_capable(self.game) if self.config.measure is None else bool(self.config.measure)
         cfg, P, A, d = self.config, self.game.num_players, self.game.num_actions, obs_dim(self.game)
         self.q_nets = [seeded(self.seed * 1000 + 2 * p, lambda: build_mlp(d, cfg.hidden, A)) for p in range(P)]
         self.avg_nets = [seeded(self.seed * 1000 + 2 * p + 1, lambda: build_mlp(d, cfg.hidden, A)) for p in range(P)]
@@ -344,42 +369,107 @@ class NFSP:
         seconds["measure"] = time.perf_counter() - t0
         self._wall += sum(seconds.values())
         rl, sl = self._losses["rl"], self._losses["sl"]
-        record = NFSPRecord(iteration=len(self.records) + 1, episodes=self.episodes, env_steps=sum(self.decisions),
-                            exploitability=expl, nash_conv=nash_conv, rl_loss=float(np.mean(rl)) if rl else math.nan,
-                            sl_loss=float(np.mean(sl)) if sl else math.nan, epsilon=self.epsilon, seconds=seconds,
-                            wall_time=self._wall)
+        record = NFSPRecord(iteration=len(self.records) + 1, env_steps=sum(self.decisions), episodes=self.episodes,
+                            wall_time=self._wall, exploitability=expl, nash_conv=nash_conv,
+                            losses={"rl": float(np.mean(rl)) if rl else math.nan,
+                                    "sl": float(np.mean(sl)) if sl else math.nan},
+                            times=seconds, epsilon=self.epsilon)
         self.records.append(record)
-        if self.save_dir is not None:
-            self.save(self.save_dir)
         return record
 
-    def run(self, steps: int) -> Iterator[NFSPRecord]:
-        """Yield the records of `steps` more steps."""
-        if not isinstance(steps, (int, np.integer)) or steps < 0:
-            raise ValueError(f"steps must be a non-negative int, got {steps!r}")
-        for _ in range(int(steps)):
-            yield self.step()
+    def evaluate(self, episodes: int = 100, *, seed: int = 0, deterministic: bool = False) -> EvalResult:
+        """`episodes` episodes of the average policies against each other -> a `pb.EvalResult` by player.
 
-    @property
-    def history(self) -> pd.DataFrame:
-        """One row per step."""
-        if not self.records:
-            return pd.DataFrame(columns=["episodes", "exploitability"])
-        return pd.DataFrame([r.as_row() for r in self.records]).set_index("iteration")
+        The run is unchanged (a pool of its own plays them, seeded by `seed`).
+        """
+        from pbmarl.algorithms.league_records import play_profile
+
+        return cast(EvalResult, play_profile(self.game, self.average_policies(), episodes, seed=seed,
+                                             deterministic=deterministic))
 
     def __repr__(self) -> str:
         return f"NFSP({self.game.name!r}, seed={self.seed}, episodes={self.episodes})"
 
     # -- files ------------------------------------------------------------------------------
-    def save(self, path: str | os.PathLike[str]) -> Path:
-        """Write the whole state (networks, optimisers, both buffers, random state) to folder `path`."""
-        from pbmarl.algorithms.nfsp_io import save_nfsp
-
-        return save_nfsp(self, Path(path))
+    def state(self) -> State:
+        """Networks and optimisers (torch state dicts), both buffers (arrays), counters, random state, records."""
+        arrays: dict[str, np.ndarray] = {}
+        for p in range(self.game.num_players):
+            arrays.update({f"replay{p}.{k}": v for k, v in self.replay[p].state_arrays().items()})
+            arrays.update({f"reservoir{p}.{k}": v for k, v in self.reservoir[p].state_arrays().items()})
+        data = {"episodes": self.episodes, "decisions": list(self.decisions), "rl_updates": list(self.rl_updates),
+                "rng": dict(self.rng.bit_generator.state), "wall_time": self._wall,
+                "records": [_record_json(r) for r in self.records]}
+        return State(data=data, arrays=arrays, modules={k: m.state_dict() for k, m in _modules(self).items()},
+                     config=self.config.to_dict(), seed=self.seed, game=game_spec(self.game))
 
     @classmethod
-    def load(cls, path: str | os.PathLike[str], *, save_dir: str | os.PathLike[str] | None = None) -> NFSP:
-        """Resume a run saved by `save`; it continues exactly as the uninterrupted run would."""
-        from pbmarl.algorithms.nfsp_io import load_nfsp
+    def from_state(cls, saved: SavedRun, **overrides: Any) -> NFSP:
+        """Rebuild a run `state` wrote; it continues exactly as the uninterrupted run would.
 
-        return load_nfsp(cls, Path(path), save_dir=save_dir)
+        `overrides` change options (e.g. ``episodes_per_step``); the buffers' capacities must still hold what was saved.
+        """
+        options = {k: tuple(v) if isinstance(v, list) else v for k, v in saved.config.items()}
+        config = build_config(NFSPConfig, None, {**options, **overrides}, owner="NFSP")
+        run = cls(saved.game(), seed=check_seed(saved.seed), config=config)
+        data = saved.data
+        try:
+            P, A, shape = run.game.num_players, run.game.num_actions, tuple(run.game.observation_shape)
+            for name, module in _modules(run).items():
+                module.load_state_dict(saved.module(name))
+            for p in range(P):
+                size = saved.arrays({f"replay{p}.position": ((2,), "iu"), f"reservoir{p}.seen": ((1,), "iu")})
+                n = int(size[f"replay{p}.position"][1])
+                m = min(int(size[f"reservoir{p}.seen"][0]), run.reservoir[p].capacity)
+                replay = {f"replay{p}.obs": ((n, *shape), "f"), f"replay{p}.next_obs": ((n, *shape), "f"),
+                          f"replay{p}.legal_mask": ((n, A), "b"), f"replay{p}.next_legal_mask": ((n, A), "b"),
+                          f"replay{p}.action": ((n,), "iu"), f"replay{p}.reward": ((n,), "f"),
+                          f"replay{p}.done": ((n,), "b"), f"replay{p}.position": ((2,), "iu")}
+                reservoir = {f"reservoir{p}.obs": ((m, *shape), "f"), f"reservoir{p}.legal_mask": ((m, A), "b"),
+                             f"reservoir{p}.action": ((m,), "iu"), f"reservoir{p}.seen": ((1,), "iu")}
+                got = saved.arrays({**replay, **reservoir})
+                run.replay[p].load_state_arrays({k.split(".", 1)[1]: got[k] for k in replay})
+                run.reservoir[p].load_state_arrays({k.split(".", 1)[1]: got[k] for k in reservoir})
+            run.episodes = int(data["episodes"])
+            run.decisions = [int(x) for x in data["decisions"]]
+            run.rl_updates = [int(x) for x in data["rl_updates"]]
+            if len(run.decisions) != P or len(run.rl_updates) != P:
+                raise ValueError(f"'decisions' and 'rl_updates' must hold one count per player ({P})")
+            run.rng.bit_generator.state = data["rng"]
+            run._wall = float(data["wall_time"])
+            run.records = [_record_from_json(r) for r in data["records"]]
+        except (KeyError, TypeError, ValueError, RuntimeError, IndexError) as exc:
+            if isinstance(exc, RunFolderError):
+                raise
+            raise RunFolderError(f"{str(saved.state_dir)!r}: cannot restore the NFSP run "
+                                 f"({type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''})") from None
+        return run
+
+
+def _record_json(record: NFSPRecord) -> dict[str, Any]:
+    return dict(record.__dict__)
+
+
+def _record_from_json(data: dict[str, Any]) -> NFSPRecord:
+    def opt(v: Any) -> float | None:
+        return None if v is None else float(v)
+
+    return NFSPRecord(iteration=int(data["iteration"]), env_steps=int(data["env_steps"]),
+                      episodes=int(data["episodes"]), wall_time=float(data["wall_time"]),
+                      exploitability=opt(data["exploitability"]), nash_conv=opt(data["nash_conv"]),
+                      losses={str(k): float(v) for k, v in data["losses"].items()},
+                      times={str(k): float(v) for k, v in data["times"].items()}, epsilon=float(data["epsilon"]))
+
+
+def _check_memory(game: Game, cfg: NFSPConfig) -> None:
+    """Refuse buffers that could not be allocated, naming the option (both buffers, every player, when full)."""
+    obs = int(np.prod(game.observation_shape)) * 4
+    A = game.num_actions
+    replay = cfg.replay_capacity * (2 * obs + 2 * A + 8 + 8 + 1)
+    reservoir = cfg.reservoir_capacity * (obs + A + 8)
+    total = game.num_players * (replay + reservoir)
+    if total > MAX_BUFFER_BYTES:
+        name = "replay_capacity" if replay >= reservoir else "reservoir_capacity"
+        raise ValueError(f"{name}={getattr(cfg, name):,} would need {total / 2**30:,.1f} GiB of buffers for "
+                         f"{game.name!r} ({game.num_players} players); at most {MAX_BUFFER_BYTES // 2**30} GiB "
+                         f"are allowed: lower {name}")
