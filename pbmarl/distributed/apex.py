@@ -44,11 +44,17 @@ __all__ = ["ApeX", "ApeXConfig", "apex_epsilons"]
 
 
 def apex_epsilons(n: int, eps: float = 0.4, alpha: float = 7.0) -> list[float]:
-    """The per-actor exploration rates ``eps ** (1 + alpha * i / (n - 1))`` (just ``[eps]`` for one actor)."""
-    if isinstance(n, bool) or not isinstance(n, int) or n < 1:
-        raise ValueError(f"n must be a positive int (actors), got {n!r}")
+    """The per-actor exploration rates ``eps ** (1 + alpha * i / (n - 1))`` (just ``[eps]`` for one actor).
+
+    `eps` is a probability (in [0, 1]: ``eps=2`` would give rates up to 256) and `alpha` a finite number >= 0.
+    """
+    from pbmarl.runs.config import check_int, check_real
+
+    n = check_int("n", n, low=1)  # the number of actors
+    eps = check_real("eps (an exploration probability)", eps, low=0, high=1)
+    alpha = check_real("alpha", alpha, low=0)
     if n == 1:
-        return [float(eps)]
+        return [eps]
     return [float(eps ** (1.0 + alpha * i / (n - 1))) for i in range(n)]
 
 
