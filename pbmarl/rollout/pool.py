@@ -150,6 +150,11 @@ class RolloutPool:
         started = time.perf_counter()
         episodes = _positive_int(episodes, "episodes")
         seats, policies = self._seats(profile)
+        for pi in policies.values():
+            if not pi.discrete:
+                raise TypeError(f"evaluate plays policies by their action probabilities; {pi!r} acts on a continuous "
+                                "space and has none: measure it with collect(policies={group: policy}, steps=...) "
+                                "(Trajectories.episode_returns)")
         entropy, call = self._begin(seed, policies)
         units = [WorkUnit((EVAL, j), entropy, seats, episodes=n, call=call)
                  for j, n in enumerate(chunks(episodes, self._unit(episodes, 1)))]
@@ -280,9 +285,14 @@ class RolloutPool:
         """Whether the one-seat form of `collect` runs as a multi-agent collect: on PettingZoo Parallel games,
         where the group route steps every copy at once through the pool's stepper (a numpy port where pbmarl
         has one) instead of one AEC turn at a time. The data is the same kind either way: whole episodes of the
-        seat, one row per step, ``done`` at every episode end."""
+        seat, one row per step, ``done`` at every episode end. Also on Gymnasium games that act on a Box (or
+        MultiDiscrete): only the group route plays policies by `act` (the turn-based one samples action
+        probabilities, which those policies do not have), refusing actions outside the space by value."""
+        from pbmarl.games.gym import GymGame
         from pbmarl.games.pettingzoo import PettingZooGame
 
+        if isinstance(self.game, GymGame):
+            return self.game.num_actions == 0
         return isinstance(self.game, PettingZooGame) and self.game.api == "parallel"
 
     def _collect_seat_as_group(self, player: int, profile: Sequence[Policy | Mixture | None], steps: int, *,
