@@ -15,9 +15,15 @@ fetches its minibatches in groups of `replay_prefetch` (one round trip each, the
 drawn while the learner trains on the one before, as the paper's learner prefetches), and its
 priority updates travel with those requests.
 
+Between steps every actor is busy with its next batch; those jobs are kept
+(`pbmarl.distributed.resume`), so an interrupted step or a loaded learner hands them out again
+and goes on exactly as it would have. Ape-X plays discrete actions (a Box game is refused:
+`pb.ApeXDDPG` is its continuous counterpart).
+
 Example:
-    >>> learner = pb.ApeX(pb.load_game("gym:CartPole-v1"), actors=4)  # doctest: +SKIP
-    >>> learner.actor_epsilons  # 0.4, 0.4**(1 + 7/3), ...  # doctest: +SKIP
+    >>> learner = pb.ApeX("gym:CartPole-v1", actors=4)
+    >>> [round(e, 4) for e in learner.actor_epsilons]   # 0.4, 0.4 ** (1 + 7/3), ...
+    [0.4, 0.0188, 0.0009, 0.0]
 """
 
 from __future__ import annotations
@@ -32,13 +38,15 @@ from pbmarl.distributed.executors import make_executor
 from pbmarl.distributed.impala import RolloutResult
 from pbmarl.distributed.options import ACTORS_NOT_WORKERS, BACKENDS
 from pbmarl.distributed.replay import RemoteReplay
+from pbmarl.distributed.resume import JobLog, jobs_from_state, jobs_state
 from pbmarl.distributed.server import get_vector, set_vector
 from pbmarl.games.base import Game
-from pbmarl.learners.base import POSITIVE, POSITIVE_INT, UNIT, Rule, Task
+from pbmarl.learners.base import Task
 from pbmarl.learners.dqn import DQN, DQNConfig
 from pbmarl.learners.nets import EpsilonGreedy
 from pbmarl.rollout.trajectories import Trajectories, concat_trajectories
 from pbmarl.rollout.worker import game_for_worker
+from pbmarl.runs.config import POSITIVE, POSITIVE_INT, UNIT, Rule
 
 __all__ = ["ApeX", "ApeXConfig", "apex_epsilons"]
 
@@ -132,6 +140,15 @@ class ApeX(DQN):
     name = "apex"
     config_class = ApeXConfig
     config: ApeXConfig
+    task_attributes = DQN.task_attributes + ("executor", "published", "log", "last", "_owed", "_jobs_saved")
+
+    def _check_game(self) -> None:
+        from gymnasium import spaces
+
+        space = self.game.action_space(0)
+        if not isinstance(space, spaces.Discrete):
+            raise ValueError(f"ApeX is Ape-X DQN: it plays discrete actions, and {self.game.name!r} has "
+                             f"{type(space).__name__} actions; use pb.ApeXDDPG (Ape-X with a DDPG learner) there")
 
     @property
     def actor_epsilons(self) -> list[float]:
@@ -149,35 +166,28 @@ class ApeX(DQN):
         def args(i: int) -> tuple[Any, ...]:
             return (spec, actor_cfg, task.player, opponents, eps[i])
 
-        self.executor = make_executor(cfg.backend, args, cfg.actors, ApeXActor)
+        self.executor = JobLog(make_executor(cfg.backend, args, cfg.actors, ApeXActor))
         self.replay = RemoteReplay(self.replay, backend=cfg.backend, prefetch=cfg.replay_prefetch)  # the central replay
-        self.executor.ready()  # the actors and the replay start here, not inside the first round
-        self.replay.host.ready()
-        self.idle = list(range(cfg.actors))
         self.published = (0, get_vector(list(self.q_net.parameters())))
         #: every consumed batch: (actor, weights version, seeds, learner transitions, env steps)
         self.log: list[tuple[int, int, tuple[int, ...], int, int]] = []
         #: the batches consumed by the last round, with their actor
         self.last: list[tuple[int, RolloutResult]] = []
         self._owed = 0.0  # updates_per_step: the fraction of an update carried to the next round
+        self._jobs_saved: dict[str, Any] | None = None  # the actors' jobs, to hand out again (after a restore or load)
 
     def _send(self, i: int) -> None:
         version, weights = self.published
         self.executor.submit(i, weights, version, [int(self.rng.integers(2**63 - 1))])
 
     def _round(self, task: Task) -> tuple[Trajectories, dict[str, float]]:
-        try:
-            return self._actor_round(task)
-        except KeyboardInterrupt:  # stop the actors; stepping again starts fresh ones
-            self.executor.close()
-            self.idle = list(range(self.config.actors))
-            raise
-
-    def _actor_round(self, task: Task) -> tuple[Trajectories, dict[str, float]]:
         cfg = self.config
-        for i in self.idle:
-            self._send(i)
-        self.idle = []
+        if self._jobs_saved is not None:  # the jobs the actors were busy with, out again
+            self.executor.resubmit(*jobs_from_state(self._jobs_saved))
+            self._jobs_saved = None
+        for i in range(cfg.actors):
+            if i not in self.executor.jobs:
+                self._send(i)
         self.last = []
         for _ in range(cfg.actors):
             i, result = self.executor.next()
@@ -207,8 +217,28 @@ class ApeX(DQN):
             "epsilon": float(np.mean(self.actor_epsilons)), "updates": task.updates, "buffer": len(self.replay),
         }
 
+    def _task_extra(self) -> dict[str, Any]:
+        jobs = self._jobs_saved if self._jobs_saved is not None else jobs_state(self.executor)
+        return {"published_version": self.published[0], "published_weights": self.published[1], "owed": self._owed,
+                "log": [list(row[:2]) + [list(row[2])] + list(row[3:]) for row in self.log],
+                **{f"jobs.{k}": v for k, v in jobs.items()}}
+
+    def _set_task_extra(self, extra: dict[str, Any]) -> None:
+        self.published = (int(extra["published_version"]), np.asarray(extra["published_weights"]))
+        self._owed = float(extra["owed"])
+        self.log = [(int(i), int(v), tuple(int(s) for s in seeds), int(n), int(m)) for i, v, seeds, n, m in extra["log"]]
+        self.last = []
+        self._jobs_saved = {k[5:]: v for k, v in extra.items() if k.startswith("jobs.")}
+
+    def _close_workers(self) -> None:
+        executor = self.__dict__.get("executor")
+        if executor is not None:
+            if self.__dict__.get("_jobs_saved") is None:
+                self._jobs_saved = jobs_state(executor)  # the next round hands them out again
+            executor.close()
+
     def _end_task(self) -> None:
-        self.executor.close()
-        if isinstance(self.replay, RemoteReplay):
-            self.replay.close()
+        replay = self.__dict__.get("replay")
+        if isinstance(replay, RemoteReplay):
+            replay.close()
         super()._end_task()

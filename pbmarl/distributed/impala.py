@@ -12,9 +12,13 @@ newest weights. Under the local backend actors come back in a simulated order in
 actor ``i`` is ``1 + i`` times slower than a fast one, so their data is really stale;
 `staleness` records by how many versions.
 
+Between steps every actor is busy with its next batch; those jobs are kept
+(`pbmarl.distributed.resume`), so an interrupted step or a loaded learner hands them out again
+and goes on exactly as it would have.
+
 Example:
-    >>> learner = pb.IMPALA(pb.load_game("gym:CartPole-v1"), actors=4)  # doctest: +SKIP
-    >>> learner.start(0, [None]); record = learner.step()  # doctest: +SKIP
+    >>> with pb.IMPALA("gym:CartPole-v1", seed=0, actors=4) as learner:  # doctest: +SKIP
+    ...     records = learner.run(10)
 """
 
 from __future__ import annotations
@@ -29,13 +33,15 @@ import torch
 
 from pbmarl.distributed.executors import make_executor
 from pbmarl.distributed.options import ACTORS_NOT_WORKERS
+from pbmarl.distributed.resume import JobLog, jobs_from_state, jobs_state
 from pbmarl.distributed.workers import GradientWorker
 from pbmarl.learners.a2c import A2C, A2CConfig, A2CRecord
-from pbmarl.learners.base import POSITIVE, POSITIVE_INT, Rule, Task
+from pbmarl.learners.base import Task
 from pbmarl.learners.nets import to_tensor
 from pbmarl.learners.vtrace import vtrace
 from pbmarl.rollout.trajectories import Trajectories, concat_trajectories
 from pbmarl.rollout.worker import game_for_worker
+from pbmarl.runs.config import POSITIVE, POSITIVE_INT, Rule
 
 __all__ = ["IMPALA", "IMPALAConfig", "IMPALARecord", "RolloutActor"]
 
@@ -94,6 +100,8 @@ class IMPALA(A2C):
     config_class = IMPALAConfig
     record_class = IMPALARecord  # a subclass of A2CRecord
     config: IMPALAConfig  # type: ignore[assignment]
+    task_attributes = ("actor", "critic", "optimizer", "_rounds", "_rounds_saved", "executor", "params", "weights_version",
+                       "_staleness", "log", "learn_seconds", "_jobs_saved")
 
     def _init_task(self, player: int, warm: dict[str, dict[str, Any]] | None) -> None:
         super()._init_task(player, warm)
@@ -104,21 +112,20 @@ class IMPALA(A2C):
             return (spec, A2C, A2CConfig(hidden=cfg.hidden, gamma=cfg.gamma, num_envs=cfg.num_envs,
                                          steps_per_round=cfg.steps_per_round), task.player, opponents)
 
-        self.executor = make_executor(cfg.backend, args, cfg.actors, RolloutActor)
-        self.executor.ready()  # the actors start here, not inside the first round
+        self.executor = JobLog(make_executor(cfg.backend, args, cfg.actors, RolloutActor))
         self.params = list(self.actor.net.parameters()) + list(self.critic.parameters())
         self.weights_version = 0
-        self.idle = list(range(cfg.actors))
         self._staleness: list[int] = []
         #: every consumed batch: (actor, version, seeds, learner transitions, env steps)
         self.log: list[tuple[int, int, tuple[int, ...], int, int]] = []
         #: wall seconds the learner spent in V-trace updates (the server's share of the time)
         self.learn_seconds = 0.0
+        self._jobs_saved: dict[str, Any] | None = None  # the actors' jobs, to hand out again (after a restore or load)
 
     @property
     def staleness(self) -> list[int]:
         """Versions every consumed batch lagged behind the learner, in order (this task)."""
-        return list(getattr(self, "_staleness", []))
+        return list(self.__dict__.get("_staleness", []))
 
     def _send(self, i: int) -> None:
         from pbmarl.distributed.server import get_vector
@@ -126,17 +133,12 @@ class IMPALA(A2C):
         self.executor.submit(i, get_vector(self.params), self.weights_version, [int(self.rng.integers(2**63 - 1))])
 
     def _round(self, task: Task) -> tuple[Trajectories, dict[str, float]]:
-        try:
-            return self._actor_round(task)
-        except KeyboardInterrupt:  # stop the actors; stepping again starts fresh ones
-            self.executor.close()
-            self.idle = list(range(self.config.actors))
-            raise
-
-    def _actor_round(self, task: Task) -> tuple[Trajectories, dict[str, float]]:
-        for i in self.idle:
-            self._send(i)
-        self.idle = []
+        if self._jobs_saved is not None:  # the jobs the actors were busy with, out again
+            self.executor.resubmit(*jobs_from_state(self._jobs_saved))
+            self._jobs_saved = None
+        for i in range(self.config.actors):
+            if i not in self.executor.jobs:
+                self._send(i)
         got, stats = [], []
         for _ in range(self.config.actors):
             i, result = self.executor.next()
@@ -154,6 +156,25 @@ class IMPALA(A2C):
         mean = {k: float(np.mean([s[k] for s in stats])) for k in stats[0]}
         return concat_trajectories([r.traj for r in got]), {
             **mean, "max_staleness": max(self._staleness[-len(got):])}
+
+    def _task_extra(self) -> dict[str, Any]:
+        jobs = self._jobs_saved if self._jobs_saved is not None else jobs_state(self.executor)
+        return {"weights_version": self.weights_version, "staleness": list(self._staleness),
+                "log": [list(row[:2]) + [list(row[2])] + list(row[3:]) for row in self.log],
+                "learn_seconds": self.learn_seconds, **{f"jobs.{k}": v for k, v in jobs.items()}}
+
+    def _set_task_extra(self, extra: dict[str, Any]) -> None:
+        self.weights_version, self._staleness = int(extra["weights_version"]), [int(x) for x in extra["staleness"]]
+        self.log = [(int(i), int(v), tuple(int(s) for s in seeds), int(n), int(m)) for i, v, seeds, n, m in extra["log"]]
+        self.learn_seconds = float(extra["learn_seconds"])
+        self._jobs_saved = {k[5:]: v for k, v in extra.items() if k.startswith("jobs.")}
+
+    def _close_workers(self) -> None:
+        executor = self.__dict__.get("executor")
+        if executor is not None:
+            if self.__dict__.get("_jobs_saved") is None:
+                self._jobs_saved = jobs_state(executor)  # the next round hands them out again
+            executor.close()
 
     def _vtrace_step(self, traj: Trajectories, task: Task) -> dict[str, float]:
         cfg = self.config
@@ -177,7 +198,3 @@ class IMPALA(A2C):
     def node_ids(self) -> list[str]:
         """The Ray node of every actor (Ray backend only)."""
         return self.executor.node_ids()
-
-    def _end_task(self) -> None:
-        self.executor.close()
-        super()._end_task()

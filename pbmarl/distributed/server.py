@@ -142,17 +142,17 @@ class RemoteServer:
     """
 
     def __init__(self, modules: Sequence[torch.nn.Module], optimizer: torch.optim.Optimizer, *, backend: str,
-                 max_grad_norm: float | None = None) -> None:
+                 max_grad_norm: float | None = None, version: int = 0) -> None:
         self.modules = list(modules)
         self.optimizer = optimizer
         self.params = [p for m in self.modules for p in m.parameters()]
-        self.version = 0
+        self.version = int(version)  # a resumed task's server starts where the saved one was
         #: staleness of every applied gradient, in order (server version at apply - gradient's version)
         self.staleness: list[int] = []
         self.host = Hosted(ServerProcess, (self.modules, type(optimizer), dict(optimizer.defaults),
-                                           optimizer.state_dict(), 0, max_grad_norm),
+                                           optimizer.state_dict(), self.version, max_grad_norm),
                            backend=backend, name="parameter server")
-        self._published: tuple[int, Any] = (0, self.host.put(get_vector(self.params)))
+        self._published: tuple[int, Any] = (self.version, self.host.put(get_vector(self.params)))
 
     def weights(self) -> tuple[int, Any]:
         """``(version, published weights)``: a flat vector locally, an object reference on Ray."""
@@ -181,6 +181,8 @@ class RemoteServer:
     def pull(self) -> int:
         """Copy the server's weights and optimiser state into the learner's own; returns the version."""
         version, weights, state = self.host.call("state")
+        if version == self.version + 1:  # an `apply` interrupted after the server took the update: count it
+            self.version = version
         if version != self.version:
             raise RuntimeError(f"parameter server is at version {version}, expected {self.version}")
         set_vector(self.params, weights)

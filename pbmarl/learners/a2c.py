@@ -18,8 +18,10 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 from pbmarl.distributed.options import ParallelOptions
-from pbmarl.learners.base import LearnerConfig, Rule, StepRecord, Task
+from pbmarl.learners.base import Task
+from pbmarl.learners.config import LearnerConfig, LearnerRecord
 from pbmarl.learners.ppo import ACTOR_CRITIC_CHECKS, PPO, RolloutBatch
+from pbmarl.runs.config import Rule
 
 
 @dataclass(frozen=True)
@@ -55,8 +57,8 @@ class A2CConfig(LearnerConfig, ParallelOptions):
 
 
 @dataclass(frozen=True)
-class A2CRecord(StepRecord):
-    """One A2C round: the shared statistics plus the loss terms."""
+class A2CRecord(LearnerRecord):
+    """One A2C round: the shared statistics plus the loss terms (``loss/policy``, ``loss/value``)."""
 
     policy_loss: float
     value_loss: float
@@ -64,6 +66,8 @@ class A2CRecord(StepRecord):
     """Mean entropy of the policy over the legal actions (nats)."""
     max_staleness: int = 0
     """With ``workers > 1``: most versions a gradient applied this round lagged behind the server (0 otherwise)."""
+
+    LOSSES: ClassVar[dict[str, str]] = {"policy_loss": "policy", "value_loss": "value"}
 
 
 class A2C(PPO):

@@ -1,56 +1,77 @@
-"""The `Learner` base of the RL oracles: one best-response task at a time, stepped round by round.
+"""The `Learner` base of the RL oracles (`DQN`, `PPO`, `A2C` and the distributed ones): a `pbmarl.runs.Run`.
 
-A task is "train `player` against these opponents". `start` opens one, every
-`step()` runs one round (collect with the `RolloutPool`, update) and returns a
-frozen record, and `finish` closes it with a fresh `MLPPolicy` and its estimated
-value. `best_response` does all three, stopping on the step budget or on a
-plateau of the learning curve. `history` is every round's record as a DataFrame.
+A learner trains one task at a time: "train `player` against these opponents". On its own,
+``pb.PPO("gym:CartPole-v1", seed=0).run()`` opens its own task on the first `step()` (player 0
+against the `opponents` part: uniformly random ones by default) and runs to the task's `budget`.
+As a PSRO oracle, `best_response(player, opponents)` opens a task with `start`, steps it until
+`done` and closes it with `finish`, which hands back a fresh `MLPPolicy` and its estimated value.
 
-An algorithm (`DQN`, `PPO`, `A2C`) fills in five hooks: `_init_task` (networks,
-optimiser, buffer), `_round` (one collect-and-update), `_export` (the policy),
-`_warm_state` (what a warm start copies) and `_modules` (what `save` stores).
+Every `step()` runs one round (collect, update) and returns a frozen `LearnerRecord`; it is
+all-or-nothing: an exception anywhere in it (a Ctrl-C included) puts back the counters, the
+records, the random generator, the networks, the optimiser, the replay buffer and the workers
+(`snapshot` / `restore`), so the next step gives what it would have given.
 
-All randomness comes from one `np.random.Generator` seeded by `seed`: network
-initialisation (through scoped torch seeds), replay sampling, minibatch order and
-the seeds handed to the pool. Its state is saved, so `load` resumes exactly.
+An algorithm fills in: `_init_task` (networks, optimiser, buffer), `_round` (one collect and
+update), `_export` (the policy), `_warm_state` (what a warm start copies), `_modules` (what a
+save keeps), and, where it has them, `_buffer`, `_task_extra` / `_set_task_extra` (its other
+task state) and `_close_workers`.
+
+All randomness comes from one `np.random.Generator` seeded by `seed`: network initialisation
+(through scoped torch seeds), replay sampling, minibatch order and the seeds handed to the pool.
+
+Example:
+    >>> import pbmarl as pb
+    >>> learner = pb.PPO("gym:CartPole-v1", seed=0, budget=600, steps_per_round=200, num_envs=4)
+    >>> records = learner.run(progress=False)           # to the budget
+    >>> learner.done, list(learner.history.columns[:4])
+    (True, ['env_steps', 'episodes', 'wall_time', 'return/0'])
 """
 
 from __future__ import annotations
 
 import abc
+import copy
 import dataclasses
 import math
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
-from typing import Any, ClassVar, cast
+from typing import Any, ClassVar
 
 import numpy as np
 
 from pbmarl.distributed.on_server import OnServer
 from pbmarl.games.base import Game
-from pbmarl.learners.config import FLAG as FLAG
-from pbmarl.learners.config import NON_NEGATIVE as NON_NEGATIVE
-from pbmarl.learners.config import NON_NEGATIVE_INT as NON_NEGATIVE_INT
-from pbmarl.learners.config import POSITIVE as POSITIVE
-from pbmarl.learners.config import POSITIVE_INT as POSITIVE_INT
-from pbmarl.learners.config import UNIT as UNIT
-from pbmarl.learners.config import LearnerConfig as LearnerConfig
-from pbmarl.learners.config import Rule as Rule
-from pbmarl.learners.config import StepRecord as StepRecord
-from pbmarl.learners.config import _check as _check
-from pbmarl.learners.config import _is_int as _is_int
-from pbmarl.learners.config import _is_real as _is_real
+from pbmarl.learners.config import LearnerConfig, LearnerRecord, StepRecord
+from pbmarl.learners.learner_files import learner_from_state, learner_state
 from pbmarl.learners.recorded import Recorded
 from pbmarl.learners.returns import learner_returns
 from pbmarl.policies.base import Policy
 from pbmarl.policies.mixture import Mixture
 from pbmarl.protocols import BestResponse
+from pbmarl.rollout.results import EvalResult
 from pbmarl.rollout.trajectories import Trajectories
+from pbmarl.runs import Run, SavedRun, State, check_seed
+from pbmarl.runs.config import (  # the rules' home is pbmarl.runs.config; other families still import them here
+    FLAG,
+    NON_NEGATIVE,
+    NON_NEGATIVE_INT,
+    POSITIVE,
+    POSITIVE_INT,
+    UNIT,
+    Rule,
+)
+from pbmarl.runs.config import is_int as _is_int  # still imported from here by league_rules and sac
+from pbmarl.runs.transaction import all_or_nothing
 
-# LearnerConfig, StepRecord and the rules live in `pbmarl.learners.config`; many modules import them from here
-__all__ = ["Learner", "LearnerConfig", "StepRecord", "Task"]
+__all__ = ["FLAG", "NON_NEGATIVE", "NON_NEGATIVE_INT", "POSITIVE", "POSITIVE_INT", "UNIT", "Learner", "LearnerConfig",
+           "LearnerRecord", "Rule", "StepRecord", "Task"]
+
+
+def _check(ok: bool, name: str, value: Any, accepted: str) -> None:
+    """Raise ValueError naming `name`, `value` and what is accepted unless `ok` (nfsp and league_rules use it)."""
+    if not ok:
+        raise ValueError(f"{name} must be {accepted}, got {value!r}")
 
 
 @dataclass
@@ -76,15 +97,30 @@ class Task:
         data.pop("opponents")
         return data
 
+    def copy(self) -> Task:
+        return dataclasses.replace(self, opponents=list(self.opponents), recent=list(self.recent))
 
-class Learner(Recorded, OnServer, abc.ABC):
-    """Base of the RL best-response learners; see the module doc.
+
+@dataclass
+class Life:
+    """What the learner's records count over its whole life (every task)."""
+
+    env_steps: int = 0
+    episodes: int = 0
+    wall_time: float = 0.0
+
+
+class Learner(Run, Recorded, OnServer, abc.ABC):
+    """Base of the RL oracle learners; see the module doc.
 
     Args:
         game: the game (or its name for `pb.load_game`).
-        config: a config dataclass of the algorithm; keyword options override its fields.
         seed: seeds every random choice of the learner.
+        config: a config dataclass of the algorithm; keyword options override its fields.
         pool: the `RolloutPool` to collect with; default a local one made on first use.
+        opponents: who the learner's own task (opened by a `step()` without `start`) plays against:
+            one Policy, Mixture or None per seat (entry 0 is the learner's and is ignored);
+            default a uniformly random policy in every other seat.
         **options: fields of the config, e.g. ``lr=1e-3, budget=20_000``.
 
     Attributes:
@@ -94,32 +130,48 @@ class Learner(Recorded, OnServer, abc.ABC):
 
     name: ClassVar[str] = "learner"
     config_class: ClassVar[type[LearnerConfig]] = LearnerConfig
-    record_class: ClassVar[type[StepRecord]] = StepRecord
+    record_class: ClassVar[type[LearnerRecord]] = LearnerRecord
+    #: attributes `_init_task` makes, dropped by `_end_task` (whatever phase the task got to)
+    task_attributes: ClassVar[tuple[str, ...]] = ()
 
-    def __init__(self, game: Game | str, *, config: LearnerConfig | None = None, seed: int = 0,
-                 pool: Any = None, **options: Any) -> None:
+    def __init__(self, game: Game | str, *, seed: int = 0, config: LearnerConfig | None = None, pool: Any = None,
+                 opponents: Sequence[Policy | Mixture | None] | None = None, **options: Any) -> None:
         if isinstance(game, str):
             from pbmarl.games.registry import load_game
 
             game = load_game(game)
         if not isinstance(game, Game):
             raise TypeError(f"game must be a pbmarl Game or a game name, got {type(game).__name__}: {game!r}")
-        if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
-            raise ValueError(f"seed must be a non-negative int, got {seed!r}")
         self.game = game
-        from pbmarl.learners.registry import make_config
+        from pbmarl.runs.config import build_config
 
-        self.config = make_config(self.config_class, config, options, owner=type(self).__name__)
-        self.seed = int(seed)
+        self.config = build_config(self.config_class, config, options, owner=type(self).__name__)
+        self._check_game()
+        self.seed = check_seed(seed)
         self.rng = np.random.default_rng(self.seed)
         self._pool = pool
-        self.records: list[StepRecord] = []
+        if opponents is None:
+            from pbmarl.policies.simple import RandomPolicy
+
+            opponents = [None] + [RandomPolicy(game, player=p) for p in range(1, game.num_players)]
+        self.opponents = self._check_opponents(0, opponents)
+        self.records: list[LearnerRecord] = []
+        self.life = Life()
         self.last_value: float = math.nan
         self.last_env_steps: int = 0
         self.tasks_done = 0
         self.task: Task | None = None
         #: per player, the state dicts of its previous best response (for warm starts)
         self._warm: dict[int, dict[str, dict[str, Any]]] = {}
+
+    def _check_game(self) -> None:
+        """Refuse a game the algorithm cannot play, saying why (discrete actions for every learner here)."""
+        from gymnasium import spaces
+
+        space = self.game.action_space(0) if hasattr(self.game, "action_space") else None
+        if space is not None and not isinstance(space, spaces.Discrete):
+            raise ValueError(f"{type(self).__name__} plays discrete actions; {self.game.name!r} has "
+                             f"{type(space).__name__} actions. Use pb.SAC, pb.TD3 or pb.DDPG (or pb.ApeXDDPG) there")
 
     # -- the algorithm's hooks ---------------------------------------------
     @abc.abstractmethod
@@ -131,8 +183,8 @@ class Learner(Recorded, OnServer, abc.ABC):
         """Collect (with `_collect`) and update once; return the data and the round's statistics."""
 
     @abc.abstractmethod
-    def _export(self) -> Policy:
-        """A fresh policy (a copy, detached from training) of the current task."""
+    def _export(self, temperature: float | None = None) -> Policy:
+        """A fresh policy (a copy, detached from training) of the current task (`temperature`: its own)."""
 
     @abc.abstractmethod
     def _warm_state(self) -> dict[str, dict[str, Any]]:
@@ -140,14 +192,35 @@ class Learner(Recorded, OnServer, abc.ABC):
 
     @abc.abstractmethod
     def _modules(self) -> dict[str, Any]:
-        """Everything with ``state_dict``/``load_state_dict`` that a mid-task `save` must keep."""
+        """Everything with ``state_dict``/``load_state_dict`` that the task changes (saved and restored)."""
 
     def _buffer(self) -> Any:
-        """The task's replay buffer, if the algorithm keeps one (saved with the task)."""
+        """The task's replay buffer, if the algorithm keeps one (saved and restored with the task)."""
         return None
 
+    def _task_extra(self) -> dict[str, Any]:
+        """The task's other state (ints, floats, lists, arrays) that a step changes; `_set_task_extra` puts it back."""
+        return {}
+
+    def _set_task_extra(self, extra: dict[str, Any]) -> None:
+        """Put back what `_task_extra` returned."""
+
+    def _weights_changed(self) -> None:
+        """The task's weights changed outside an update (restored): refresh policies cached by version."""
+
+    def _close_workers(self) -> None:
+        """Stop the task's workers and actors, if any; the next round starts fresh ones where these left off."""
+        if self.__dict__.get("_rounds") is not None:  # workers > 1: a parameter server and its workers
+            from pbmarl.distributed.resume import rounds_state, set_rounds_state
+
+            set_rounds_state(self, rounds_state(self))
+        OnServer.close(self)
+
     def _end_task(self) -> None:
-        """Drop the task's networks and buffers (they can be large)."""
+        """Drop the task's workers, networks and buffers, whatever phase of `_init_task` was reached."""
+        self._close_workers()
+        for name in self.task_attributes:
+            self.__dict__.pop(name, None)
 
     # -- the pool --------------------------------------------------------------
     @property
@@ -181,15 +254,17 @@ class Learner(Recorded, OnServer, abc.ABC):
         player = self.game.check_player(player)
         opps = self._check_opponents(player, opponents)
         budget = self.config.budget if budget is None else budget
-        if isinstance(budget, bool) or not isinstance(budget, (int, np.integer)) or budget < 1:
+        if not _is_int(budget) or budget < 1:
             raise ValueError(f"budget must be a positive int (learner steps), got {budget!r}")
         warm = self.config.warm_start if warm_start is None else bool(warm_start)
+        if self.task is not None:
+            self._end_task()
         self.task = Task(index=self.tasks_done, player=player, opponents=opps, budget=int(budget))
         self._init_task(player, self._warm.get(player) if warm else None)
         return self.task
 
     def _check_opponents(self, player: int, opponents: Sequence[Any]) -> list[Mixture | None]:
-        if isinstance(opponents, (Policy, Mixture)) or len(opponents) != self.game.num_players:
+        if isinstance(opponents, (Policy, Mixture, str)) or len(opponents) != self.game.num_players:
             raise ValueError(f"opponents must hold one Policy or Mixture per seat ({self.game.num_players} for "
                              f"{self.game.name!r}; entry {player} is ignored), got {opponents!r}")
         out: list[Mixture | None] = []
@@ -206,32 +281,42 @@ class Learner(Recorded, OnServer, abc.ABC):
 
     def _require_task(self) -> Task:
         if self.task is None:
-            raise RuntimeError(f"{type(self).__name__} has no task; call start(player, opponents) "
-                               "or best_response(player, opponents) first")
+            raise RuntimeError(f"{type(self).__name__} has no task open; step() opens its own, "
+                               "start(player, opponents) or best_response(player, opponents) a PSRO one")
         return self.task
 
     @property
     def done(self) -> bool:
-        """Whether the current task has spent its budget or plateaued."""
-        task = self._require_task()
-        return task.learner_steps >= task.budget or task.plateaued
+        """Whether the open task has spent its budget or plateaued (False before the learner's own task opens)."""
+        task = self.task
+        return task is not None and (task.learner_steps >= task.budget or task.plateaued)
 
-    def step(self) -> StepRecord:
-        """One round of the current task; returns (and keeps in `history`) its record."""
+    @all_or_nothing
+    def step(self) -> LearnerRecord:
+        """One round of the open task (the first opens the learner's own); returns its record."""
         from pbmarl.learners.nets import torch_threads
 
-        task = self._require_task()
         t0 = time.perf_counter()
+        if self.task is None:
+            self.start(0, self.opponents)
+        task = self._require_task()
+        env_before = task.env_steps
         with torch_threads(self.config.num_threads):
             traj, stats = self._round(task)
         task.round += 1
         returns = learner_returns(traj)
         mean_return = float(returns.mean()) if len(returns) else math.nan
         self._track_plateau(task, mean_return)
+        seconds = time.perf_counter() - t0
+        life = self.life
+        life.env_steps += task.env_steps - env_before
+        life.episodes += int(traj.num_episodes)
+        life.wall_time += seconds
+        own = {k: v for k, v in stats.items() if k in self.record_class.__dataclass_fields__}
         record = self.record_class(
-            task=task.index, player=task.player, round=task.round, learner_steps=task.learner_steps,
-            env_steps=task.env_steps, episodes=int(traj.num_episodes), mean_return=mean_return,
-            seconds=time.perf_counter() - t0, **stats,
+            iteration=len(self.records) + 1, env_steps=life.env_steps, episodes=life.episodes,
+            wall_time=life.wall_time, episode_return=mean_return, time_round=seconds, task=task.index,
+            player=task.player, round=task.round, learner_steps=task.learner_steps, **own,
         )
         self.records.append(record)
         return record
@@ -250,15 +335,21 @@ class Learner(Recorded, OnServer, abc.ABC):
         started = task.learner_steps >= cfg.plateau_start * task.budget
         task.plateaued = bool(cfg.plateau_patience and started and task.since_best >= cfg.plateau_patience)
 
-    def run(self) -> Iterator[StepRecord]:
-        """Yield the records of the current task's remaining rounds (until `done`)."""
-        while not self.done:
-            yield self.step()
-
     def policy(self) -> Policy:
-        """The current task's policy, as a fresh copy (training goes on unaffected)."""
+        """The open task's policy, as a fresh copy (training goes on unaffected)."""
         self._require_task()
         return self._export()
+
+    def evaluate(self, episodes: int = 100, *, seed: int = 0, deterministic: bool = False) -> EvalResult:
+        """Play `episodes` episodes of the open task's policy against its opponents (nothing in the learner changes).
+
+        `deterministic` plays the policy's most likely action (a near-zero temperature) instead of
+        the policy `policy()` hands back. Returns a `pb.EvalResult` with every seat's mean return.
+        """
+        task = self._require_task()
+        policy = self._export(1e-6 if deterministic else None)
+        profile = [policy if p == task.player else opp for p, opp in enumerate(task.opponents)]
+        return self.pool.evaluate(profile, episodes, seed=check_seed(seed))  # type: ignore[no-any-return]
 
     def finish(self) -> tuple[Policy, float]:
         """Close the task: ``(policy, value)``; sets `last_value` and `last_env_steps`."""
@@ -269,8 +360,8 @@ class Learner(Recorded, OnServer, abc.ABC):
         self.last_value = value
         self.last_env_steps = task.env_steps + eval_steps
         self.tasks_done += 1
-        self.task = None
         self._end_task()
+        self.task = None
         return policy, value
 
     def _value(self, task: Task, policy: Policy) -> tuple[float, int]:
@@ -291,29 +382,14 @@ class Learner(Recorded, OnServer, abc.ABC):
         with the pool (``eval_episodes`` > 0) or the mean return of the last rounds.
         """
         self.start(player, opponents, budget=budget, warm_start=warm_start)
-        for _ in self.run():
-            pass
+        while not self.done:
+            self.step()
         return self.finish()
 
     def respond(self, player: int, opponents: Sequence[Policy | Mixture | None]) -> BestResponse:
         """The `Oracle` seam: train with the config's budget; ``BestResponse(policy, value, env_steps)``."""
         policy, value = self.best_response_with_value(player, opponents)
         return BestResponse(policy, float(value), int(self.last_env_steps))
-
-    def snapshot(self) -> object:
-        """What `restore` needs to undo a best response begun after this call (see `all_or_nothing`)."""
-        return (self.rng.bit_generator.state, list(self.records), self.tasks_done, self.last_value,
-                self.last_env_steps, self.task, dict(self._warm))
-
-    def restore(self, state: object) -> None:
-        """Undo the tasks, records and random draws made since `snapshot()` returned `state`."""
-        rng, records, tasks_done, last_value, last_env_steps, task, warm = cast(
-            "tuple[dict[str, Any], list[StepRecord], int, float, int, Task | None, dict[int, Any]]", state)
-        if self.task is not None and self.task is not task:
-            self._end_task()
-        self.rng.bit_generator.state = rng
-        self.records, self.tasks_done, self.task, self._warm = list(records), tasks_done, task, dict(warm)
-        self.last_value, self.last_env_steps = last_value, last_env_steps
 
     def best_response(self, player: int, opponents: Sequence[Policy | Mixture | None], *,
                       budget: int | None = None, warm_start: bool | None = None) -> Policy:
@@ -324,131 +400,64 @@ class Learner(Recorded, OnServer, abc.ABC):
         """
         return self.best_response_with_value(player, opponents, budget=budget, warm_start=warm_start)[0]
 
-    # -- views -------------------------------------------------------------
-    # (`history` and `spec` come from `Recorded`)
+    # -- all-or-nothing ----------------------------------------------------------
+    def snapshot(self) -> object:
+        """Everything a step, or a best response begun after this call, changes (see `all_or_nothing`)."""
+        task = self.task
+        inside = None
+        if task is not None:
+            buffer = self._buffer()
+            inside = ({name: copy.deepcopy(m.state_dict()) for name, m in self._modules().items()},
+                      None if buffer is None else {k: np.array(v) for k, v in buffer.state_arrays().items()},
+                      copy.deepcopy(self._task_extra()))
+        return (self.rng.bit_generator.state, len(self.records), dataclasses.replace(self.life), self.tasks_done,
+                self.last_value, self.last_env_steps, dict(self._warm), task, None if task is None else task.copy(),
+                inside)
+
+    def restore(self, state: object) -> None:
+        """Put the learner back as `snapshot()` found it: whatever phase was interrupted, the task as it was."""
+        rng, n_records, life, tasks_done, last_value, last_env_steps, warm, task, fields, inside = state  # type: ignore[misc]
+        if self.task is not None and (self.task is not task or not self._task_built()):
+            self._end_task()
+            self.task = None
+        else:
+            self._close_workers()  # rebuilt on the next round from the state put back below
+        if task is not None:
+            if self.task is None:
+                self.task = task
+                self._init_task(task.player, None)  # fresh modules to load into (rng restored below)
+            self._load_task(*inside)
+            for f in dataclasses.fields(Task):
+                setattr(task, f.name, getattr(fields, f.name))
+        self.task = task
+        self.rng.bit_generator.state = rng
+        del self.records[n_records:]
+        self.life = dataclasses.replace(life)
+        self.tasks_done, self.last_value, self.last_env_steps, self._warm = tasks_done, last_value, last_env_steps, dict(warm)
+
+    def _task_built(self) -> bool:
+        return all(name in self.__dict__ for name in self.task_attributes)
+
+    def _load_task(self, modules: dict[str, Any], buffer: dict[str, np.ndarray] | None, extra: dict[str, Any]) -> None:
+        for name, module in self._modules().items():
+            module.load_state_dict(copy.deepcopy(modules[name]))
+        if buffer is not None:
+            self._buffer().load_state_arrays(buffer)
+        self._set_task_extra(copy.deepcopy(extra))
+        self._weights_changed()
+
+    def close(self) -> None:
+        """Stop the task's workers and actors, if any (idempotent; the next step starts fresh ones)."""
+        self._close_workers()
+
+    # -- files (the layout is `pbmarl.runs.folder`'s; what goes in, `pbmarl.learners.learner_files`) ----
+    def state(self) -> State:
+        return learner_state(self)
+
+    @classmethod
+    def from_state(cls, saved: SavedRun, **overrides: Any) -> Learner:
+        return learner_from_state(cls, saved, **overrides)
+
     def __repr__(self) -> str:
         state = f"task {self.task.index} (player {self.task.player})" if self.task else f"{self.tasks_done} tasks done"
         return f"{type(self).__name__}({self.game.name!r}, seed={self.seed}, {state})"
-
-    # -- files -------------------------------------------------------------
-    #: version of the folder layout `save` writes and `load` reads
-    FORMAT: ClassVar[int] = 1
-
-    def save(self, folder: str | Path) -> Path:
-        """Write the learner's whole state into `folder` (each file atomically; `learner.json` last).
-
-        Layout: ``learner.json`` (spec, rng state, counters, records, the open task), ``state.pt``
-        (torch state dicts: warm starts, the task's networks and optimiser), ``buffer.npz`` (the
-        task's replay buffer, if any), ``opponent-S-K.npz`` (the task's opponents, seat S, member K).
-        """
-        from pbmarl.io import write_atomic, write_json, write_npz
-
-        folder = Path(folder)
-        folder.mkdir(parents=True, exist_ok=True)
-        state: dict[str, Any] = {"warm": {str(p): sd for p, sd in self._warm.items()}}
-        task_json = None
-        if self.task is not None:
-            state["task"] = {name: module.state_dict() for name, module in self._modules().items()}
-            buffer = self._buffer()
-            if buffer is not None:
-                write_npz(folder / "buffer.npz", buffer.state_arrays())
-            seats: list[dict[str, Any] | None] = []
-            for seat, mix in enumerate(self.task.opponents):
-                if mix is None:
-                    seats.append(None)
-                    continue
-                members = []
-                for k, policy in enumerate(mix.policies):
-                    file = f"opponent-{seat}-{k}.npz"
-                    write_npz(folder / file, policy.arrays())
-                    members.append({"file": file, "meta": policy.meta()})
-                seats.append({"weights": mix.weights.tolist(), "members": members})
-            task_json = {**self.task.to_json(), "opponents": seats, "buffer": buffer is not None}
-        import torch
-
-        write_atomic(folder / "state.pt", lambda fh: torch.save(state, fh))
-        write_json(folder / "learner.json", {
-            "format": self.FORMAT, "spec": self.spec(), "rng": self.rng.bit_generator.state,
-            "tasks_done": self.tasks_done, "last_value": self.last_value, "last_env_steps": self.last_env_steps,
-            "records": [dataclasses.asdict(r) for r in self.records], "task": task_json,
-        })
-        return folder
-
-    def load(self, folder: str | Path) -> Learner:
-        """Restore the state written by `save` into this learner (built from the same spec); returns self.
-
-        Nothing executes code: JSON, ``.npz`` without pickles, ``torch.load(weights_only=True)``;
-        a malformed folder raises ValueError naming the file, and leaves this learner as it was.
-        """
-        import torch
-
-        from pbmarl.io import inside, read_npz
-
-        folder = Path(folder)
-        data = read_learner_json(folder)
-        where = f"learner.json in {str(folder)!r}"
-        try:
-            spec = data["spec"]
-            if spec["name"] != self.name:
-                raise ValueError(f"{str(folder)!r} holds a {spec['name']!r} learner, not {self.name!r}")
-            saved_hidden = tuple(spec["config"]["hidden"])
-            records = [self.record_class(**r) for r in data["records"]]
-            counters = int(data["tasks_done"]), float(data["last_value"]), int(data["last_env_steps"])
-            saved, rng_state = data["task"], data["rng"]
-        except (KeyError, TypeError) as exc:
-            raise ValueError(f"{where} is malformed ({type(exc).__name__}: {exc})") from None
-        if saved_hidden != self.config.hidden:
-            raise ValueError(f"{str(folder)!r} holds networks with hidden={saved_hidden}, "
-                             f"but this learner has hidden={self.config.hidden}")
-        try:
-            state = torch.load(inside(folder, "state.pt", entry="the learner's state.pt"), weights_only=True)
-        except (RuntimeError, OSError, EOFError, Exception) as exc:  # torch's refusals of pickled code included
-            if isinstance(exc, ValueError):
-                raise
-            raise ValueError(f"cannot load {str(folder / 'state.pt')!r}: {type(exc).__name__}: {exc}") from None
-        before = self.snapshot()
-        try:
-            self._warm = {int(p): sd for p, sd in state["warm"].items()}
-            self.records = records
-            self.tasks_done, self.last_value, self.last_env_steps = counters
-            self.task = None
-            if saved is not None:
-                opponents = [None if s is None else _load_mixture(self.game, folder, s, where)
-                             for s in saved["opponents"]]
-                fields = {k: v for k, v in saved.items() if k not in ("opponents", "buffer")}
-                self.task = Task(**fields, opponents=opponents)
-                self._init_task(self.task.player, None)  # fresh modules to load into (rng restored below)
-                for name, module in self._modules().items():
-                    module.load_state_dict(state["task"][name])
-                if saved["buffer"]:
-                    self._buffer().load_state_arrays(read_npz(inside(folder, "buffer.npz", entry="buffer.npz")))
-            self.rng.bit_generator.state = rng_state
-        except BaseException as exc:
-            self.restore(before)
-            if isinstance(exc, (KeyError, TypeError)):
-                raise ValueError(f"{where} or state.pt is malformed ({type(exc).__name__}: {exc})") from None
-            raise
-        return self
-
-
-def read_learner_json(folder: Path) -> dict[str, Any]:
-    """A learner folder's ``learner.json``, with its format checked."""
-    from pbmarl.io import read_json
-
-    if not (folder / "learner.json").exists():
-        raise FileNotFoundError(f"{str(folder)!r} is not a saved learner (no learner.json)")
-    data = read_json(folder / "learner.json")
-    if not isinstance(data, dict) or data.get("format") != Learner.FORMAT:
-        got = data.get("format") if isinstance(data, dict) else None
-        raise ValueError(f"learner folder {str(folder)!r} has format {got!r}; this pbmarl reads {Learner.FORMAT}")
-    return data
-
-
-def _load_mixture(game: Game, folder: Path, seat: dict[str, Any], where: str) -> Mixture:
-    from pbmarl.io import inside, read_npz
-    from pbmarl.policies.base import new_policy_from_state
-
-    policies = [new_policy_from_state(game, read_npz(inside(folder, m["file"], entry=f"{where} opponent 'file'")),
-                                      m["meta"]) for m in seat["members"]]
-    return Mixture(policies, np.asarray(seat["weights"], dtype=float))
-

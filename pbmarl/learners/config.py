@@ -1,9 +1,16 @@
-"""The options and the round record every RL learner shares, and the rules their fields are checked by.
+"""The options and the round record every RL oracle learner shares.
 
-`LearnerConfig` is the frozen config dataclass each algorithm extends; a class lists
-its fields' rules in ``checks`` (`Rule`: a test and what it accepts), and every rule
-along the class's bases is checked on construction, so a bad value fails at once
-with its name and what is accepted. `StepRecord` is one round's statistics.
+`LearnerConfig` is the frozen config dataclass each algorithm extends (a `pbmarl.runs.Config`:
+a class lists its fields' rules in ``checks``, see `pbmarl.runs.config`). `LearnerRecord` is
+one round's record: the shared history columns (`pbmarl.runs.records`) and then the learner's own.
+
+Example:
+    >>> r = LearnerRecord(iteration=1, env_steps=300, episodes=14, wall_time=0.5, episode_return=21.4,
+    ...                   loss=0.3, time_round=0.5, task=0, player=0, round=1, learner_steps=300)
+    >>> list(r.as_row())[:8]
+    ['iteration', 'env_steps', 'episodes', 'wall_time', 'return/0', 'loss/total', 'time/round', 'task']
+    >>> r["return/0"]
+    21.4
 """
 
 from __future__ import annotations
@@ -26,17 +33,9 @@ from pbmarl.runs.config import (
     is_int,
     is_real,
 )
+from pbmarl.runs.records import Record, shared_row
 
-__all__ = ["FLAG", "NON_NEGATIVE", "NON_NEGATIVE_INT", "POSITIVE", "POSITIVE_INT", "UNIT", "LearnerConfig", "Rule",
-           "StepRecord"]
-
-
-_is_int, _is_real = is_int, is_real
-
-
-def _check(ok: bool, name: str, value: Any, accepted: str) -> None:
-    if not ok:
-        raise ValueError(f"{name} must be {accepted}, got {value!r}")
+__all__ = ["LearnerConfig", "LearnerRecord", "StepRecord"]
 
 
 @dataclass(frozen=True)
@@ -80,22 +79,71 @@ class LearnerConfig(Config):
     checks: ClassVar[dict[str, Rule]] = {
         "lr": POSITIVE, "gamma": UNIT, "budget": POSITIVE_INT, "steps_per_round": POSITIVE_INT,
         "num_envs": POSITIVE_INT, "plateau_patience": NON_NEGATIVE_INT, "plateau_tol": NON_NEGATIVE,
-        "plateau_smoothing": (lambda v: _is_real(v) and 0 <= v < 1, "a number in [0, 1)"), "plateau_start": UNIT,
+        "plateau_smoothing": (lambda v: is_real(v) and 0 <= v < 1, "a number in [0, 1)"), "plateau_start": UNIT,
         "warm_start": FLAG, "eval_episodes": NON_NEGATIVE_INT, "value_rounds": POSITIVE_INT,
-        "num_threads": (lambda v: v is None or (_is_int(v) and v >= 1), "None or a positive int"),
+        "num_threads": (lambda v: v is None or (is_int(v) and v >= 1), "None or a positive int"),
     }
 
     def __post_init__(self) -> None:
         hidden = self.hidden
-        if isinstance(hidden, (int, np.integer, str)) or not all(_is_int(h) and h > 0 for h in hidden):
+        if isinstance(hidden, (int, np.integer, str)) or not all(is_int(h) and h > 0 for h in hidden):
             raise ValueError(f"hidden must be a sequence of positive ints (layer widths), got {hidden!r}")
         object.__setattr__(self, "hidden", tuple(int(h) for h in hidden))
         super().__post_init__()
 
 
 @dataclass(frozen=True)
+class LearnerRecord(Record):
+    """One training round of an RL oracle learner; algorithms add their own fields.
+
+    Its row (`as_row`): the shared columns, ``return/<player>``, ``loss/total`` (and the
+    algorithm's `LOSSES`), ``time/round``, then ``task``, ``player``, ``round``, ``learner_steps``
+    and the algorithm's other fields.
+    """
+
+    iteration: int
+    """Rounds over the learner's life, across tasks: 1, 2, ..."""
+    env_steps: int
+    """Environment decision steps (all seats) over the learner's life (training only)."""
+    episodes: int
+    """Episodes collected over the learner's life."""
+    wall_time: float
+    """Seconds spent stepping over the learner's life (kept across save and load)."""
+    episode_return: float
+    """The learner's mean return over this round's episodes (behaviour policy): ``return/<player>``."""
+    loss: float
+    """The algorithm's total loss, averaged over this round's updates (NaN if none): ``loss/total``."""
+    time_round: float
+    """Wall time of this round: ``time/round``."""
+    task: int
+    """Which task (best response) of this learner the round belongs to: 0, 1, ..."""
+    player: int
+    """The learning seat."""
+    round: int
+    """Round number within the task, from 1."""
+    learner_steps: int
+    """Learner decisions (transitions) collected in the task so far."""
+
+    #: fields shown as ``loss/<name>`` after ``loss/total``
+    LOSSES: ClassVar[dict[str, str]] = {}
+
+    def as_row(self) -> dict[str, Any]:
+        own = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
+        losses = {"total": own.pop("loss"), **{name: own.pop(field) for field, name in self.LOSSES.items()}}
+        for name in ("iteration", "env_steps", "episodes", "wall_time", "episode_return", "time_round"):
+            own.pop(name)
+        return shared_row(iteration=self.iteration, env_steps=self.env_steps, episodes=self.episodes,
+                          wall_time=self.wall_time, returns={self.player: self.episode_return}, losses=losses,
+                          times={"round": self.time_round}, extra=own)
+
+    def __str__(self) -> str:
+        cells = (f"{k}={v:.4g}" if isinstance(v, float) else f"{k}={v}" for k, v in self.as_row().items())
+        return f"{type(self).__name__}({', '.join(cells)})"
+
+
+@dataclass(frozen=True)
 class StepRecord:
-    """Statistics of one training round; algorithms add their own fields."""
+    """The old round record, kept while the control learners (`pbmarl.learners.control_config`) still extend it."""
 
     task: int
     """Which best response (0, 1, ...) of this learner the round belongs to."""

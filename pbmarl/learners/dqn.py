@@ -25,7 +25,7 @@ over the legal actions: greedy in Q, mixing only near-ties.
 Example:
     >>> learner = pb.DQN(game, seed=0, budget=200, lr=1e-3)     # 30_000 to learn
     >>> br, value = learner.best_response_with_value(0, [None, pb.RandomPolicy(game, player=1)])
-    >>> learner.history.plot(x="learner_steps", y="mean_return")  # doctest: +SKIP
+    >>> learner.history.plot(x="env_steps", y="return/0")  # doctest: +SKIP
 """
 
 from __future__ import annotations
@@ -40,19 +40,9 @@ import torch
 import torch.nn.functional as F
 
 from pbmarl.distributed.options import ParallelOptions
-from pbmarl.learners.base import (
-    FLAG,
-    NON_NEGATIVE_INT,
-    POSITIVE,
-    POSITIVE_INT,
-    UNIT,
-    Learner,
-    LearnerConfig,
-    Rule,
-    StepRecord,
-    Task,
-)
+from pbmarl.learners.base import Learner, Task
 from pbmarl.learners.buffers import PrioritizedReplayBuffer, ReplayBuffer
+from pbmarl.learners.config import LearnerConfig, LearnerRecord
 from pbmarl.learners.nets import (
     EpsilonGreedy,
     adam,
@@ -66,6 +56,7 @@ from pbmarl.learners.nets import (
 )
 from pbmarl.policies.neural import MLPPolicy
 from pbmarl.rollout.trajectories import Trajectories
+from pbmarl.runs.config import FLAG, NON_NEGATIVE_INT, POSITIVE, POSITIVE_INT, UNIT, Rule
 
 LOSSES = ("huber", "mse")
 
@@ -116,7 +107,7 @@ class DQNConfig(LearnerConfig, ParallelOptions):
 
 
 @dataclass(frozen=True)
-class DQNRecord(StepRecord):
+class DQNRecord(LearnerRecord):
     """One DQN round: the shared statistics plus exploration and Q-values."""
 
     epsilon: float
@@ -145,6 +136,7 @@ class DQN(Learner):
     config_class = DQNConfig
     record_class = DQNRecord
     config: DQNConfig
+    task_attributes = ("q_net", "target_net", "optimizer", "replay", "behaviour", "_rounds", "_rounds_saved", "_target")
 
     def _init_task(self, player: int, warm: dict[str, dict[str, Any]] | None) -> None:
         cfg = self.config
@@ -160,12 +152,9 @@ class DQN(Learner):
         else:
             self.replay = ReplayBuffer(cfg.buffer_size, self.game.observation_shape, A)
         self.behaviour = EpsilonGreedy(self.game, self.q_net, hidden=cfg.hidden, epsilon=cfg.epsilon_start)
-        self._rounds: Any = None
+        self._rounds: Any = None  # workers > 1: the parameter server's rounds, made by the first round
+        self._rounds_saved: dict[str, Any] | None = None  # what those rounds were, to rebuild them as they were
         self._target: tuple[int, Any] | None = None  # (server version, its weights) the target follows
-        if cfg.workers > 1:  # a parameter server and replay gradient workers (pbmarl.distributed)
-            from pbmarl.distributed.modes import ParameterRounds
-
-            self._rounds = ParameterRounds(self)
 
     def epsilon(self, learner_steps: int, budget: int) -> float:
         """The exploration rate after `learner_steps` of a `budget`-step best response."""
@@ -179,7 +168,7 @@ class DQN(Learner):
         eps = self.epsilon(task.learner_steps, task.budget)
         self.behaviour.epsilon = eps
         self.behaviour.version += 1  # workers cache policies by version
-        if self._rounds is not None:
+        if cfg.workers > 1:
             return self._server_round(task, eps)
         traj = self._collect(self.behaviour, cfg.steps_per_round)
         self.replay.add(traj)
@@ -197,7 +186,9 @@ class DQN(Learner):
 
     def _server_round(self, task: Task, eps: float) -> tuple[Trajectories, dict[str, float]]:
         """`workers` jobs on the parameter server; the target network follows the server."""
-        rounds = self._rounds
+        from pbmarl.distributed.resume import server_rounds
+
+        rounds = self._rounds = server_rounds(self, self._rounds)
         traj, stats = rounds.round()
         task.updates = rounds.version
         if self._target is not None:
@@ -263,8 +254,9 @@ class DQN(Learner):
             self.target_net.load_state_dict(self.q_net.state_dict())
         return float(loss.detach()), float(q.detach().mean())
 
-    def _export(self) -> MLPPolicy:
-        return tempered_policy(self.q_net, self.game, self.config.hidden, temperature=self.config.policy_temperature)
+    def _export(self, temperature: float | None = None) -> MLPPolicy:
+        t = self.config.policy_temperature if temperature is None else temperature
+        return tempered_policy(self.q_net, self.game, self.config.hidden, temperature=t)
 
     def _warm_state(self) -> dict[str, dict[str, Any]]:
         return {"q": copy.deepcopy(self.q_net.state_dict())}
@@ -275,7 +267,15 @@ class DQN(Learner):
     def _buffer(self) -> ReplayBuffer:
         return self.replay
 
-    def _end_task(self) -> None:
-        if self._rounds is not None:
-            self._rounds.close()
-        del self.q_net, self.target_net, self.optimizer, self.replay, self.behaviour, self._rounds, self._target
+    def _task_extra(self) -> dict[str, Any]:
+        from pbmarl.distributed.resume import rounds_state
+
+        target = {} if self._target is None else {"target_version": self._target[0], "target_weights": self._target[1]}
+        return {**target, **rounds_state(self)}
+
+    def _set_task_extra(self, extra: dict[str, Any]) -> None:
+        from pbmarl.distributed.resume import set_rounds_state
+
+        self._target = (int(extra["target_version"]), np.asarray(extra["target_weights"])) \
+            if "target_version" in extra else None
+        set_rounds_state(self, extra)

@@ -30,18 +30,8 @@ import numpy as np
 import torch
 
 from pbmarl.distributed.options import ParallelOptions
-from pbmarl.learners.base import (
-    FLAG,
-    NON_NEGATIVE,
-    POSITIVE,
-    POSITIVE_INT,
-    UNIT,
-    Learner,
-    LearnerConfig,
-    Rule,
-    StepRecord,
-    Task,
-)
+from pbmarl.learners.base import Learner, Task
+from pbmarl.learners.config import LearnerConfig, LearnerRecord
 from pbmarl.learners.nets import (
     adam,
     build_mlp,
@@ -55,6 +45,7 @@ from pbmarl.learners.nets import (
 from pbmarl.learners.returns import gae
 from pbmarl.policies.neural import MLPPolicy
 from pbmarl.rollout.trajectories import Trajectories
+from pbmarl.runs.config import FLAG, NON_NEGATIVE, POSITIVE, POSITIVE_INT, UNIT, Rule
 
 #: checks of the fields PPO and A2C share
 ACTOR_CRITIC_CHECKS: dict[str, Rule] = {
@@ -109,8 +100,8 @@ class PPOConfig(LearnerConfig, ParallelOptions):
 
 
 @dataclass(frozen=True)
-class PPORecord(StepRecord):
-    """One PPO round: the shared statistics plus the loss terms and update diagnostics."""
+class PPORecord(LearnerRecord):
+    """One PPO round: the shared statistics plus the loss terms (``loss/policy``, ``loss/value``) and diagnostics."""
 
     policy_loss: float
     value_loss: float
@@ -122,6 +113,8 @@ class PPORecord(StepRecord):
     """Share of samples whose ratio was clipped."""
     max_staleness: int = 0
     """With ``workers > 1``: most versions a gradient applied this round lagged behind the server (0 otherwise)."""
+
+    LOSSES: ClassVar[dict[str, str]] = {"policy_loss": "policy", "value_loss": "value"}
 
 
 @dataclass(frozen=True)
@@ -158,8 +151,9 @@ class PPO(Learner):
 
     name = "ppo"
     config_class: ClassVar[type[LearnerConfig]] = PPOConfig
-    record_class: ClassVar[type[StepRecord]] = PPORecord
+    record_class: ClassVar[type[LearnerRecord]] = PPORecord
     config: PPOConfig
+    task_attributes = ("actor", "critic", "optimizer", "_rounds", "_rounds_saved")
 
     def _init_task(self, player: int, warm: dict[str, dict[str, Any]] | None) -> None:
         cfg = self.config
@@ -170,17 +164,17 @@ class PPO(Learner):
             self.critic.load_state_dict(warm["critic"])
         params = list(self.actor.net.parameters()) + list(self.critic.parameters())
         self.optimizer = adam(params, lr=cfg.lr, eps=1e-5)
-        self._rounds: Any = None
-        if getattr(cfg, "workers", 1) > 1:  # a parameter server and gradient workers (pbmarl.distributed)
-            from pbmarl.distributed.modes import ParameterRounds
-
-            self._rounds = ParameterRounds(self)
+        self._rounds: Any = None  # workers > 1: the parameter server's rounds, made by the first round
+        self._rounds_saved: dict[str, Any] | None = None  # what those rounds were, to rebuild them as they were
 
     def _round(self, task: Task) -> tuple[Trajectories, dict[str, float]]:
         if self.config.anneal_lr:
             for group in self.optimizer.param_groups:
                 group["lr"] = self.config.lr * max(1.0 - task.learner_steps / task.budget, 0.05)
-        if self._rounds is not None:
+        if getattr(self.config, "workers", 1) > 1:  # a parameter server and gradient workers (pbmarl.distributed)
+            from pbmarl.distributed.resume import server_rounds
+
+            self._rounds = server_rounds(self, self._rounds)
             traj, stats = self._rounds.round()
             return traj, {k: v for k, v in stats.items() if k in self.record_class.__dataclass_fields__}
         traj = self._collect(self.actor, self.config.steps_per_round)
@@ -275,8 +269,9 @@ class PPO(Learner):
                 break
         return {**dict(zip(keys, (sums / max(n, 1)).tolist())), "approx_kl": approx_kl}
 
-    def _export(self) -> MLPPolicy:
-        return tempered_policy(self.actor.net, self.game, self.config.hidden, temperature=self.config.policy_temperature)
+    def _export(self, temperature: float | None = None) -> MLPPolicy:
+        t = self.config.policy_temperature if temperature is None else temperature
+        return tempered_policy(self.actor.net, self.game, self.config.hidden, temperature=t)
 
     def _warm_state(self) -> dict[str, dict[str, Any]]:
         return {"actor": copy.deepcopy(self.actor.net.state_dict()), "critic": copy.deepcopy(self.critic.state_dict())}
@@ -284,7 +279,12 @@ class PPO(Learner):
     def _modules(self) -> dict[str, Any]:
         return {"actor": self.actor.net, "critic": self.critic, "optimizer": self.optimizer}
 
-    def _end_task(self) -> None:
-        if self._rounds is not None:
-            self._rounds.close()
-        del self.actor, self.critic, self.optimizer, self._rounds
+    def _task_extra(self) -> dict[str, Any]:
+        from pbmarl.distributed.resume import rounds_state
+
+        return rounds_state(self)
+
+    def _set_task_extra(self, extra: dict[str, Any]) -> None:
+        from pbmarl.distributed.resume import set_rounds_state
+
+        set_rounds_state(self, extra)

@@ -1,0 +1,163 @@
+"""Jobs in flight between two steps, kept so that a restored or loaded learner resumes exactly.
+
+Under ASP, BAP and in the actor-learner set-ups (IMPALA, Ape-X) workers are still computing when
+a `step()` returns: their jobs were handed out with weights of an older version and seeds drawn
+from the learner's generator. A step that is undone (Ctrl-C) or a learner loaded from its folder
+has no workers any more; it rebuilds them and hands the same jobs out again, in the same order
+and, on the local backend, at the same simulated clock, so every result comes back as before.
+
+`JobLog` wraps an executor and keeps the jobs handed out and not yet received. `server_rounds`
+builds a learner's parameter-server rounds (`pbmarl.distributed.modes`) with the server at the
+learner's version and the logged jobs handed out again; `rounds_state` / `set_rounds_state` are
+what the learner's `_task_extra` / `_set_task_extra` keep of them.
+
+A job's result depends only on its arguments (the worker's collection is seeded per job). Two cases
+do not resume exactly: DQN's replay gradient workers (``workers > 1``), whose replays live in the
+workers (a restored or loaded Gorila DQN task refills them from scratch), and BAP's gradients
+waiting for the next apply, which are not kept.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from pbmarl.distributed.executors import LocalExecutor, Restartable, make_executor
+from pbmarl.distributed.modes import ParameterRounds, Rounds
+from pbmarl.distributed.server import RemoteServer
+from pbmarl.rollout.worker import game_for_worker
+
+__all__ = ["Job", "JobLog", "jobs_from_state", "jobs_state", "rounds_state", "server_rounds", "set_rounds_state"]
+
+
+@dataclass(frozen=True)
+class Job:
+    """One job handed to worker `w`: ``compute(weights, version, seeds, *extra)``, at simulated time `clock`."""
+
+    w: int
+    weights: Any
+    version: int
+    seeds: tuple[int, ...]
+    extra: tuple[Any, ...]
+    clock: float
+
+
+class JobLog:
+    """An executor that remembers the jobs in flight (see the module doc); the `Executor` seam otherwise."""
+
+    def __init__(self, inner: Restartable) -> None:
+        self.inner = inner
+        self.num_workers = inner.num_workers
+        #: worker -> its job in flight, in the order they were handed out
+        self.jobs: dict[int, Job] = {}
+
+    @property
+    def clock(self) -> float:
+        """The local executor's simulated clock (0 elsewhere)."""
+        local = self.inner.inner
+        return float(local.clock) if isinstance(local, LocalExecutor) else 0.0
+
+    def submit(self, w: int, weights: Any, version: int, seeds: Sequence[int], *extra: Any) -> None:
+        job = Job(w, weights, int(version), tuple(int(s) for s in seeds), tuple(extra), self.clock)
+        self.inner.submit(w, weights, version, seeds, *extra)
+        self.jobs.pop(w, None)
+        self.jobs[w] = job
+
+    def next(self) -> tuple[int, Any]:
+        w, result = self.inner.next()
+        self.jobs.pop(w, None)
+        return w, result
+
+    def resubmit(self, jobs: Sequence[Job], clock: float) -> None:
+        """Hand `jobs` out again, each at its own clock, then set the clock to `clock`."""
+        self.inner.ready()
+        local = self.inner.inner
+        for job in jobs:
+            if isinstance(local, LocalExecutor):
+                local.clock = job.clock
+            self.submit(job.w, job.weights, job.version, job.seeds, *job.extra)
+        if isinstance(local, LocalExecutor):
+            local.clock = clock
+
+    def ready(self) -> None:
+        self.inner.ready()
+
+    def node_ids(self) -> list[str]:
+        return self.inner.node_ids()
+
+    @property
+    def replacements(self) -> int:
+        return self.inner.replacements
+
+    def close(self) -> None:
+        """Stop the workers; the jobs in flight are forgotten (`jobs_state` keeps them first where they matter)."""
+        self.jobs.clear()
+        self.inner.close()
+
+
+def jobs_state(log: JobLog | None, saved: dict[str, Any] | None = None) -> dict[str, Any]:
+    """The jobs in flight and the clock, as ``{"jobs": [...], "clock": t, "job<i>.<j>": array}`` (flat, for a save)."""
+    if log is None:
+        return dict(saved or {})
+    out: dict[str, Any] = {"clock": log.clock, "jobs": []}
+    for i, job in enumerate(log.jobs.values()):
+        if not isinstance(job.weights, np.ndarray):  # a Ray reference: cannot be kept, the job is dropped
+            continue
+        values = (job.weights, *job.extra)
+        out["jobs"].append({"w": job.w, "version": job.version, "seeds": list(job.seeds), "clock": job.clock,
+                            "values": [None if isinstance(v, np.ndarray) else v for v in values]})
+        out.update({f"job{i}.{j}": v for j, v in enumerate(values) if isinstance(v, np.ndarray)})
+    return out
+
+
+def jobs_from_state(state: dict[str, Any]) -> tuple[list[Job], float]:
+    """The jobs and clock `jobs_state` wrote."""
+    jobs = []
+    for i, job in enumerate(state.get("jobs", [])):
+        values = [state[f"job{i}.{j}"] if v is None else v for j, v in enumerate(job["values"])]
+        jobs.append(Job(int(job["w"]), values[0], int(job["version"]), tuple(int(s) for s in job["seeds"]),
+                        tuple(values[1:]), float(job["clock"])))
+    return jobs, float(state.get("clock", 0.0))
+
+
+# -- the parameter-server rounds of PPO, A2C, A3C and DQN with workers > 1 --------------------------
+def server_rounds(learner: Any, rounds: Rounds | None) -> Rounds:
+    """`rounds`, or new ones for `learner`'s task: the server at the learner's weights and version, logged jobs out again."""
+    if rounds is not None:
+        return rounds
+    cfg, task = learner.config, learner.task
+    saved = learner.__dict__.get("_rounds_saved") or {}
+    learner.__dict__["_rounds_saved"] = None
+    server = RemoteServer(learner._server_modules(), learner.optimizer, backend=cfg.backend,
+                          max_grad_norm=cfg.max_grad_norm, version=int(saved.get("version", 0)))
+    spec, opponents = game_for_worker(learner.game), list(task.opponents)
+
+    def args(w: int) -> tuple[Any, ...]:
+        return (spec, type(learner), cfg, task.player, opponents)
+
+    log = JobLog(make_executor(cfg.backend, args, cfg.workers, learner._worker_class()))
+    out = ParameterRounds.__new__(ParameterRounds)
+    Rounds.__init__(out, learner, server, log, mode=cfg.sync, staleness=cfg.staleness, workers=cfg.workers)
+    jobs, clock = jobs_from_state(saved)
+    log.resubmit(jobs, clock)
+    out.inflight = {job.w: job.version for job in jobs}
+    return out
+
+
+def rounds_state(learner: Any) -> dict[str, Any]:
+    """What `set_rounds_state` needs to rebuild the learner's rounds as they are ({} without workers)."""
+    rounds = learner.__dict__.get("_rounds")
+    if rounds is None:
+        return {f"rounds.{k}": v for k, v in (learner.__dict__.get("_rounds_saved") or {}).items()}
+    # BAP's gradients waiting for the next apply (`rounds.pending`) are not kept: a BAP task resumes
+    # with those workers' jobs handed out afresh (the one case that does not resume exactly)
+    return {f"rounds.{k}": v for k, v in {"version": rounds.server.version, **jobs_state(rounds.executor)}.items()}
+
+
+def set_rounds_state(learner: Any, extra: dict[str, Any]) -> None:
+    """Keep `rounds_state`'s output for the next round, which rebuilds the rounds from it."""
+    saved = {k[7:]: v for k, v in extra.items() if k.startswith("rounds.")}
+    learner.__dict__["_rounds_saved"] = saved or None
