@@ -121,17 +121,28 @@ class ExactEvaluator:
         game: an enumerable game (OpenSpiel games such as Kuhn, Leduc, small Goofspiel,
             matrix games).
         max_nodes: refuse trees with more histories than this (use `pb.RolloutPool`); None (the
-            default) refuses only trees estimated to need more memory than is available.
+            default) refuses only trees estimated to need more memory than the budget.
+        memory: bytes the tree walk may use: refused before it starts when the upper estimate is
+            larger, stopped (`WalkOverBudget`) when the process grows by more; None: half of
+            what is available (`pbmarl.games.tree.MEMORY_SHARE`). A tree loaded from the disk
+            cache is not walked.
+        progress: a progress bar for a walk that runs more than a few seconds: True always, False
+            never, None in a notebook or a terminal.
 
     Realisation plans are cached per (policy object, `policy.version`) and player;
     a policy changed in place (which bumps its version) is recomputed.
     """
 
-    def __init__(self, game: Game, *, max_nodes: int | None = None) -> None:
+    def __init__(self, game: Game, *, max_nodes: int | None = None, memory: float | None = None,
+                 progress: bool | None = None) -> None:
+        from pbmarl.games.tree import game_tree
+
         if not isinstance(game, Game):
             raise TypeError(f"expected a pbmarl Game, got {type(game).__name__}: {game!r}")
         self.game = game
-        self.tree: GameTree = game.tree(max_nodes=max_nodes)
+        # game_tree, not game.tree: only the former takes the budget; check_exact inside refuses what
+        # Game.tree overrides refuse (a team game)
+        self.tree: GameTree = game_tree(game, max_nodes=max_nodes, memory=memory, progress=progress)
         # per player: id(policy) -> (policy, version, plan); the policy is kept so its id stays unique
         self._cache: list[dict[int, tuple[Policy, int, np.ndarray]]] = [{} for _ in range(game.num_players)]
         self.plans_computed = 0

@@ -16,11 +16,19 @@ histories that differ in the player's own past (goofspiel), the walk starts agai
 keys made of the player's action-observation history (`pbmarl.games.recall`), warns
 once and sets ``game.recall_keys``; from then on `Game.info_key` returns those keys, so
 rollouts, tabular policies and every exact computation name information sets alike.
+
+A walk is planned and watched against a memory budget (`memory=`, by default `MEMORY_SHARE`
+of what is available): refused before it starts when the upper estimate of its memory
+(`pbmarl.games.tree_size.estimate_spread`) exceeds the budget, and stopped with
+`WalkOverBudget` once the process's resident memory has grown past it
+(`pbmarl.games.walk_guard`). A long walk shows a progress bar; a walk stopped by either
+that or Ctrl-C frees what it built, and nothing is kept on the game or cached on disk.
 """
 
 from __future__ import annotations
 
 import itertools
+import sys
 import time
 import warnings
 from dataclasses import dataclass, field
@@ -30,13 +38,15 @@ import numpy as np
 
 from pbmarl.games.base import CHANCE, SIMULTANEOUS, TERMINAL
 from pbmarl.games.recall import extend_key, first_key
-from pbmarl.games.tree_size import TreeSize, available_memory, estimate_memory, estimate_size
+from pbmarl.games.tree_size import SizeEstimate, available_memory, estimate_memory, estimate_size, estimate_spread
+from pbmarl.games.walk_guard import CHECK_EVERY, WalkGuard
 
 if TYPE_CHECKING:  # pragma: no cover
     from pbmarl.games.base import Game
 
-#: share of the available memory a walk may plan to use
-MEMORY_SHARE = 0.8
+#: share of the memory available when a walk begins that it may use by default: the rest is left to
+#: the notebook or program around it (at 0.8 a 15 GB walk was accepted on a 23 GB machine)
+MEMORY_SHARE = 0.5
 #: trees that take longer than this to walk are written to the disk cache
 CACHE_AFTER_SECONDS = 1.0
 #: histories a second the walk manages (66k on goofspiel(num_cards=5), 210k on 3-player Leduc,
@@ -48,6 +58,15 @@ SLOW_WALK_SECONDS = 60.0
 
 class NotExact(ValueError):
     """The exact engine cannot take this game; the message says why and what to use instead."""
+
+
+class WalkOverBudget(NotExact, MemoryError):
+    """A tree walk stopped because the process's memory grew past the walk's budget (`memory=`).
+
+    A `NotExact` (so callers that fall back to sampling when the exact engine refuses keep
+    doing so) and a `MemoryError`; the message gives the growth measured, the budget and how
+    to raise it.
+    """
 
 
 @dataclass(frozen=True)
@@ -139,6 +158,13 @@ class _Builder:
             raise _RecallConflict(key, player)
         return idx
 
+    def clear(self) -> None:
+        """Drop everything collected (a stopped walk frees its memory even if its frame is kept)."""
+        for lists in (self.keys, self.index, self.obs, self.legal, self.parent, self.depth):
+            for one in lists:
+                one.clear()
+        self.owner.clear()
+
     def finish(self, player: int) -> PlayerInfosets:
         shape = (0,) + tuple(self.game.observation_shape)
         return make_infosets(
@@ -150,13 +176,41 @@ class _Builder:
         )
 
 
-def _walk(game: Game, recall: bool, max_nodes: int | None) -> GameTree:
-    P, A = game.num_players, game.num_actions
+def _walk(game: Game, recall: bool, max_nodes: int | None, guard: WalkGuard | None = None) -> GameTree:
     builder = _Builder(game, recall)
     reach: list[float] = []
     returns: list[float] = []
     term_seq: list[int] = []
-    stack: list[tuple[Any, float, tuple[int, ...]]] = [(game.new_initial_state(), 1.0, (0,) * P)]
+    stack: list[tuple[Any, float, tuple[int, ...]]] = [(game.new_initial_state(), 1.0, (0,) * game.num_players)]
+    try:
+        nodes = _visit(game, builder, stack, reach, returns, term_seq, max_nodes, guard)
+    except BaseException as exc:  # a refusal, a recall conflict or Ctrl-C: free the lists, whoever keeps the frame
+        for collected in (reach, returns, term_seq, stack):
+            collected.clear()
+        builder.clear()
+        if isinstance(exc, KeyboardInterrupt) and sys.version_info >= (3, 11):
+            exc.add_note(f"the tree walk of {game.name!r} was interrupted; what it built was freed, nothing was cached")
+        raise
+    finally:
+        if guard is not None:
+            guard.close()
+    P, Z = game.num_players, len(reach)
+    return GameTree(
+        num_players=P,
+        num_actions=game.num_actions,
+        infosets=tuple(builder.finish(p) for p in range(P)),
+        chance_reach=np.asarray(reach, dtype=float),
+        returns=np.asarray(returns, dtype=float).reshape(Z, P),
+        terminal_seq=np.asarray(term_seq, dtype=np.int64).reshape(Z, P).T.copy(),
+        num_nodes=nodes,
+        recall_keys=recall,
+    )
+
+
+def _visit(game: Game, builder: _Builder, stack: list[tuple[Any, float, tuple[int, ...]]], reach: list[float],
+           returns: list[float], term_seq: list[int], max_nodes: int | None, guard: WalkGuard | None) -> int:
+    """Walk depth first from `stack`, appending each terminal's reach, returns and last sequences; the count."""
+    P, A = game.num_players, game.num_actions
     nodes = 0
     while stack:
         state, prob, seqs = stack.pop()
@@ -164,6 +218,10 @@ def _walk(game: Game, recall: bool, max_nodes: int | None) -> GameTree:
         if max_nodes is not None and nodes > max_nodes:
             raise NotExact(f"game {game.name!r} is too large for the exact engine: more than {max_nodes:,} histories "
                            "(max_nodes); use a sampling evaluator (pb.RolloutPool) instead")
+        if guard is not None and nodes % CHECK_EVERY == 0:
+            refusal = guard.check(nodes)
+            if refusal is not None:
+                raise WalkOverBudget(refusal)
         kind = state.current_player()
         if kind == TERMINAL:
             reach.append(prob)
@@ -197,17 +255,7 @@ def _walk(game: Game, recall: bool, max_nodes: int | None) -> GameTree:
                 new = list(seqs)
                 new[kind] = base + a
                 stack.append((child, prob, tuple(new)))
-    Z = len(reach)
-    return GameTree(
-        num_players=P,
-        num_actions=A,
-        infosets=tuple(builder.finish(p) for p in range(P)),
-        chance_reach=np.asarray(reach, dtype=float),
-        returns=np.asarray(returns, dtype=float).reshape(Z, P),
-        terminal_seq=np.asarray(term_seq, dtype=np.int64).reshape(Z, P).T.copy(),
-        num_nodes=nodes,
-        recall_keys=recall,
-    )
+    return nodes
 
 
 def check_exact(game: Game) -> None:
@@ -218,63 +266,89 @@ def check_exact(game: Game) -> None:
         raise NotExact(f"game {game.name!r} cannot be enumerated; use a sampling evaluator (pb.RolloutPool)")
 
 
-def check_fits(game: Game, *, max_nodes: int | None = None, memory: float | None = None) -> TreeSize:
-    """Refuse a tree estimated to need more than `memory` bytes (default: a share of what is
-    available now) or, when given, far more than `max_nodes` histories; cheap (random playouts).
-    Returns the estimate."""
-    size = estimate_size(game)
-    if max_nodes is not None and size.histories > 20 * max_nodes:
+def walk_budget(memory: float | None = None) -> tuple[float, str]:
+    """(bytes a walk may use, how that was set): `memory` when given, else `MEMORY_SHARE` of what is available."""
+    if memory is not None:
+        if not memory > 0:
+            raise ValueError(f"memory must be a positive number of bytes (e.g. 8e9), got {memory!r}")
+        return float(memory), f"memory={float(memory):.3g}"
+    available = available_memory()
+    return MEMORY_SHARE * available, f"{MEMORY_SHARE:.0%} of the {available / 2**30:.1f} GB available; memory= sets it"
+
+
+def check_fits(game: Game, *, max_nodes: int | None = None, memory: float | None = None) -> SizeEstimate:
+    """Refuse a tree whose upper estimate of memory exceeds `memory` bytes (default: `MEMORY_SHARE` of
+    what is available now) or, when given, with far more than `max_nodes` histories; cheap (random
+    playouts over several seeds, `estimate_spread`). Returns the estimate."""
+    return _check_fits(game, max_nodes, *walk_budget(memory))
+
+
+def _check_fits(game: Game, max_nodes: int | None, have: float, origin: str) -> SizeEstimate:
+    size = estimate_spread(game)
+    if max_nodes is not None and size.mean.histories > 20 * max_nodes:
         raise NotExact(
-            f"game {game.name!r} has about {size.histories:.2g} histories: too large for the exact engine "
+            f"game {game.name!r} has about {size.mean.histories:.2g} histories: too large for the exact engine "
             f"(limit {max_nodes:,}); use a sampling evaluator (pb.RolloutPool) and an RL oracle (pb.DQN, pb.PPO)"
         )
-    need = estimate_memory(game, size)
-    have = MEMORY_SHARE * available_memory() if memory is None else float(memory)
-    if need > have:
+    need, high = estimate_memory(game, size.mean), estimate_memory(game, size.high)
+    if high > have:
         raise NotExact(
-            f"game {game.name!r} is too large for the exact engine: about {size.histories:.2g} histories "
-            f"({size.terminals:.2g} terminal) need about {need / 2**30:.3g} GB to walk and "
-            f"{have / 2**30:.1f} GB of memory is available; use a sampling "
-            "evaluator (pb.RolloutPool) and an RL oracle (pb.DQN, pb.PPO)"
+            f"game {game.name!r} is too large for the exact engine: {size.describe()} need about "
+            f"{need / 2**30:.3g} GB to walk and {have / 2**30:.2f} GB of memory is available to it ({origin}). "
+            f"Pass memory= in bytes to allow more (the upper estimate needs {high / 2**30:.3g} GB: e.g. "
+            f"memory={1.25 * high:.2g}), or use a sampling evaluator (pb.RolloutPool) and an RL oracle (pb.DQN, pb.PPO)"
         )
     return size
 
 
-def build_tree(game: Game, *, max_nodes: int | None = None, memory: float | None = None) -> GameTree:
+def build_tree(game: Game, *, max_nodes: int | None = None, memory: float | None = None,
+               progress: bool | None = None) -> GameTree:
     """Walk the whole tree of `game` once; see the module doc.
 
     Args:
         game: an enumerable game inside the exact engine (`check_exact`).
         max_nodes: refuse trees with more histories than this (None: only the memory check).
-        memory: bytes the walk may use (None: 80% of what is available now).
+        memory: bytes the walk may use, planned and watched (None: `MEMORY_SHARE` of what is
+            available now).
+        progress: a progress bar once the walk has run a few seconds: True always, False never,
+            None in a notebook or a terminal.
 
     Raises:
         NotExact: a mean-field or deliberately imperfect-recall game, a game that cannot be
-            enumerated, or a tree estimated to need more memory than is available (with the
-            estimate in GB and the memory available).
+            enumerated, or a tree estimated to need more memory than the budget (with the
+            estimate in GB and the budget).
+        WalkOverBudget: the walk's real memory grew past the budget (with what it measured).
     """
     check_exact(game)
-    size = check_fits(game, max_nodes=max_nodes, memory=memory)
-    seconds = size.histories / WALK_RATE
+    budget, origin = walk_budget(memory)
+    size = _check_fits(game, max_nodes, budget, origin)
+    seconds = size.mean.histories / WALK_RATE
     if seconds > SLOW_WALK_SECONDS:
         warnings.warn(
-            f"{game.name!r}: walking about {size.histories:.2g} histories takes about {seconds / 60:.0f} minutes "
-            f"(at {WALK_RATE:,.0f} histories/s) and {estimate_memory(game, size) / 2**30:.2g} GB; the tree is "
+            f"{game.name!r}: walking about {size.mean.histories:.2g} histories takes about {seconds / 60:.0f} minutes "
+            f"(at {WALK_RATE:,.0f} histories/s) and {estimate_memory(game, size.mean) / 2**30:.2g} GB; the tree is "
             "cached on disk afterwards (PBMARL_TREE_CACHE)",
             stacklevel=2,
         )
+
+    def guard() -> WalkGuard:
+        return WalkGuard(game.name, budget=budget, origin=origin, expected=size.high.histories, progress=progress)
+
     try:
-        return _walk(game, game.recall_keys, max_nodes)
+        return _walk(game, game.recall_keys, max_nodes, guard())
     except _RecallConflict as exc:
         key, player = exc.args
-        game.__dict__["_recall_reason"] = f"the string {key!r} of player {player}"
-        game.recall_keys = True
-        return _walk(game, True, max_nodes)
+    # walked again outside the handler, so the first walk's frame (held by the traceback) is gone
+    game.__dict__["_recall_reason"] = f"the string {key!r} of player {player}"
+    game.recall_keys = True
+    return _walk(game, True, max_nodes, guard())
 
 
-def game_tree(game: Game, *, max_nodes: int | None = None) -> GameTree:
+def game_tree(game: Game, *, max_nodes: int | None = None, memory: float | None = None,
+              progress: bool | None = None) -> GameTree:
     """The tree of `game`, kept on the game object; loaded from the disk cache when a valid entry
-    exists, else walked (and cached when the walk took more than `CACHE_AFTER_SECONDS`)."""
+    exists, else walked (`build_tree`, with its `memory` budget and `progress` bar) and cached when the
+    walk took more than `CACHE_AFTER_SECONDS`."""
     from pbmarl.games.tree_cache import load_cached_tree, save_cached_tree
 
     tree: GameTree | None = game.__dict__.get("_tree_cache")
@@ -283,7 +357,7 @@ def game_tree(game: Game, *, max_nodes: int | None = None) -> GameTree:
         tree = load_cached_tree(game)
         if tree is None:
             start = time.perf_counter()
-            tree = build_tree(game, max_nodes=max_nodes)
+            tree = build_tree(game, max_nodes=max_nodes, memory=memory, progress=progress)
             if time.perf_counter() - start > CACHE_AFTER_SECONDS:
                 save_cached_tree(game, tree)
         if tree.recall_keys:
