@@ -39,6 +39,7 @@ import pandas as pd
 from pbmarl.algorithms.driver_io import learner_copy
 from pbmarl.algorithms.p2sro_manager import Ladder, LadderManager, make_ladder
 from pbmarl.algorithms.psro import PSRO, PSROConfig, _default_initial
+from pbmarl.algorithms.psro_parts import learner_reader, learner_writer, oracle_episodes
 from pbmarl.algorithms.records import IterationRecord
 from pbmarl.algorithms.targets import Target, against
 from pbmarl.games.base import Game
@@ -46,7 +47,7 @@ from pbmarl.payoffs import PayoffTable
 from pbmarl.policies.base import Policy
 from pbmarl.policies.mixture import Mixture
 from pbmarl.population import Population
-from pbmarl.protocols import Checkpointed, Restorable, Specified
+from pbmarl.protocols import Restorable, Specified
 from pbmarl.runs import RunFolderError, SavedRun, State
 from pbmarl.runs.config import POSITIVE, POSITIVE_INT
 from pbmarl.runs.transaction import all_or_nothing
@@ -142,15 +143,16 @@ class Level:
         self.trained, self.player, self.cycles = list(state["trained"]), int(state["player"]), int(state["cycles"])
 
     def save_learner(self, folder: Path) -> None:
-        """Write the level's learner state into `folder` (a learner without state writes an empty folder)."""
-        folder.mkdir(parents=True, exist_ok=True)
-        if isinstance(self.learner, Checkpointed):
-            self.learner.save(folder)
+        """Write the level's learner state into `folder` (`pbmarl.algorithms.psro_parts.learner_writer`)."""
+        keeper = learner_writer(self.learner)
+        if keeper is None:
+            raise ValueError(f"the level's learner {self.learner!r} keeps no state to save")
+        keeper[1](folder)
 
     def load_learner(self, folder: Path) -> None:
-        """Read back what `save_learner` wrote."""
-        if isinstance(self.learner, Checkpointed):
-            self.learner.load(folder)
+        """Read back what `save_learner` wrote (a learner that is a run is replaced by the one loaded)."""
+        keeper = learner_writer(self.learner)
+        self.learner = learner_reader(keeper and keeper[0], folder, self.learner)
 
     def close(self) -> None:
         """Nothing to end: the learner lives in this process."""
@@ -268,6 +270,7 @@ class P2SRO(PSRO):
         """Refresh periods until the lowest active level freezes; returns that iteration's record."""
         iteration = len(self.records)
         t0 = time.perf_counter()
+        episodes = self._level_episodes()
         while not self.levels[0].done:  # a level whose training ended while higher up freezes at once
             if self.config.backend == "ray":  # all levels at once, against this period's targets
                 for j, level in enumerate(self.levels):
@@ -293,8 +296,15 @@ class P2SRO(PSRO):
                for p in range(self.game.num_players)]
         self.levels.pop(0)
         self.levels.append(low.reset(self.manager.claim(), self._initial()))
+        self._episodes += self._level_episodes() - episodes
         seconds = {"oracle": time.perf_counter() - t0}
         return self._finish_iteration(iteration, seconds, tuple(ids), tuple(low.values))
+
+    def _level_episodes(self) -> int:
+        """Episodes the in-process levels' learners have played (a frozen level's learner moves up: the set
+        of learners stays the same across a step)."""
+        learners = {id(lv.learner): lv.learner for lv in self.levels if isinstance(lv, Level)}
+        return sum(oracle_episodes(learner) for learner in learners.values())
 
     def snapshot(self) -> object:
         # remote learners (backend="ray") are not rolled back: only the driver's side is
@@ -347,7 +357,7 @@ class P2SRO(PSRO):
         entries = []
         for j, lv in enumerate(self.levels):
             main = isinstance(lv, Level) and lv.learner is self.learner  # saved with the run by PSRO.state
-            keeps = not main and (not isinstance(lv, Level) or isinstance(lv.learner, Checkpointed))
+            keeps = not main and (not isinstance(lv, Level) or learner_writer(lv.learner) is not None)
             if keeps:
                 state.folders[f"level-{j}-learner"] = lv.save_learner
             entries.append({"index": lv.index, "values": [float(v) for v in lv.values], "trained": list(lv.trained),

@@ -21,10 +21,13 @@ import numpy as np
 from pbmarl.algorithms.psro_parts import (
     evaluator_spec,
     exact_capable,
+    learner_reader,
     learner_spec,
+    learner_writer,
     make_evaluator,
     make_oracle,
     make_solver,
+    oracle_episodes,
     rebuild_evaluator,
     rebuild_learner,
     rebuild_solver,
@@ -39,7 +42,6 @@ from pbmarl.policies.base import Policy
 from pbmarl.population import Population
 from pbmarl.protocols import (
     BestResponse,
-    Checkpointed,
     Evaluator,
     MetaSolverLike,
     Opponents,
@@ -258,8 +260,10 @@ class PSRO(Run):
     def _best_responses(self, targets: Sequence[tuple[int, Opponents, str]]) -> list[BestResponse]:
         """The oracle's answers to `targets`: all at once from a `BatchOracle` (which may train them
         side by side), else one `respond` after another."""
+        before = oracle_episodes(self.learner)
         answers = respond_all(self.learner, [(player, opps) for player, opps, _ in targets])
         self._env_steps += sum(int(answer.env_steps) for answer in answers)
+        self._episodes += oracle_episodes(self.learner) - before
         return answers
 
     def _finish_iteration(
@@ -392,12 +396,13 @@ class PSRO(Run):
             table.save(folder / "table.npz")
 
         folders: dict[str, Any] = {"population": self.population.save, "table": write_table}
-        if isinstance(self.learner, Checkpointed):
-            folders["learner"] = self.learner.save
+        keeper = learner_writer(self.learner)
+        if keeper is not None:
+            folders["learner"] = keeper[1]
         data = {"solver": solver_spec(self.solver), "learner": learner_spec(self.learner),
                 "evaluator": evaluator_spec(self.evaluator), "sizes": list(self.population.sizes),
                 "rng": self.rng.bit_generator.state, "wall_time": self._wall, "env_steps": self._env_steps,
-                "episodes": self._episodes, "learner_state": "learner" in folders,
+                "episodes": self._episodes, "learner_state": keeper and keeper[0],
                 "records": [r.to_json() for r in self.records]}
         return State(data=data, folders=folders, config=self.config.to_dict(), seed=self.seed,
                      game=game_spec(self.game))
@@ -407,8 +412,9 @@ class PSRO(Run):
         """Rebuild a run `state` wrote, at its last completed iteration.
 
         `overrides`: parts (``solver=``, ``learner=``, ``evaluator=``: needed where one cannot be
-        rebuilt from its saved spec) and options (``max_iterations=``, ``save_dir=``, ...). A run
-        that saved itself after every iteration keeps doing so, into the folder it was loaded from.
+        rebuilt from its saved spec; a learner that is a run is loaded from its own folder unless
+        ``learner=`` replaces it) and options (``max_iterations=``, ``save_dir=``, ...). A run that
+        saved itself after every iteration keeps doing so, into the folder it was loaded from.
         """
         parts = {k: overrides.pop(k) for k in ("solver", "learner", "evaluator") if k in overrides}
         options = {**saved.config, **overrides}
@@ -422,7 +428,12 @@ class PSRO(Run):
         data = saved.data
         try:
             solver = parts.get("solver") or rebuild_solver(data["solver"])
-            learner = parts.get("learner") or rebuild_learner(game, data["learner"])
+            kind = data["learner_state"]
+            learner = parts.get("learner")
+            if learner is None and kind == "run":
+                learner = learner_reader(kind, saved.subfolder("learner"), None)
+            elif learner is None:
+                learner = rebuild_learner(game, data["learner"])
             evaluator = parts.get("evaluator") or rebuild_evaluator(game, data["evaluator"])
             sizes = [int(n) for n in data["sizes"]]
             records = [IterationRecord.from_json(r) for r in data["records"]]
@@ -437,11 +448,8 @@ class PSRO(Run):
         run._configure(game, solver, learner, evaluator, config, seed)
         run.population = Population.load(saved.subfolder("population"), game, sizes=sizes)
         run.table = PayoffTable.load(saved.subfolder("table") / "table.npz", run.population, sizes=sizes)
-        if data.get("learner_state"):
-            if not isinstance(run.learner, Checkpointed):
-                raise RunFolderError(f"{str(saved.state_dir)!r} holds learner state, but the learner {run.learner!r} "
-                                     "cannot load state")
-            run.learner.load(saved.subfolder("learner"))
+        if kind == "folder":
+            learner_reader(kind, saved.subfolder("learner"), run.learner)
         run.records = records
         try:
             run.rng.bit_generator.state = data["rng"]

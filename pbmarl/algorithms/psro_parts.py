@@ -8,14 +8,16 @@ the error says which part to pass instead.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
+from pathlib import Path
 from typing import Any
 
 from pbmarl.games.base import Game
-from pbmarl.protocols import Evaluator, MetaSolverLike, Oracle, Specified
+from pbmarl.protocols import Checkpointed, Evaluator, MetaSolverLike, Oracle, Specified
 
-__all__ = ["evaluator_spec", "exact_capable", "exact_refusal", "learner_spec", "make_evaluator", "make_oracle",
-           "make_solver", "rebuild_evaluator", "rebuild_learner", "rebuild_solver", "solver_spec"]
+__all__ = ["evaluator_spec", "exact_capable", "exact_refusal", "learner_reader", "learner_spec", "learner_writer",
+           "make_evaluator", "make_oracle", "make_solver", "rebuild_evaluator", "rebuild_learner", "rebuild_solver",
+           "solver_name", "solver_spec"]
 
 
 def make_solver(solver: str | MetaSolverLike) -> MetaSolverLike:
@@ -179,3 +181,39 @@ def rebuild_evaluator(game: Game, spec: Any) -> Evaluator:
             init_ray()
         return RolloutPool(game, **{k: v for k, v in spec.items() if k != "kind"})
     raise ValueError(f"cannot rebuild evaluator {spec!r}; pass evaluator= to load it")
+
+
+# -- the learner's own state in a run folder ---------------------------------------------------
+def learner_writer(learner: Any) -> tuple[str, Callable[[Path], Any]] | None:
+    """How a run folder keeps `learner`'s state: ``("run", write)`` for a learner that is a run (its own
+    run folder, read back with `pb.load_run`), ``("folder", write)`` for an oracle with ``save`` / ``load``
+    of a folder (a `ParallelOracle`), None for one without state (the exact oracle)."""
+    from pbmarl.runs import Run
+
+    if isinstance(learner, Run):
+        return "run", learner.save
+    if isinstance(learner, Checkpointed):
+        return "folder", learner.save
+    return None
+
+
+def learner_reader(kind: Any, folder: Path, learner: Any) -> Any:
+    """The learner a folder that `learner_writer` wrote holds: a run is loaded (a new object), an oracle's
+    folder is read into `learner` (which is returned)."""
+    from pbmarl.runs import RunFolderError, load_run
+
+    if kind == "run":
+        return load_run(folder)
+    if kind == "folder" and isinstance(learner, Checkpointed):
+        learner.load(folder)
+        return learner
+    raise RunFolderError(f"{str(folder)!r} holds learner state ({kind!r}) that the learner {learner!r} cannot load")
+
+
+def oracle_episodes(learner: Any) -> int:
+    """Episodes a learner that is a run has played so far (its records' cumulative ``episodes``); 0 for others."""
+    from pbmarl.runs import Run
+
+    if isinstance(learner, Run) and learner.records:
+        return int(learner.records[-1].episodes)
+    return 0

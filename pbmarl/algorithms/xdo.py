@@ -25,38 +25,41 @@ authors' NXDO also approximates the restricted game (with NFSP). The environment
 oracle took are recorded (`XDORecord.env_steps`); exploitability stays exact.
 
 Example:
-    >>> xdo = XDO("leduc_poker")
-    >>> for record in xdo.run(3):  # doctest: +ELLIPSIS
-    ...     print(record)
+    >>> xdo = XDO("leduc_poker")          # iteration 0: the best responses to the uniform policy
+    >>> print(xdo.records[0])  # doctest: +ELLIPSIS
     iter   0 | sizes (1, 1) | exploitability 3.417 | restricted 0 | tau 16 | inner 10 | ...
+    >>> for record in xdo.run(2, progress=False):  # doctest: +ELLIPSIS
+    ...     print(record)
+    iter   1 | sizes (2, 2) | ...
+    iter   2 | sizes (3, 3) | ...
     >>> xdo.history[["exploitability", "tau", "inner_iterations"]]  # doctest: +SKIP
 """
 
 from __future__ import annotations
 
 import dataclasses
-import os
 import time
-from collections.abc import Iterator
-from pathlib import Path
-from typing import Any, cast
+from dataclasses import dataclass, field
+from typing import Any, ClassVar, cast
 
 import numpy as np
-import pandas as pd
 
-from pbmarl.algorithms.stepping import run_steps
-from pbmarl.algorithms.transaction import all_or_nothing
-from pbmarl.algorithms.xdo_io import XDORecord, load_xdo, save_xdo
+from pbmarl.algorithms.psro_parts import learner_reader, learner_spec, learner_writer, oracle_episodes, rebuild_learner
+from pbmarl.algorithms.records import _fmt
 from pbmarl.evaluation.cfr import CFRPlus
 from pbmarl.evaluation.engine import best_response_values, nash_conv, opponent_reach
 from pbmarl.evaluation.realization import behaviour_from_plan, policy_tables, realization_plans
 from pbmarl.evaluation.sequence_form import check_zero_sum_tree, solve_tree
 from pbmarl.games.base import Game
-from pbmarl.games.registry import load_game
+from pbmarl.games.registry import game_spec, load_game
 from pbmarl.games.tree import GameTree
 from pbmarl.policies.tabular import TabularPolicy
 from pbmarl.population import Population
 from pbmarl.protocols import Oracle, Restorable, respond_all
+from pbmarl.rollout.results import EvalResult
+from pbmarl.runs import Config, Record, Run, RunFolderError, SavedRun, State, build_config, check_seed, shared_row
+from pbmarl.runs.config import POSITIVE, POSITIVE_INT, is_int, is_real
+from pbmarl.runs.transaction import all_or_nothing
 
 SOLVERS = ("cfr+", "lp")
 
@@ -67,83 +70,170 @@ def restricted_tree(tree: GameTree, masks: tuple[np.ndarray, ...]) -> GameTree:
     return dataclasses.replace(tree, infosets=infosets)
 
 
-class XDO:
+@dataclass(frozen=True)
+class XDOConfig(Config):
+    """XDO's options (an RL oracle, when wanted, is the ``learner`` argument)."""
+
+    solver: str = "cfr+"
+    """``"cfr+"`` (to tolerance `tau`) or ``"lp"`` (exact) for the restricted game."""
+    tau: float = 16.0
+    """The first restricted-game tolerance (exploitability); halved as in the paper."""
+    check_every: int = 10
+    """CFR+ iterations between checks of the restricted game's exploitability."""
+    max_inner: int = 100_000
+    """CFR+ iterations allowed per restricted game before giving up on `tau`."""
+    stop_exploitability: float | None = None
+    """`run()` stops once the full-game exploitability is at or below this."""
+    max_iterations: int | None = None
+    """`run()` never goes past this iteration."""
+    save_dir: str | None = None
+    """If given, the run is saved there after every iteration (one atomic commit)."""
+
+    checks: ClassVar[dict[str, Any]] = {
+        "solver": (lambda v: v in SOLVERS, f"one of {SOLVERS}"),
+        "tau": POSITIVE,
+        "check_every": POSITIVE_INT,
+        "max_inner": POSITIVE_INT,
+        "stop_exploitability": (lambda v: v is None or (is_real(v) and v >= 0), "None or a non-negative number"),
+        "max_iterations": (lambda v: v is None or (is_int(v) and v >= 0), "None or a non-negative int"),
+        "save_dir": (lambda v: v is None or (isinstance(v, str) and bool(v)), "None or a folder path"),
+    }
+
+
+@dataclass(frozen=True)
+class XDORecord(Record):
+    """One XDO iteration.
+
+    Attributes:
+        iteration: 0 for the initial population (best responses to uniform), then 1, 2, ...
+        sizes: best responses per player.
+        nash_conv, exploitability: of the restricted-game solution in the full game (exact).
+        restricted_exploitability: of the solution inside the restricted game (<= `tau` unless
+            `max_inner` ran out; 0 up to rounding with the LP).
+        tau: the tolerance this iteration's restricted game was solved to.
+        inner_iterations: CFR+ iterations spent on this restricted game (0 with the LP).
+        total_inner_iterations: inner iterations of the run so far.
+        restricted_actions: (information state, action) pairs in the restricted game.
+        times: wall seconds per phase (oracle, solve, measure); wall_time: cumulative.
+        new_ids: ids of the best responses added.
+        solver: ``"cfr+"`` or ``"lp"``.
+        env_steps: environment steps the RL oracle has taken so far (0 with exact best responses).
+        episodes: episodes the RL oracle has played so far (0 with exact best responses).
+    """
+
+    iteration: int
+    sizes: tuple[int, ...]
+    nash_conv: float
+    exploitability: float
+    restricted_exploitability: float
+    tau: float
+    inner_iterations: int
+    total_inner_iterations: int
+    restricted_actions: int
+    times: dict[str, float] = field(default_factory=dict)
+    wall_time: float = 0.0
+    new_ids: tuple[str, ...] = ()
+    solver: str = "cfr+"
+    env_steps: int = 0
+    episodes: int = 0
+
+    def as_row(self) -> dict[str, Any]:
+        extra: dict[str, Any] = {"restricted_exploitability": self.restricted_exploitability, "tau": self.tau,
+                                 "inner_iterations": self.inner_iterations,
+                                 "total_inner_iterations": self.total_inner_iterations,
+                                 "restricted_actions": self.restricted_actions}
+        extra.update({f"size_{p}": n for p, n in enumerate(self.sizes)})
+        extra.update(solver=self.solver, new_ids=list(self.new_ids))
+        return shared_row(iteration=self.iteration, env_steps=self.env_steps, episodes=self.episodes,
+                          wall_time=self.wall_time, exploitability=self.exploitability, nash_conv=self.nash_conv,
+                          times=self.times, extra=extra)
+
+    def to_json(self) -> dict[str, Any]:
+        data = dataclasses.asdict(self)
+        data["sizes"], data["new_ids"] = list(self.sizes), list(self.new_ids)
+        return data
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> XDORecord:
+        return cls(**{**data, "sizes": tuple(data["sizes"]), "new_ids": tuple(data["new_ids"]),
+                      "times": dict(data["times"])})
+
+    def __str__(self) -> str:
+        return (f"iter {self.iteration:>3} | sizes {self.sizes} | exploitability {_fmt(self.exploitability)} | "
+                f"restricted {_fmt(self.restricted_exploitability, 3)} | tau {self.tau:.3g} | "
+                f"inner {self.inner_iterations} | "
+                + (f"{self.env_steps:,} env steps | " if self.env_steps else "")
+                + f"{sum(self.times.values()):.3f}s")
+
+
+class XDO(Run):
     """The extensive-form double oracle; see the module doc.
 
     Args:
         game: a two-player zero-sum `Game` (or its name) whose tree fits in memory.
-        solver: ``"cfr+"`` (to tolerance `tau`) or ``"lp"`` (exact) for the restricted game.
-        tau: the first restricted-game tolerance (exploitability); halved as in the paper.
-        check_every: CFR+ iterations between checks of the restricted game's exploitability.
-        max_inner: CFR+ iterations allowed per restricted game before giving up on `tau`.
-        stop_exploitability: `run` stops once the full-game exploitability is at or below this.
-        max_iterations: `run` never goes past this iteration.
-        save_dir: if given, the run is saved there after every iteration (atomically).
         learner: an RL `Oracle` that trains each best response (see the module doc); ``None``
             (the default) computes them exactly.
+        seed: the run's seed (XDO itself draws nothing at random; an RL learner has its own).
+        config: an `XDOConfig`; keyword options (its fields) replace its values.
+
+    Building the run makes iteration 0: each player's best response to the uniform policy.
     """
 
-    def __init__(self, game: Game | str, *, solver: str = "cfr+", tau: float = 16.0, check_every: int = 10,
-                 max_inner: int = 100_000, stop_exploitability: float | None = None,
-                 max_iterations: int | None = None, save_dir: str | os.PathLike[str] | None = None,
-                 learner: Oracle | None = None) -> None:
+    config: XDOConfig
+    records: list[XDORecord]
+
+    def __init__(self, game: Game | str, learner: Oracle | None = None, *, seed: int = 0,
+                 config: XDOConfig | None = None, **options: Any) -> None:
+        if options.get("save_dir") is not None:
+            options["save_dir"] = str(options["save_dir"])
+        self._configure(game, learner, build_config(XDOConfig, config, options, owner="XDO"), check_seed(seed))
+        self._advance()
+
+    def _configure(self, game: Game | str, learner: Oracle | None, config: XDOConfig, seed: int) -> None:
         self.game = load_game(game) if isinstance(game, str) else game
         if learner is not None and not isinstance(learner, Oracle):
             raise TypeError(f"XDO's learner must be an Oracle with respond(player, opponents) (pb.DQN, pb.PPO, ...) "
                             f"or None for exact best responses, got {type(learner).__name__}: {learner!r}")
-        if solver not in SOLVERS:
-            raise ValueError(f"XDO's restricted-game solver must be one of {SOLVERS}, got {solver!r}")
-        if isinstance(tau, bool) or not isinstance(tau, (int, float, np.floating)) or not tau > 0:
-            raise ValueError(f"tau (the restricted-game tolerance) must be a positive number, got {tau!r}")
-        for name, value in (("check_every", check_every), ("max_inner", max_inner)):
-            if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
-                raise ValueError(f"{name} must be a positive int, got {value!r}")
-        if stop_exploitability is not None and not stop_exploitability >= 0:
-            raise ValueError(f"stop_exploitability must be a non-negative number, got {stop_exploitability!r}")
-        if max_iterations is not None and (not isinstance(max_iterations, (int, np.integer)) or max_iterations < 0):
-            raise ValueError(f"max_iterations must be a non-negative int or None, got {max_iterations!r}")
         self.tree = self.game.tree()
         check_zero_sum_tree(self.game, self.tree, who="XDO")
-        self.solver, self.tau, self.check_every, self.max_inner = solver, float(tau), int(check_every), int(max_inner)
-        self.stop_exploitability, self.max_iterations = stop_exploitability, max_iterations
-        self.save_dir = Path(save_dir) if save_dir is not None else None
-        self.learner = learner
+        self.config, self.seed, self.learner = config, seed, learner
+        self.tau = float(config.tau)
         self.population = Population(self.game)
-        self.records: list[XDORecord] = []
+        self.records = []
         self.plans: tuple[np.ndarray, ...] = ()
         self._wall = 0.0
         self._inner_total = 0
         self._env_steps = 0
-
-    @classmethod
-    def _blank(cls) -> XDO:
-        return cls.__new__(cls)
+        self._episodes = 0
 
     # -- the loop ------------------------------------------------------------------
     def snapshot(self) -> object:
-        """Everything a `step` changes, for `restore` (see `pbmarl.algorithms.transaction`)."""
+        """Everything a `step` changes, for `restore` (see `pbmarl.runs.transaction`)."""
         learner = self.learner.snapshot() if isinstance(self.learner, Restorable) else None
         return (self.population.snapshot(), self.plans, self.tau, len(self.records), self._wall, self._inner_total,
-                self._env_steps, learner)
+                (self._env_steps, self._episodes), learner)
 
     def restore(self, state: object) -> None:
         """Put the run back as `snapshot()` found it."""
-        population, plans, tau, n_records, wall, inner, env_steps, learner = cast(
-            "tuple[object, tuple[np.ndarray, ...], float, int, float, int, int, object]", state)
+        population, plans, tau, n_records, wall, inner, counts, learner = cast(
+            "tuple[object, tuple[np.ndarray, ...], float, int, float, int, tuple[int, int], object]", state)
         self.population.restore(population)
         self.plans, self.tau, self._wall, self._inner_total = plans, tau, wall, inner
-        self._env_steps = env_steps
+        self._env_steps, self._episodes = counts
         del self.records[n_records:]
         if learner is not None and isinstance(self.learner, Restorable):
             self.learner.restore(learner)
 
     @all_or_nothing
     def step(self) -> XDORecord:
-        """One XDO iteration (the first call builds the initial population); returns its record.
+        """One XDO iteration; returns its record.
 
         All or nothing: an exception (or ``KeyboardInterrupt``) anywhere, the save included,
         leaves the run as it was.
         """
+        return self._advance()
+
+    def _advance(self) -> XDORecord:
         start = time.perf_counter()
         uniform = not self.plans
         plans = self.plans or tuple(realization_plans(self.tree.infosets[p].legal / np.maximum(
@@ -166,16 +256,17 @@ class XDO:
         if nc / 2 < self.tau:
             self.tau /= 2
         self._inner_total += inner
-        seconds = {"oracle": oracle - start, "solve": solved - oracle, "measure": measured - solved}
-        self._wall += sum(seconds.values())
+        times = {"oracle": oracle - start, "solve": solved - oracle, "measure": measured - solved}
+        self._wall += sum(times.values())
         record = XDORecord(iteration=iteration, sizes=self.population.sizes, nash_conv=nc, exploitability=nc / 2,
                            restricted_exploitability=restricted, tau=tau_used, inner_iterations=inner,
                            total_inner_iterations=self._inner_total,
-                           restricted_actions=int(sum(m.sum() for m in masks)), seconds=seconds,
-                           wall_time=self._wall, new_ids=ids, solver=self.solver, env_steps=self._env_steps)
+                           restricted_actions=int(sum(m.sum() for m in masks)), times=times,
+                           wall_time=self._wall, new_ids=ids, solver=self.config.solver, env_steps=self._env_steps,
+                           episodes=self._episodes)
         self.records.append(record)
-        if self.save_dir is not None:
-            self.save(self.save_dir)
+        if self.config.save_dir is not None:
+            self.save(self.config.save_dir)
         return record
 
     def _best_responses(self, plans: tuple[np.ndarray, ...]) -> list[np.ndarray]:
@@ -185,8 +276,10 @@ class XDO:
             return [best_response_values(self.tree, p, opponent_reach(self.tree, p, reach))[1] for p in range(2)]
         solution = self._solution(plans)
         requests = [(p, [None, solution[1]] if p == 0 else [solution[0], None]) for p in range(2)]
+        before = oracle_episodes(self.learner)
         answers = respond_all(self.learner, requests)  # side by side from a `ParallelOracle`
         self._env_steps += sum(int(answer.env_steps) for answer in answers)
+        self._episodes += oracle_episodes(self.learner) - before
         return [pure_table(policy_tables(answer.policy, self.tree, p), self.tree.infosets[p].legal)
                 for p, answer in enumerate(answers)]
 
@@ -206,38 +299,51 @@ class XDO:
 
     def _solve(self, tree: GameTree) -> tuple[tuple[np.ndarray, ...], int, float]:
         """Plans of a solution of the restricted `tree`, the CFR+ iterations spent, its exploitability."""
-        if self.solver == "lp":
+        if self.config.solver == "lp":
             exact, _, _ = solve_tree(tree)
             return exact, 0, _restricted_exploitability(tree, exact)
         cfr = CFRPlus(tree)
         while True:
-            cfr.run(self.check_every)
+            cfr.run(self.config.check_every)
             plans = tuple(realization_plans(t, tree.infosets[p], tree.num_actions)
                           for p, t in enumerate(cfr.average_tables()))
             expl = _restricted_exploitability(tree, plans)
-            if expl <= self.tau or cfr.iterations >= self.max_inner:
+            if expl <= self.tau or cfr.iterations >= self.config.max_inner:
                 return plans, cfr.iterations, expl
 
     @property
     def converged(self) -> bool:
-        if self.stop_exploitability is None or not self.records:
-            return False
-        return self.records[-1].exploitability <= self.stop_exploitability
+        """Whether the last exploitability is at or below ``config.stop_exploitability``."""
+        stop = self.config.stop_exploitability
+        return stop is not None and bool(self.records) and self.records[-1].exploitability <= stop
 
-    def run(self, iterations: int) -> Iterator[XDORecord]:
-        """Yield the records of up to `iterations` more iterations (stops when converged or at `max_iterations`)."""
-        return run_steps(self, iterations)
+    @property
+    def done(self) -> bool:
+        """Converged (``stop_exploitability``) or at ``max_iterations``: where `run()` stops."""
+        cfg = self.config
+        if cfg.max_iterations is None and cfg.stop_exploitability is None:
+            raise ValueError("XDO has no budget: set max_iterations or stop_exploitability, or give run() a number "
+                             "of steps or until=pb.Stop(...)")
+        return self.converged or (cfg.max_iterations is not None and self.iteration >= cfg.max_iterations)
+
+    def evaluate(self, episodes: int = 100, *, seed: int = 0, deterministic: bool = False) -> EvalResult:
+        """Play `episodes` episodes of the restricted-game solution (`policies`) with a local `RolloutPool`.
+
+        ``deterministic=True`` plays each information state's most probable action instead.
+        """
+        from pbmarl.rollout import RolloutPool
+
+        policies = self.policies
+        if deterministic:
+            policies = tuple(self._policy(p, pure_table(policy_tables(pi, self.tree, p), self.tree.infosets[p].legal))
+                             for p, pi in enumerate(policies))
+        with RolloutPool(self.game, backend="local", seed=seed) as pool:
+            return pool.evaluate(list(policies), episodes, seed=seed)
 
     # -- views ------------------------------------------------------------------------
     @property
-    def iteration(self) -> int:
-        return self.records[-1].iteration if self.records else -1
-
-    @property
     def policies(self) -> tuple[TabularPolicy, ...]:
         """The current restricted-game solution as one `TabularPolicy` per player."""
-        if not self.plans:
-            raise ValueError("XDO has no solution yet: call step() first")
         return self._solution(self.plans)
 
     def _solution(self, plans: tuple[np.ndarray, ...]) -> tuple[TabularPolicy, ...]:
@@ -245,25 +351,60 @@ class XDO:
         return tuple(self._policy(p, behaviour_from_plan(x, self.tree.infosets[p], self.tree.num_actions))
                      for p, x in enumerate(plans))
 
-    @property
-    def history(self) -> pd.DataFrame:
-        """One row per iteration (see `XDORecord`)."""
-        return pd.DataFrame([r.as_row() for r in self.records]).set_index("iteration") if self.records else \
-            pd.DataFrame(columns=["exploitability", "nash_conv", "tau", "inner_iterations", "wall_time"])
-
     def __repr__(self) -> str:
         tail = f", exploitability={self.records[-1].exploitability:.4g}" if self.records else ""
-        return f"XDO({self.game.name!r}, solver={self.solver!r}, iteration={self.iteration}, tau={self.tau:.3g}{tail})"
+        return (f"XDO({self.game.name!r}, solver={self.config.solver!r}, iteration={self.iteration}, "
+                f"tau={self.tau:.3g}{tail})")
 
     # -- files ------------------------------------------------------------------------
-    def save(self, path: str | os.PathLike[str]) -> Path:
-        """Write the run to folder `path` (population, solution plans, records; ``run.json`` last)."""
-        return save_xdo(self, Path(path))
+    def state(self) -> State:
+        """The population (a sub-folder), the solution's plans, tau, counters, records, the learner's state."""
+        folders: dict[str, Any] = {"population": self.population.save}
+        keeper = learner_writer(self.learner)
+        if keeper is not None:
+            folders["learner"] = keeper[1]
+        data = {"learner": None if self.learner is None else learner_spec(self.learner),
+                "learner_state": keeper and keeper[0], "tau": self.tau, "sizes": list(self.population.sizes),
+                "wall_time": self._wall, "inner_total": self._inner_total, "env_steps": self._env_steps,
+                "episodes": self._episodes,
+                "records": [r.to_json() for r in self.records]}
+        arrays = {f"plan_{p}": x for p, x in enumerate(self.plans)}
+        return State(data=data, arrays=arrays, folders=folders, config=self.config.to_dict(), seed=self.seed,
+                     game=game_spec(self.game))
 
     @classmethod
-    def load(cls, path: str | os.PathLike[str], **overrides: Any) -> XDO:
-        """Resume a run saved by `save`; `overrides` replace saved options (``save_dir=``, ``max_inner=``, ...)."""
-        return load_xdo(cls, Path(path), **overrides)
+    def from_state(cls, saved: SavedRun, **overrides: Any) -> XDO:
+        """Rebuild a run `state` wrote; `overrides`: ``learner=`` (where it cannot be rebuilt from its
+        spec) and options (``max_iterations=``, ``save_dir=``, ...)."""
+        learner = overrides.pop("learner", None)  # replaces the saved one (a run learner's state is not read)
+        options = {**saved.config, **overrides}
+        if saved.config.get("save_dir") is not None and "save_dir" not in overrides:
+            options["save_dir"] = str(saved.folder)
+        if options.get("save_dir") is not None:
+            options["save_dir"] = str(options["save_dir"])
+        game, data = saved.game(), saved.data
+        run = cls.__new__(cls)
+        try:
+            kind = data["learner_state"]
+            if learner is None and kind == "run":
+                learner = learner_reader(kind, saved.subfolder("learner"), None)
+            elif learner is None and data["learner"] is not None:
+                learner = rebuild_learner(game, data["learner"])
+            run._configure(game, learner, build_config(XDOConfig, None, options, owner="XDO"), check_seed(saved.seed))
+            sizes = [int(n) for n in data["sizes"]]
+            run.records = [XDORecord.from_json(r) for r in data["records"]]
+            run.tau, run._wall = float(data["tau"]), float(data["wall_time"])
+            run._inner_total, run._env_steps = int(data["inner_total"]), int(data["env_steps"])
+            run._episodes = int(data["episodes"])
+        except (KeyError, TypeError, ValueError) as exc:
+            raise RunFolderError(f"{str(saved.state_dir)!r}: malformed XDO state ({type(exc).__name__}: {exc})") \
+                from None
+        if kind == "folder":
+            learner_reader(kind, saved.subfolder("learner"), run.learner)
+        run.population = Population.load(saved.subfolder("population"), game, sizes=sizes)
+        arrays = saved.arrays({f"plan_{p}": ((run.tree.num_sequences(p),), "f") for p in range(2)})
+        run.plans = tuple(arrays[f"plan_{p}"] for p in range(2))
+        return run
 
 
 def pure_table(table: np.ndarray, legal: np.ndarray) -> np.ndarray:
