@@ -125,7 +125,7 @@ def test_group_learner_bad_input() -> None:
         pb.QMIX(agent="lstm")
     with pytest.raises(ValueError, match="weighting='ow' weights a mixer's TD errors"):
         pb.IQL(weighting="ow")
-    with pytest.raises(ValueError, match="weight_alpha must be in"):
+    with pytest.raises(ValueError, match=r"weight_alpha must be a number in \(0, 1\], got 0.0"):
         pb.QMIX(weighting="cw", weight_alpha=0.0)
     cont = pb.load_game("pettingzoo:simple_spread_v3", N=2, continuous_actions=True, max_cycles=5)
     with pytest.raises(ValueError, match="QMIX .* needs Discrete actions.*use MADDPG"):

@@ -379,6 +379,10 @@ class MARL(Run, OnServer):
         return EvalResult.from_returns(per_group, np.asarray(out.lengths), int(out.steps), time.perf_counter() - t0,
                                        keep=True, index=groups)
 
+    def close(self) -> None:
+        """Stop the parameter server's workers and server (``workers > 1``); the next step starts fresh ones."""
+        OnServer.close(self)
+
     def __repr__(self) -> str:
         who = ", ".join(f"{g}: {type(lr).__name__}" for g, lr in self.learners.items())
         fixed = "".join(f", {g}: fixed" for g in self.fixed)

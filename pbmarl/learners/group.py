@@ -174,7 +174,7 @@ class GroupLearner(abc.ABC):
                             f"its game over), got {type(game).__name__}: {game!r}")
         self.game: Game | None = game
         wanted = options if config is not None else {**self.defaults, **options}
-        self.config = build_config(self.config_class, config, wanted, owner=type(self).__name__)
+        self.config: Any = build_config(self.config_class, config, wanted, owner=type(self).__name__)
         self.seed = check_seed(seed)
         self.rng = np.random.default_rng(self.seed)
         self.torch_gen = torch.Generator().manual_seed(self.seed)

@@ -78,7 +78,7 @@ class IndependentConfig(Config):
         super().__post_init__()
         from pbmarl.learners.registry import learner_class
 
-        fields = [f.name for f in dataclasses.fields(learner_class(self.algo).config_class)]
+        fields = [f.name for f in dataclasses.fields(getattr(learner_class(self.algo), "config_class"))]
         for name in self.options:  # a misspelt option fails here, not when pb.MARL builds the learner
             if name not in fields:
                 raise TypeError(f"unknown option {name!r} for Independent({self.algo!r}){did_you_mean(name, fields)} "
