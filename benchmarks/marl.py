@@ -74,6 +74,9 @@ BAR = -135.0
 MOST_LIKELY = "[most likely action]"
 PEER_VENV = Path("/work/venvs/benchmarl")
 ENV: dict[str, Any] = dict(N=3, local_ratio=0.5, max_cycles=25)
+#: evaluation episodes are seeded ``run seed + EVAL_SEED``, the seed MARL.evaluate drew before it took seed=0 by
+#: default, so rows evaluated since read the same episodes as the rows logged before
+EVAL_SEED = 7919
 
 
 def mappo_paper(summed_return: float, *, n_agents: int = ENV["N"], steps: int = ENV["max_cycles"],
@@ -145,38 +148,40 @@ def run_slice(slice_: str, seed: int, steps: int, eval_episodes: int, *, every: 
     t0 = time.perf_counter()
     if slice_.startswith("random"):
         marl = pb.MARL(game, {"shared": pb.MADDPG(seed=seed) if continuous else pb.MAPPO(seed=seed)}, mapping, seed=seed)
-        result = marl.evaluate(eval_episodes, policies={"shared": pb.RandomPolicy(mapping.group_game("shared"))})
+        result = marl.evaluate(eval_episodes, seed=seed + EVAL_SEED,
+                               policies={"shared": pb.RandomPolicy(mapping.group_game("shared"))})
         return _row(slice_, seed, game, marl, result, time.perf_counter() - t0)
     label = slice_ if not server else f"{slice_} ({server['workers']} workers, {server['sync']}, {server['backend']})"
     if ppo:
         label += " (" + ", ".join(f"{k}={v}" for k, v in ppo.items()) + ")"
     folder = save_dir / f"{label} seed {seed}".replace(" ", "_") if save_dir is not None else None
     if folder is not None and (folder / "run.json").exists():
-        marl = pb.MARL.load(folder)
-        print(f"  continuing {folder} from {marl.total_env_steps} env steps", flush=True)
+        marl = pb.load_run(folder)
+        print(f"  continuing {folder} from {marl.env_steps} env steps", flush=True)
     else:
         marl = pb.MARL(game, {"shared": _learner(slice_, seed, server, ppo=ppo)}, mapping, seed=seed)
-    next_check = None if every is None else every * (1 + marl.total_env_steps // every)
+    next_check = None if every is None else every * (1 + marl.env_steps // every)
 
     def rows_now(note: str = "") -> list[dict[str, Any]]:
         wall = time.perf_counter() - t0
-        out = [_row(label, seed, game, marl, marl.evaluate(eval_episodes), wall, note=note)]
+        out = [_row(label, seed, game, marl, marl.evaluate(eval_episodes, seed=marl.seed + EVAL_SEED), wall, note=note)]
         if deterministic:
             out.append(_row(f"{label} {MOST_LIKELY}", seed, game, marl,
-                            marl.evaluate(eval_episodes, deterministic=True), wall, note=note))
+                            marl.evaluate(eval_episodes, seed=marl.seed + EVAL_SEED, deterministic=True), wall,
+                            note=note))
         return out
 
     try:
-        while marl.total_env_steps < steps:
+        while marl.env_steps < steps:
             rec = marl.step()
-            print(f"  {label} seed {seed}: {rec.total_env_steps} env steps, train return {rec.returns['shared']:.1f}",
+            print(f"  {label} seed {seed}: {rec.env_steps} env steps, train return {rec.returns['shared']:.1f}",
                   flush=True)
-            if next_check is not None and checkpoint is not None and next_check <= marl.total_env_steps < steps:
+            if next_check is not None and checkpoint is not None and next_check <= marl.env_steps < steps:
                 for row in rows_now("checkpoint"):
                     checkpoint(row)
                 if folder is not None:
                     marl.save(folder)
-                next_check += every * (1 + (marl.total_env_steps - next_check) // every)
+                next_check += every * (1 + (marl.env_steps - next_check) // every)
     finally:
         marl.close()
     if folder is not None:
@@ -185,16 +190,18 @@ def run_slice(slice_: str, seed: int, steps: int, eval_episodes: int, *, every: 
     return {**final[0], "deterministic": final[1]} if deterministic else final[0]
 
 
-def _row(slice_: str, seed: int, game: Any, marl: Any, result: dict[str, Any], wall: float, *,
+def _row(slice_: str, seed: int, game: Any, marl: Any, result: pb.EvalResult, wall: float, *,
          note: str = "") -> dict[str, Any]:
-    env_steps = 0 if slice_.startswith("random") else marl.total_env_steps
-    busy = sum(sum(r.seconds.values()) for r in marl.records) if marl.records else 0.0  # collect + train, or a round
+    env_steps = 0 if slice_.startswith("random") else marl.env_steps
+    busy = sum(sum(r.times.values()) for r in marl.records) if marl.records else 0.0  # collect + train, or a round
     train_return = marl.records[-1].returns["shared"] / ENV["N"] if marl.records else None
-    summed = float(result["return/shared"])
+    summed = float(result.mean["shared"])
+    assert result.returns is not None and result.lengths is not None
+    mean_step_reward = float(result.returns.sum() / result.lengths.sum() / ENV["N"])  # per agent per env step
     said = f"; last-round training return per agent {train_return:.2f}" if train_return is not None else ""
     return {"slice": slice_.split(" ")[0], "game": game.name,
             "method": "uniform random" if slice_.startswith("random") else f"pbmarl {slice_}",
-            "seed": seed, "env_steps": env_steps, "per_agent_x25": 25 * result["mean_step_reward"],
+            "seed": seed, "env_steps": env_steps, "per_agent_x25": 25 * mean_step_reward,
             "summed_return": summed, "mappo_paper": mappo_paper(summed),
             "env_steps_per_s": env_steps / busy if busy else None, "train_return": train_return,
             "wall_s": round(wall, 1),
