@@ -106,27 +106,67 @@ def test_snapshot_and_reset_rules_fire_on_synthetic_payoffs():
     assert abs(resets - 0.25) < 3 * np.sqrt(0.25 * 0.75 / 4000)
 
 
-def test_config_fields_are_checked():
-    with pytest.raises(ValueError, match="pfsp_branch must be a number in"):
-        LeagueConfig(pfsp_branch=1.5)
-    with pytest.raises(TypeError, match="unknown option"):
+@pytest.mark.parametrize(("options", "message"), [
+    ({"pfsp_branch": 1.5}, "pfsp_branch must be a number in"),
+    ({"main_agents": 0}, "main_agents must be a positive int"),
+    ({"main_exploiters": True}, "main_exploiters must be a non-negative int, got True"),
+    ({"decay": float("nan")}, r"decay must be a number in \(0, 1\], got nan"),
+    ({"steps_per_match": 10**10}, "steps_per_match must be an int in"),
+    ({"snapshot_min_steps": 5, "snapshot_max_steps": 1}, "snapshot_max_steps must be at least"),
+])
+def test_config_fields_are_checked(options, message):
+    with pytest.raises(ValueError, match=message):
+        LeagueConfig(**options)
+
+
+def test_options_seed_and_game_are_checked():
+    with pytest.raises(TypeError, match="unknown option 'pfsp_brnch' for League; did you mean 'pfsp_branch'"):
         League(pb.MatrixGame(GAME), pfsp_brnch=0.5)
+    with pytest.raises(ValueError, match="seed must be an int"):
+        League(pb.MatrixGame(GAME), seed=-1)
+    league = League("kuhn_poker", seed=0, main_exploiters=0, league_exploiters=1)
+    assert league.config.to_dict()["league_exploiters"] == 1 and list(league.learners) == ["main", "league_exploiter"]
 
 
 def _main_action_probs(league: League) -> list[float]:
     game = league.game
     state = game.new_initial_state()
     out = []
-    for p, mix in enumerate(league.main_policy()):
+    for p, pi in enumerate(league.main_policy()):
         obs, mask, key = game.observation(state, p)[None], game.legal_mask(state, p)[None], [game.info_key(state, p)]
-        out.append(float(sum(w * pi.action_probabilities(obs, mask, keys=key)[0, 0]
-                             for pi, w in zip(mix.policies, mix.weights))))
+        out.append(float(pi.action_probabilities(obs, mask, keys=key)[0, 0]))
     return out
+
+
+def test_main_policy_plays_the_mixture_exactly_and_names_its_agents():
+    league = League("kuhn_poker", snapshot_min_steps=1, snapshot_max_steps=2, seed=0)
+    league.run(4, progress=False)
+    policies = league.main_policy()
+    assert [pi.player for pi in policies] == [0, 1] and all(pi.exact for pi in policies)
+    from pbmarl.evaluation.exact import exploitability
+
+    # the behaviour policy is realisation-equivalent to the Nash mixture: the same exploitability
+    mixed = exploitability(league.game, [pi.mixture for pi in policies]).exploitability
+    assert exploitability(league.game, policies).exploitability == pytest.approx(mixed, abs=1e-9)
+    assert league.history["exploitability"].iloc[-1] == pytest.approx(mixed, abs=1e-9)
+    with pytest.raises(ValueError, match="'nobody' is not a main agent of this league; its main agents are \\['main'\\]"):
+        league.main_policy("nobody")
+
+
+def test_evaluate_plays_the_main_policy_and_changes_nothing():
+    league = League("kuhn_poker", snapshot_min_steps=1, snapshot_max_steps=2, seed=0)
+    league.run(2, progress=False)
+    state = league.rng.bit_generator.state
+    res = league.evaluate(200, seed=1)
+    assert list(res.mean.index) == [0, 1] and res.episodes == 200
+    assert res.mean.sum() == pytest.approx(0.0)  # zero-sum
+    assert league.evaluate(200, seed=1).mean.equals(res.mean) and league.rng.bit_generator.state == state
+    assert np.isfinite(league.evaluate(20, seed=0, deterministic=True).mean).all()
 
 
 def test_league_main_policy_reaches_the_nash_of_a_matrix_game():
     league = League(pb.MatrixGame(GAME), snapshot_min_steps=1, snapshot_max_steps=3, seed=0)
-    records = list(league.run(12))
+    records = league.run(12, progress=False)
     assert all(len(r.matches) == 4 for r in records)
     assert np.allclose(_main_action_probs(league), [0.375, 0.375], atol=0.05)
     assert records[-1].exploitability == pytest.approx(0.0, abs=0.02)
@@ -136,19 +176,19 @@ def test_league_main_policy_reaches_the_nash_of_a_matrix_game():
 def test_league_save_resume_equals_uninterrupted(tmp_path):
     kw = dict(snapshot_min_steps=1, snapshot_max_steps=3, seed=3)
     whole = League(pb.MatrixGame(GAME), **kw)
-    list(whole.run(8))
-    part = League(pb.MatrixGame(GAME), save_dir=tmp_path / "run", **kw)
-    list(part.run(4))
+    whole.run(8, progress=False)
+    part = League(pb.MatrixGame(GAME), **kw)
+    part.run(4, progress=False, callback=lambda record: part.save(tmp_path / "run"))
     resumed = League.load(tmp_path / "run")
-    list(resumed.run(4))
-    cols = ["exploitability", "league_size", "snapshots", "resets"]
+    resumed.run(4, progress=False)
+    cols = ["exploitability", "nash_conv", "league_size", "snapshots", "resets"]
     assert whole.history[cols].equals(resumed.history[cols])
     assert whole.matches.drop(columns="steps").equals(resumed.matches.drop(columns="steps"))
 
 
 def test_a_failed_league_step_leaves_the_league_as_it_was(monkeypatch):
     league = League(pb.MatrixGame(GAME), snapshot_min_steps=1, snapshot_max_steps=3, seed=0)
-    list(league.run(3))
+    league.run(3, progress=False)
     before = (league.history.copy(), dict(league.policies), list(league.members), league.win_rates.to_frame(),
               league.population.sizes, league.rng.bit_generator.state)
     calls = {"n": 0}
@@ -166,3 +206,28 @@ def test_a_failed_league_step_leaves_the_league_as_it_was(monkeypatch):
     assert league.history.equals(before[0]) and league.policies == before[1] and list(league.members) == before[2]
     assert league.win_rates.to_frame().equals(before[3]) and league.population.sizes == before[4]
     assert league.rng.bit_generator.state == before[5]
+
+
+def test_ctrl_c_while_a_dqn_oracle_sets_up_its_task_leaves_the_league_usable(monkeypatch):
+    """Issue 48: an interrupt inside the oracle's task set-up left the league without learners."""
+    from pbmarl.learners.dqn import DQN
+
+    game = pb.load_game("kuhn_poker")
+    dqn = pb.DQN(game, seed=0, budget=40, hidden=(8,), steps_per_round=20, learning_starts=20, num_envs=2,
+                 eval_episodes=0)
+    kw = dict(main_exploiters=0, league_exploiters=0, steps_per_match=40, match_episodes=4, seed=0)
+    league, twin = League(game, dqn, "rollout", **kw), League(game, dqn, "rollout", **kw)
+    original = DQN._init_task
+
+    def interrupted(self, player, warm):
+        self.q_net = None  # part of the task is set up, then Ctrl-C
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(DQN, "_init_task", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        league.step()
+    monkeypatch.setattr(DQN, "_init_task", original)
+    assert list(league.learners) == ["main"] and league.iteration == 0
+    league.step(), twin.step()
+    assert league.history["win_rate[main]"].equals(twin.history["win_rate[main]"])
+    assert league.history["env_steps"].equals(twin.history["env_steps"])

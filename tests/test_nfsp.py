@@ -47,17 +47,55 @@ def test_config_checks_and_defaults_cite_leduc():
         NFSP("kuhn_poker", anticipatory=1.5)
 
 
+@pytest.mark.parametrize(("options", "message"), [
+    ({"batch_size": True}, "batch_size must be an int in .*, got True"),
+    ({"rl_lr": float("nan")}, "rl_lr must be a positive number, got nan"),
+    ({"hidden": (0,)}, "hidden must be a sequence of layer widths"),
+    ({"hidden": "64"}, "hidden must be a sequence of layer widths"),
+    ({"min_buffer": 500, "replay_capacity": 100}, r"min_buffer must be at most replay_capacity \(100\)"),
+    ({"replay_capacity": 10**10}, "replay_capacity must be an int in \\[1, 100,000,000\\]"),
+    ({"replay_capacity": 10**8}, "replay_capacity=100,000,000 would need .* GiB"),
+])
+def test_bad_options_are_refused_naming_them(options, message):
+    with pytest.raises(ValueError, match=message):
+        NFSP("kuhn_poker", **options)
+
+
+def test_options_seed_and_games_are_checked():
+    with pytest.raises(TypeError, match="unknown option 'episodes_per_stp' for NFSP; did you mean 'episodes_per_step'"):
+        NFSP("kuhn_poker", episodes_per_stp=5)
+    with pytest.raises(ValueError, match="seed must be an int"):
+        NFSP("kuhn_poker", seed=-1)
+    assert NFSP("kuhn_poker", hidden=[16, 8]).config.hidden == (16, 8)
+
+
+def test_a_one_player_game_is_refused():
+    pytest.importorskip("gymnasium")
+    with pytest.raises(ValueError, match="two or more players; 'gym:CartPole-v1' has 1"):
+        NFSP("gym:CartPole-v1")
+
+
+def test_evaluate_plays_the_average_policies_and_changes_nothing():
+    run = NFSP("kuhn_poker", seed=0, **TINY)
+    run.step()
+    state = run.rng.bit_generator.state
+    res = run.evaluate(100, seed=0)
+    assert list(res.mean.index) == [0, 1] and res.mean.sum() == pytest.approx(0.0)
+    assert run.evaluate(100, seed=0).mean.equals(res.mean) and run.rng.bit_generator.state == state
+
+
 def test_nfsp_on_kuhn_measures_exactly_and_resumes(tmp_path):
     whole = NFSP("kuhn_poker", seed=0, **TINY)
-    list(whole.run(4))
+    whole.run(4, progress=False)
     h = whole.history
     assert h["exploitability"].notna().all() and h["episodes"].tolist() == [150, 300, 450, 600]
-    assert np.isfinite(h["sl_loss"].iloc[-1])  # the average policy is being fit
-    part = NFSP("kuhn_poker", seed=0, save_dir=tmp_path / "run", **TINY)
-    list(part.run(2))
+    assert np.isfinite(h["loss/sl"].iloc[-1])  # the average policy is being fit
+    part = NFSP("kuhn_poker", seed=0, **TINY)
+    part.run(2, progress=False)
+    part.save(tmp_path / "run")
     resumed = NFSP.load(tmp_path / "run")
-    list(resumed.run(2))
-    cols = ["episodes", "env_steps", "exploitability", "rl_loss", "sl_loss"]
+    resumed.run(2, progress=False)
+    cols = ["episodes", "env_steps", "exploitability", "nash_conv", "loss/rl", "loss/sl"]
     assert np.allclose(resumed.history[cols].to_numpy(float), h[cols].to_numpy(float), equal_nan=True)
 
 

@@ -36,7 +36,7 @@ import pandas as pd
 
 from pbmarl.algorithms import driver_io as io
 from pbmarl.algorithms.league_records import LeagueRecord, MainPolicy, MatchRecord, matches_frame, play_profile
-from pbmarl.algorithms.league_rules import LeagueConfig, Matchmaker, Member
+from pbmarl.algorithms.league_rules import LeagueConfig, Matchmaker, Member, payoff_scale, win_probability
 from pbmarl.algorithms.psro_parts import (
     evaluator_spec,
     exact_capable,
@@ -59,28 +59,6 @@ from pbmarl.rollout.results import EvalResult
 from pbmarl.runs import Run, SavedRun, State, build_config, check_seed
 from pbmarl.runs.folder import RunFolderError
 from pbmarl.runs.transaction import all_or_nothing
-
-
-def payoff_scale(game: Game) -> float:
-    """The largest absolute return a seat can get: the scale that turns payoff margins into win rates."""
-    payoffs = getattr(game, "payoffs", None)
-    if isinstance(payoffs, np.ndarray):
-        return float(np.abs(payoffs).max()) or 1.0
-    spiel = getattr(game, "pyspiel_game", None)
-    if spiel is not None:
-        return max(abs(float(spiel.min_utility())), abs(float(spiel.max_utility()))) or 1.0
-    return 1.0
-
-
-def win_probability(returns: np.ndarray, seat: int, scale: float) -> float:
-    """``0.5 + (u_seat - u_other) / (4 scale)``, clipped to [0, 1].
-
-    For win/draw/loss games (returns +-1, 0) this is exactly ``P[win] + P[draw] / 2``;
-    for other payoffs it is the payoff margin rescaled linearly, 0.5 when even.
-    """
-    margin = float(returns[seat] - returns[1 - seat])
-    return float(np.clip(0.5 + margin / (4.0 * scale), 0.0, 1.0))
-
 
 
 class League(Run):

@@ -27,6 +27,7 @@ import numpy as np
 
 from pbmarl.algorithms.pfsp import pfsp, remove_monotonic_suffix
 from pbmarl.algorithms.win_rates import WinRateTable
+from pbmarl.games.base import Game
 from pbmarl.runs.config import FLAG, NON_NEGATIVE_INT, POSITIVE_INT, UNIT, Config, Rule, is_real
 
 ROLES = ("main", "main_exploiter", "league_exploiter")
@@ -210,3 +211,24 @@ class Matchmaker:
         if role == "league_exploiter":
             return bool(rng.random() < self.config.league_exploiter_reset)
         return False
+
+
+def payoff_scale(game: Game) -> float:
+    """The largest absolute return a seat can get: the scale that turns payoff margins into win rates."""
+    payoffs = getattr(game, "payoffs", None)
+    if isinstance(payoffs, np.ndarray):
+        return float(np.abs(payoffs).max()) or 1.0
+    spiel = getattr(game, "pyspiel_game", None)
+    if spiel is not None:
+        return max(abs(float(spiel.min_utility())), abs(float(spiel.max_utility()))) or 1.0
+    return 1.0
+
+
+def win_probability(returns: np.ndarray, seat: int, scale: float) -> float:
+    """``0.5 + (u_seat - u_other) / (4 scale)``, clipped to [0, 1].
+
+    For win/draw/loss games (returns +-1, 0) this is exactly ``P[win] + P[draw] / 2``;
+    for other payoffs it is the payoff margin rescaled linearly, 0.5 when even.
+    """
+    margin = float(returns[seat] - returns[1 - seat])
+    return float(np.clip(0.5 + margin / (4.0 * scale), 0.0, 1.0))

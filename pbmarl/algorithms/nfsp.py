@@ -52,7 +52,7 @@ MAX_WIDTH = 1 << 16
 MAX_SIZE = 10**8
 _SIZE: Rule = (lambda v: POSITIVE_INT[0](v) and v <= MAX_SIZE, f"an int in [1, {MAX_SIZE:,}]")
 #: the most memory both buffers of all players may take when full
-MAX_BUFFER_BYTES = 32 * 2**30
+MAX_BUFFER_BYTES = 16 * 2**30
 
 
 @dataclass(frozen=True)
