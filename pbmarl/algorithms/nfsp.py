@@ -202,8 +202,9 @@ class NFSP(Run):
         self.rng = np.random.default_rng(self.seed)
         self.measure = exact_capable(self.game) if self.config.measure is None else bool(self.config.measure)
         cfg, P, A, d = self.config, self.game.num_players, self.game.num_actions, obs_dim(self.game)
-        self.q_nets = [seeded(self.seed * 1000 + 2 * p, lambda: build_mlp(d, cfg.hidden, A)) for p in range(P)]
-        self.avg_nets = [seeded(self.seed * 1000 + 2 * p + 1, lambda: build_mlp(d, cfg.hidden, A)) for p in range(P)]
+        base = self.seed * 1000  # torch seeds are 64-bit: a seed past 2**63 / 1000 wraps (the same nets below it)
+        self.q_nets = [seeded((base + 2 * p) % 2**63, lambda: build_mlp(d, cfg.hidden, A)) for p in range(P)]
+        self.avg_nets = [seeded((base + 2 * p + 1) % 2**63, lambda: build_mlp(d, cfg.hidden, A)) for p in range(P)]
         self.target_nets = [copy.deepcopy(q) for q in self.q_nets]
         self.rl_opts = [torch.optim.SGD(q.parameters(), lr=cfg.rl_lr) for q in self.q_nets]
         self.sl_opts = [torch.optim.SGD(a.parameters(), lr=cfg.sl_lr) for a in self.avg_nets]
