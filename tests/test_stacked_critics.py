@@ -1,13 +1,12 @@
 """Twin critics stacked into one module (`Critics`, `EnsembleMLP`): the same functions, gradients and
-initialisation as separate networks, and learner saves from before the stacking still load."""
+initialisation as separate networks. (Saves from before the stacking are folders of format 1, which
+`pbmarl.runs.folder` refuses by name.)"""
 
 from __future__ import annotations
 
 import copy
-import json
 from typing import Any
 
-import numpy as np
 import pytest
 import torch
 from test_control_learners import TINY, BoxDMDP
@@ -79,66 +78,3 @@ def test_stacking_holds_exactly_the_members_the_learner_seeded(cls: Any, monkeyp
     assert len(stacked) == len(linears) == len(TINY["hidden"]) + 1
     if len(built) == 2:  # twins start apart
         assert not torch.equal(stacked[0].weight[0], stacked[0].weight[1])
-
-
-def _unstack(module_state: dict[str, torch.Tensor], prefix: str, critic: bool) -> dict[str, torch.Tensor]:
-    """A stacked critics' state dict written as format 1 kept it: one network per member."""
-    out = {}
-    for key, value in module_state.items():
-        j, name = key[len(prefix):].split(".")
-        for i in range(value.shape[0]):
-            old = value[i]
-            out[f"{i}.net.{j}.{name}" if critic else f"{i}.{j}.{name}"] = old.clone()
-    return out
-
-
-def _unstack_adam(state: dict[str, Any], k: int) -> dict[str, Any]:
-    per = len(state["param_groups"][0]["params"])
-    moments = {}
-    for slot, entry in state["state"].items():
-        for i in range(k):
-            tensors = {m: entry[m][i] for m in ("exp_avg", "exp_avg_sq")}
-            moments[i * per + slot] = {"step": entry["step"].clone(), **{m: t.clone() for m, t in tensors.items()}}
-    return {"state": moments, "param_groups": [{**g, "params": list(range(k * per))} for g in state["param_groups"]]}
-
-
-@pytest.mark.parametrize("cls,game", [(SAC, BoxDMDP), (TD3, BoxDMDP), (DDPG, BoxDMDP), (SAC, lambda: "mdp:two_round_dmdp")],
-                         ids=["sac", "td3", "ddpg", "sac-discrete"])
-def test_a_save_from_before_the_stacking_loads_and_resumes_the_same(tmp_path: Any, cls: Any, game: Any) -> None:
-    opts = {**TINY, "steps_per_round": 60, "learning_starts": 20}
-    first = cls(game(), seed=3, **opts)
-    for _ in first.run(2, progress=False):
-        pass
-    first.save(tmp_path / "now")
-    first.save(tmp_path / "old")
-    # rewrite the second save in format 1: separate critics and their Adam moments member by member
-    state = torch.load(tmp_path / "old" / "state.pt", weights_only=True)
-    box = isinstance(first.critics, Critics)
-    prefix = "mlp.layers." if box else "layers."
-    for name in ("critics", "critics_target"):
-        state[name] = _unstack(state[name], prefix, box)
-    state["critic_opt"] = _unstack_adam(state["critic_opt"], len(first.critics))
-    torch.save(state, tmp_path / "old" / "state.pt")
-    meta = json.loads((tmp_path / "old" / "learner.json").read_text())
-    (tmp_path / "old" / "learner.json").write_text(json.dumps({**meta, "format": 1}))
-
-    now = cls(game(), seed=3, **opts).load(tmp_path / "now")
-    old = cls(game(), seed=3, **opts).load(tmp_path / "old")
-    for p, q in zip(now.critics.parameters(), old.critics.parameters()):
-        assert torch.equal(p, q)
-    for _ in now.run(2, progress=False):
-        pass
-    for _ in old.run(2, progress=False):
-        pass
-    np.testing.assert_array_equal(now.history["loss"], old.history["loss"])
-    for p, q in zip(now.critics.parameters(), old.critics.parameters()):
-        assert torch.equal(p, q)
-
-
-def test_a_save_of_another_format_is_refused_by_name(tmp_path: Any) -> None:
-    learner = SAC(BoxDMDP(), seed=0, **TINY)
-    learner.save(tmp_path / "run")
-    meta = json.loads((tmp_path / "run" / "learner.json").read_text())
-    (tmp_path / "run" / "learner.json").write_text(json.dumps({**meta, "format": 7}))
-    with pytest.raises(ValueError, match="format 7"):
-        SAC(BoxDMDP(), seed=0, **TINY).load(tmp_path / "run")

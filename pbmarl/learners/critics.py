@@ -1,8 +1,9 @@
 """Several critics of one architecture as one module: twin critics in one chain of batched products.
 
 `Critic` is one ``Q(s, a)`` network; `Critics` stacks ``k`` of them (`EnsembleMLP`, one `EnsembleLinear` per
-layer) so SAC's and TD3's twins, and DDPG's one, are evaluated together. `stack_adam_state` and the modules'
-load hooks read learner saves of format 1, which kept one network per critic.
+layer) so SAC's and TD3's twins, and DDPG's one, are evaluated together.
+`stack_adam_state` rewrote the Adam moments of learner saves of format 1, which kept one network per
+critic; the run folder now refuses such saves, and the function goes once `control_files` stops calling it.
 """
 
 from __future__ import annotations
@@ -124,28 +125,10 @@ class EnsembleMLP(nn.Module):
     def __len__(self) -> int:
         return self.k
 
-    def _load_from_state_dict(self, state_dict: dict[str, Any], prefix: str, *args: Any, **kwargs: Any) -> None:
-        # a state saved as k separate Sequentials (``{prefix}{i}.{j}.weight``, or ``{prefix}{i}.net.{j}.weight``
-        # for `Critic` members) loads as the stacked layers
-        for j, layer in enumerate(self.layers):
-            if isinstance(layer, EnsembleLinear) and f"{prefix}layers.{j}.weight" not in state_dict:
-                for name in ("weight", "bias"):
-                    old = [_pop_member(state_dict, prefix, i, j, name) for i in range(self.k)]
-                    if all(t is not None for t in old):
-                        state_dict[f"{prefix}layers.{j}.{name}"] = torch.stack(old)  # type: ignore[arg-type]
-        super()._load_from_state_dict(state_dict, prefix, *args, **kwargs)
-
 
 def _batched_linear(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor) -> torch.Tensor:
     """``(k, B, in) -> (k, B, out)``: every member's Linear in one ``baddbmm``."""
     return torch.baddbmm(bias[:, None, :], x, weight.transpose(1, 2))
-
-
-def _pop_member(state_dict: dict[str, Any], prefix: str, i: int, j: int, name: str) -> torch.Tensor | None:
-    for key in (f"{prefix}{i}.{j}.{name}", f"{prefix}{i}.net.{j}.{name}"):
-        if key in state_dict:
-            return state_dict.pop(key)
-    return None
 
 
 class Critics(nn.Module):
@@ -167,12 +150,6 @@ class Critics(nn.Module):
 
     def __len__(self) -> int:
         return len(self.mlp)
-
-    def _load_from_state_dict(self, state_dict: dict[str, Any], prefix: str, *args: Any, **kwargs: Any) -> None:
-        # a ModuleList of `Critic`s (``{prefix}{i}.net.{j}.weight``) saved before the critics were stacked
-        for key in [k for k in state_dict if k.startswith(prefix) and k[len(prefix):].split(".")[0].isdigit()]:
-            state_dict[f"{prefix}mlp.{key[len(prefix):]}"] = state_dict.pop(key)
-        super()._load_from_state_dict(state_dict, prefix, *args, **kwargs)
 
 
 def stack_adam_state(state: dict[str, Any], members: int) -> dict[str, Any]:
