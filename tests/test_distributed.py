@@ -88,7 +88,6 @@ def test_dqn_bsp_averages_the_td_gradients_of_every_workers_own_replay(cartpole)
 def test_dqn_workers_only_collect_before_learning_starts_and_the_target_follows_the_server(cartpole) -> None:
     learner = pb.DQN(cartpole, workers=2, sync="bsp", seed=1, target_update_interval=2,
                      **{**DQN_SMALL, "learning_starts": 200})
-    learner.start(0, [None])
     weights, targets = [], []
     for _ in range(6):
         record = learner.step()
@@ -96,7 +95,7 @@ def test_dqn_workers_only_collect_before_learning_starts_and_the_target_follows_
         targets.append(get_vector(list(learner.target_net.parameters())))
     updates = list(learner.history["updates"])
     first = next(i for i, u in enumerate(updates) if u > 0)
-    assert first >= 1 and np.isnan(learner.history["loss"].iloc[0])  # the first rounds only filled replays
+    assert first >= 1 and np.isnan(learner.history["loss/total"].iloc[0])  # the first rounds only filled replays
     assert record.learner_steps == sum(e[3] for e in learner._rounds.log)  # every job counted, applied or not
     for i, u in enumerate(updates):  # BSP: one update a round, computed at version u - 1 against the target
         if u >= 1:  # of the last even version (target_update_interval 2) before it
@@ -118,7 +117,7 @@ def test_dqn_on_the_parameter_server_learns_a_best_response() -> None:
     profile = list(opponents)
     profile[0] = policy
     assert best - float(pb.ExactEvaluator(kuhn).evaluate(profile)[0]) < 0.05
-    assert learner.history["updates"].iloc[-1] == len(learner.history) - (learner.history["loss"].isna()).sum()
+    assert learner.history["updates"].iloc[-1] == len(learner.history) - (learner.history["loss/total"].isna()).sum()
 
 
 @pytest.mark.parametrize("cls", ["A2C", "DQN"])
@@ -128,7 +127,6 @@ def test_bap_staleness_never_exceeds_the_bound_and_asp_records_it(cartpole, k, c
     for sync in ("bap", "asp"):
         options = DQN_SMALL if cls == "DQN" else SMALL
         learner = getattr(pb, cls)(cartpole, workers=4, sync=sync, staleness=k, seed=0, **options)
-        learner.start(0, [None])
         for _ in range(5):
             record = learner.step()
         rounds = learner._rounds
@@ -150,7 +148,7 @@ def test_the_parameter_server_owns_its_copies_and_the_learner_pulls_them_each_ro
     from pbmarl.distributed.server import ServerProcess
 
     learner = pb.A2C(cartpole, workers=2, sync="asp", seed=1, **SMALL)
-    learner.start(0, [None])
+    learner.step()  # the server and its workers start with the first round
     server = learner._rounds.server
     process = server.host.obj
     assert isinstance(process, ServerProcess)  # the server actor's body, in-process on the local backend
@@ -158,28 +156,32 @@ def test_the_parameter_server_owns_its_copies_and_the_learner_pulls_them_each_ro
     assert not {id(p) for p in process.server.params} & {id(p) for p in mine}  # copies, not the learner's
     before = get_vector(mine)
     learner.step()
-    assert server.version == 2 == process.server.version  # ASP: one update per gradient
+    assert server.version == 4 == process.server.version  # ASP: one update per gradient
     np.testing.assert_array_equal(get_vector(mine), process.server.weights()[1])  # pulled at the end of the round
     assert np.abs(get_vector(mine) - before).max() > 0
     state = learner.optimizer.state_dict()["state"]
-    assert int(state[0]["step"]) == 2  # the optimiser's moments came back too (save keeps them)
+    assert int(state[0]["step"]) == 4  # the optimiser's moments came back too (save keeps them)
     learner.finish()
     assert server.host.obj is None
 
 
-def test_ctrl_c_mid_round_keeps_the_applied_updates_and_their_counts_together(cartpole, ctrl_c) -> None:
+def test_ctrl_c_mid_round_undoes_the_round_and_the_next_is_the_same(cartpole, ctrl_c) -> None:
+    """Issue 48: a Ctrl-C between the server's update and its version bump broke every later step.
+    Now the interrupted step is undone whole (server, workers, counts) and the next one is what it would have been."""
     learner = pb.A2C(cartpole, workers=2, sync="asp", seed=1, **SMALL)
-    learner.start(0, [None])
-    learner.step()
+    twin = pb.A2C(cartpole, workers=2, sync="asp", seed=1, **SMALL)
+    learner.step(), twin.step()
+    before = learner.task.env_steps, get_vector(_params(learner))
     ctrl_c(learner._rounds.executor.inner, "next", at=2)
     with pytest.raises(KeyboardInterrupt):
         learner.step()
-    server = learner._rounds.server
-    assert server.version == 3 and learner.task.env_steps == sum(e[4] for e in learner._rounds.log)
-    np.testing.assert_array_equal(get_vector(_params(learner)), server.host.obj.server.weights()[1])  # pulled
-    assert learner._rounds.executor.inner is None  # the workers were stopped
-    record = learner.step()  # fresh workers, same server
-    assert server.version == 5 and record.env_steps == sum(e[4] for e in learner._rounds.log)
+    assert learner._rounds is None  # the workers and the server were stopped
+    assert learner.task.env_steps == before[0] and len(learner.records) == 1
+    np.testing.assert_array_equal(get_vector(_params(learner)), before[1])
+    mine, theirs = learner.step(), twin.step()  # fresh workers and server, at the version and jobs of before
+    assert learner._rounds.server.version == 4
+    assert {k: v for k, v in mine.as_row().items() if k != "wall_time" and not k.startswith("time/")} == \
+        {k: v for k, v in theirs.as_row().items() if k != "wall_time" and not k.startswith("time/")}
     learner.finish()
 
 
@@ -195,14 +197,12 @@ def test_bad_parallel_options_are_named(cartpole) -> None:
 def test_a3c_is_a2c_under_asp(cartpole) -> None:
     learner = pb.A3C(cartpole, **SMALL)
     assert (learner.config.workers, learner.config.sync) == (4, "asp")
-    learner.start(0, [None])
     record = learner.step()
     assert len(learner.staleness) == 4 and record.learner_steps == sum(e[3] for e in learner._rounds.log)
 
 
 def test_impala_learns_from_stale_batches_with_exact_step_counts(cartpole) -> None:
     learner = pb.IMPALA(cartpole, actors=3, steps_per_round=32, num_envs=4, hidden=(16,), seed=0)
-    learner.start(0, [None])
     records = [learner.step() for _ in range(3)]
     assert len(learner.staleness) == 9 and max(learner.staleness) > 0  # the slow actors' data is stale
     assert records[-1].max_staleness == max(learner.staleness[-3:])
@@ -265,7 +265,6 @@ def test_the_replay_hands_out_prefetched_groups_within_what_the_learner_announce
 def test_apex_updates_per_step_keeps_the_replay_ratio_as_batches_grow(cartpole) -> None:
     learner = pb.ApeX(cartpole, actors=2, steps_per_round=32, num_envs=4, hidden=(16,), learning_starts=0,
                       updates_per_step=0.3, batch_size=16, seed=0)
-    learner.start(0, [None])
     for _ in range(4):
         learner.step()
     data = sum(e[3] for e in learner.log)  # learner transitions consumed in all
@@ -279,7 +278,6 @@ def test_apex_actors_use_their_epsilon_schedule(cartpole) -> None:
     assert pb.apex_epsilons(4) == pytest.approx([0.4, 0.4 ** (1 + 7 / 3), 0.4 ** (1 + 14 / 3), 0.4 ** 8])
     learner = pb.ApeX(cartpole, actors=4, apex_epsilon=0.5, steps_per_round=32, num_envs=4, hidden=(16,),
                       learning_starts=0, updates_per_round=4, publish_interval=2, batch_size=16, seed=0)
-    learner.start(0, [None])
     eps = pb.apex_epsilons(4, 0.5)
     seen = set()
     for _ in range(2):
@@ -360,7 +358,6 @@ def test_the_ray_executor_replaces_a_killed_actor_and_counts_every_step_once(car
     fake = _FakeRay()
     monkeypatch.setattr(rb, "_import_ray", lambda: fake)
     learner = pb.IMPALA(cartpole, actors=2, backend="ray", steps_per_round=32, num_envs=4, hidden=(16,), seed=0)
-    learner.start(0, [None])
     learner.step()
     fake.kill(learner.executor.inner.actors[0])  # dies with a job in flight
     records = [learner.step() for _ in range(2)]
@@ -389,7 +386,6 @@ def test_ray_actors_start_with_the_learner_not_inside_its_first_round(cartpole, 
 def test_ctrl_c_stops_the_actors_and_leaves_the_last_checkpoint_whole(cartpole, tmp_path, ctrl_c) -> None:
     options = {"actors": 2, "steps_per_round": 32, "num_envs": 4, "hidden": (16,), "seed": 0}
     learner = pb.IMPALA(cartpole, **options)
-    learner.start(0, [None])
     learner.step()
     learner.save(tmp_path / "ckpt")
     saved = get_vector(_params(learner))
@@ -397,11 +393,12 @@ def test_ctrl_c_stops_the_actors_and_leaves_the_last_checkpoint_whole(cartpole, 
     with pytest.raises(KeyboardInterrupt):
         learner.step()
     assert learner.executor.inner is None  # the actors were stopped
-    restored = pb.IMPALA(cartpole, **options).load(tmp_path / "ckpt")
+    restored = pb.IMPALA.load(tmp_path / "ckpt")
     np.testing.assert_array_equal(get_vector(_params(restored)), saved)
     assert restored.task.learner_steps == learner.records[0].learner_steps
-    record = learner.step()  # stepping again starts fresh actors
+    record = learner.step()  # stepping again starts fresh actors, with the jobs they had
     assert record.round == 2 and learner.executor.inner is not None
+    assert restored.step().learner_steps == record.learner_steps
 
 
 def test_apex_ddpg_actors_explore_with_their_own_noise_scale() -> None:

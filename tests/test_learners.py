@@ -1,13 +1,14 @@
 """RL learners end to end: exact best-response values, masking, seeding, checkpoints, stopping."""
 
 import dataclasses
+import sys
 
 import numpy as np
 import pytest
 import torch
 
 import pbmarl as pb
-from pbmarl.learners import load_learner, make_learner
+from pbmarl.learners import make_learner
 from pbmarl.rollout.trajectories import concat_trajectories
 
 
@@ -32,8 +33,9 @@ def same_parameters(a, b):
     return xa.keys() == xb.keys() and all(np.array_equal(xa[k], xb[k]) for k in xa)
 
 
-def without_seconds(records):
-    return [{k: v for k, v in dataclasses.asdict(r).items() if k != "seconds"} for r in records]
+def untimed(records):
+    """The records' rows without the columns that measure time."""
+    return [{k: v for k, v in r.as_row().items() if k != "wall_time" and not k.startswith("time/")} for r in records]
 
 
 class RecordingPool(pb.RolloutPool):
@@ -136,14 +138,15 @@ def test_checkpoint_mid_task_resumes_exactly(kuhn, tmp_path, spec):
     for _ in range(3):
         learner.step()
     learner.save(tmp_path / "mid")
-    resumed = load_learner(kuhn, tmp_path / "mid")
+    resumed = pb.load_run(tmp_path / "mid")
     assert same_parameters(resumed.policy(), learner.policy())
     for _ in range(3):
         learner.step()
         resumed.step()
     assert same_parameters(resumed.policy(), learner.policy())
-    assert without_seconds(resumed.records) == without_seconds(learner.records)
+    assert untimed(resumed.records) == untimed(learner.records)
     assert resumed.task.learner_steps == learner.task.learner_steps
+    assert resumed.history["wall_time"].iloc[2] == learner.history["wall_time"].iloc[2]  # kept across save and load
 
 
 def test_checkpoint_between_tasks_keeps_warm_starts_and_rng(kuhn, tmp_path):
@@ -151,41 +154,115 @@ def test_checkpoint_between_tasks_keeps_warm_starts_and_rng(kuhn, tmp_path):
     learner = pb.DQN(kuhn, seed=2, budget=3_000, learning_starts=0, warm_start=True)
     learner.best_response(0, [None, rand])
     learner.save(tmp_path / "l")
-    resumed = load_learner(kuhn, tmp_path / "l")
+    resumed = pb.DQN.load(tmp_path / "l")
     assert resumed.spec() == learner.spec() and resumed.tasks_done == 1
     assert same_parameters(resumed.best_response(0, [None, rand]), learner.best_response(0, [None, rand]))
-    assert resumed.history.drop(columns="seconds").equals(learner.history.drop(columns="seconds"))
+    assert untimed(resumed.records) == untimed(learner.records)
 
 
 def test_load_refuses_a_different_learner(kuhn, tmp_path):
     pb.DQN(kuhn, seed=0).save(tmp_path / "dqn")
-    with pytest.raises(ValueError, match="holds a 'dqn' learner, not 'ppo'"):
-        pb.PPO(kuhn).load(tmp_path / "dqn")
-    with pytest.raises(ValueError, match=r"hidden=\(128, 128\)"):
-        pb.DQN(kuhn, hidden=(8,)).load(tmp_path / "dqn")
-    with pytest.raises(FileNotFoundError, match="not a saved learner"):
-        pb.DQN(kuhn).load(tmp_path / "nothing")
+    with pytest.raises(pb.runs.RunFolderError, match="holds a DQN run, not a PPO"):
+        pb.PPO.load(tmp_path / "dqn")
+    with pytest.raises(pb.runs.RunFolderError, match="not a folder"):
+        pb.DQN.load(tmp_path / "nothing")
 
 
 # -- stepping, stopping, warm starts --------------------------------------------------
 def test_step_by_step_records_and_history(kuhn):
-    rand = pb.RandomPolicy(kuhn)
     learner = pb.DQN(kuhn, seed=0, budget=2_000, learning_starts=0)
-    with pytest.raises(RuntimeError, match="call start"):
-        learner.step()
-    learner.start(0, [None, rand])
-    record = learner.step()
+    record = learner.step()  # opens the learner's own task: player 0 against uniformly random opponents
+    assert learner.task.player == 0 and isinstance(learner.task.opponents[1].policies[0], pb.RandomPolicy)
     with pytest.raises(dataclasses.FrozenInstanceError):
         record.loss = 0.0
-    assert record.round == 1 and record.learner_steps >= learner.config.steps_per_round
-    assert record.epsilon == learner.config.epsilon_start and np.isfinite(record.loss)
-    assert "mean_return=" in str(record)
-    rest = list(learner.run())
-    assert learner.done and rest[-1].learner_steps >= 2_000
+    assert record.round == 1 and record.iteration == 1 and record.learner_steps >= learner.config.steps_per_round
+    assert record.epsilon == learner.config.epsilon_start and np.isfinite(record["loss/total"])
+    assert "return/0=" in str(record)
+    rest = learner.run(progress=False)
+    assert rest.stopped_by == "budget" and learner.done and rest[-1].learner_steps >= 2_000
     history = learner.history
-    assert len(history) == 1 + len(rest)
-    assert {"task", "player", "learner_steps", "env_steps", "mean_return", "loss", "epsilon"} <= set(history.columns)
+    assert len(history) == 1 + len(rest) and list(history.index) == list(range(1, len(history) + 1))
+    assert list(history.columns[:6]) == ["env_steps", "episodes", "wall_time", "return/0", "loss/total", "time/round"]
+    assert {"task", "player", "round", "learner_steps", "epsilon"} <= set(history.columns)
     assert history["epsilon"].is_monotonic_decreasing
+    assert (history["env_steps"].diff().dropna() > 0).all() and (history["episodes"].diff().dropna() > 0).all()
+
+
+def test_iteration_and_counters_run_across_tasks(kuhn):
+    rand = pb.RandomPolicy(kuhn)
+    learner = pb.PPO(kuhn, seed=0, budget=600, steps_per_round=256)
+    learner.best_response(0, [None, rand])
+    first = learner.history
+    learner.best_response(1, [rand, None])
+    h = learner.history
+    assert list(h.index) == list(range(1, len(h) + 1)) and set(h["task"]) == {0, 1}
+    assert h["env_steps"].is_monotonic_increasing and h["wall_time"].is_monotonic_increasing
+    assert "return/1" in h.columns and h.loc[len(first) + 1, "round"] == 1
+
+
+def test_a_one_player_game_trains_on_its_own():
+    learner = pb.PPO("gym:CartPole-v1", seed=0, budget=500, steps_per_round=128, num_envs=4, hidden=(16,))
+    records = learner.run(progress=False)
+    assert learner.done and records.stopped_by == "budget" and learner.task.opponents == [None]
+    before = learner.history
+    res = learner.evaluate(episodes=5, seed=1)
+    again = learner.evaluate(episodes=5, seed=1)
+    assert list(res.mean.index) == [0] and res.mean[0] == again.mean[0] and res.mean[0] >= 8
+    assert learner.evaluate(episodes=5, seed=1, deterministic=True).episodes == 5
+    assert learner.history.equals(before)
+
+
+def test_the_own_task_plays_the_opponents_given(kuhn):
+    always_bet = pb.FixedPolicy.pure(kuhn, 1)
+    learner = pb.A2C(kuhn, seed=0, budget=300, opponents=[None, always_bet])
+    learner.step()
+    assert learner.task.opponents[1].policies == [always_bet]
+    with pytest.raises(ValueError, match="one Policy or Mixture per seat"):
+        pb.A2C(kuhn, opponents=[always_bet])
+
+
+def test_a_learner_of_another_game_is_blamed():
+    with pytest.raises(ValueError, match="DQN was built for 'gym:CartPole-v1' but asked to respond to opponents "
+                                         "of 'kuhn_poker'"):
+        pb.PSRO("kuhn_poker", seed=0, learner=pb.DQN("gym:CartPole-v1", budget=200)).step()
+
+
+@pytest.mark.parametrize("cls", [pb.DQN, pb.PPO, pb.ApeX])
+def test_a_box_game_is_refused_clearly(cls):
+    with pytest.raises(ValueError, match=r"discrete actions.*Box actions.*pb\.(SAC|ApeXDDPG)"):
+        cls("gym:Pendulum-v1")
+
+
+def _interrupt_in(function_name):
+    """A trace function that raises KeyboardInterrupt at the first line run inside `function_name`."""
+
+    def trace(frame, event, arg):
+        if event == "line" and frame.f_code.co_name == function_name:
+            raise KeyboardInterrupt
+        return trace
+
+    return trace
+
+
+@pytest.mark.parametrize("where", ["_init_task", "adam", "_collect", "_update", "_track_plateau"])
+def test_ctrl_c_in_any_phase_of_a_step_is_undone(kuhn, where):
+    """Issue 48: a Ctrl-C while DQN sets up its task made restore() fail with AttributeError '_rounds';
+    interrupted rounds advanced the rng. The interrupted step is undone and the next one is the same."""
+    a = pb.DQN(kuhn, seed=0, budget=2_000, steps_per_round=128, learning_starts=0, updates_per_round=4)
+    twin = pb.DQN(kuhn, seed=0, budget=2_000, steps_per_round=128, learning_starts=0, updates_per_round=4)
+    if where not in ("_init_task", "adam"):
+        a.step(), twin.step()
+    rng = a.rng.bit_generator.state
+    sys.settrace(_interrupt_in(where))
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            a.step()
+    finally:
+        sys.settrace(None)
+    assert a.rng.bit_generator.state == rng and len(a.records) == len(twin.records)
+    a.step(), twin.step()
+    assert untimed(a.records) == untimed(twin.records)
+    assert same_parameters(a.policy(), twin.policy())
 
 
 def test_plateau_stops_before_the_budget(kuhn):

@@ -34,7 +34,6 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from pbmarl.distributed.executors import make_executor
 from pbmarl.distributed.impala import RolloutResult
 from pbmarl.distributed.options import ACTORS_NOT_WORKERS, BACKENDS
 from pbmarl.distributed.replay import RemoteReplay
@@ -166,8 +165,10 @@ class ApeX(DQN):
         def args(i: int) -> tuple[Any, ...]:
             return (spec, actor_cfg, task.player, opponents, eps[i])
 
-        self.executor = JobLog(make_executor(cfg.backend, args, cfg.actors, ApeXActor))
+        self.executor = JobLog(cfg.backend, args, cfg.actors, ApeXActor)
         self.replay = RemoteReplay(self.replay, backend=cfg.backend, prefetch=cfg.replay_prefetch)  # the central replay
+        self.executor.ready()  # the actors and the replay start with the task, not inside its first round
+        self.replay.host.ready()
         self.published = (0, get_vector(list(self.q_net.parameters())))
         #: every consumed batch: (actor, weights version, seeds, learner transitions, env steps)
         self.log: list[tuple[int, int, tuple[int, ...], int, int]] = []

@@ -31,7 +31,6 @@ from typing import Any, ClassVar
 import numpy as np
 import torch
 
-from pbmarl.distributed.executors import make_executor
 from pbmarl.distributed.options import ACTORS_NOT_WORKERS
 from pbmarl.distributed.resume import JobLog, jobs_from_state, jobs_state
 from pbmarl.distributed.workers import GradientWorker
@@ -112,7 +111,8 @@ class IMPALA(A2C):
             return (spec, A2C, A2CConfig(hidden=cfg.hidden, gamma=cfg.gamma, num_envs=cfg.num_envs,
                                          steps_per_round=cfg.steps_per_round), task.player, opponents)
 
-        self.executor = JobLog(make_executor(cfg.backend, args, cfg.actors, RolloutActor))
+        self.executor = JobLog(cfg.backend, args, cfg.actors, RolloutActor)
+        self.executor.ready()  # the actors start with the task, not inside its first round
         self.params = list(self.actor.net.parameters()) + list(self.critic.parameters())
         self.weights_version = 0
         self._staleness: list[int] = []

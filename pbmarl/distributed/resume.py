@@ -45,57 +45,48 @@ class Job:
     clock: float
 
 
-class JobLog:
-    """An executor that remembers the jobs in flight (see the module doc); the `Executor` seam otherwise."""
+class JobLog(Restartable):
+    """A `Restartable` executor that remembers the jobs in flight (see the module doc).
 
-    def __init__(self, inner: Restartable) -> None:
-        self.inner = inner
-        self.num_workers = inner.num_workers
+    Args:
+        backend, args, num_workers, worker_class: as `pbmarl.distributed.executors.make_executor`'s.
+    """
+
+    def __init__(self, backend: str, args: Any, num_workers: int, worker_class: type) -> None:
+        super().__init__(make_executor(backend, args, num_workers, worker_class).build, num_workers)
         #: worker -> its job in flight, in the order they were handed out
         self.jobs: dict[int, Job] = {}
 
     @property
     def clock(self) -> float:
         """The local executor's simulated clock (0 elsewhere)."""
-        local = self.inner.inner
-        return float(local.clock) if isinstance(local, LocalExecutor) else 0.0
+        return float(self.inner.clock) if isinstance(self.inner, LocalExecutor) else 0.0
 
     def submit(self, w: int, weights: Any, version: int, seeds: Sequence[int], *extra: Any) -> None:
         job = Job(w, weights, int(version), tuple(int(s) for s in seeds), tuple(extra), self.clock)
-        self.inner.submit(w, weights, version, seeds, *extra)
+        super().submit(w, weights, version, seeds, *extra)
         self.jobs.pop(w, None)
         self.jobs[w] = job
 
     def next(self) -> tuple[int, Any]:
-        w, result = self.inner.next()
+        w, result = super().next()
         self.jobs.pop(w, None)
         return w, result
 
     def resubmit(self, jobs: Sequence[Job], clock: float) -> None:
         """Hand `jobs` out again, each at its own clock, then set the clock to `clock`."""
-        self.inner.ready()
-        local = self.inner.inner
+        self.ready()
         for job in jobs:
-            if isinstance(local, LocalExecutor):
-                local.clock = job.clock
+            if isinstance(self.inner, LocalExecutor):
+                self.inner.clock = job.clock
             self.submit(job.w, job.weights, job.version, job.seeds, *job.extra)
-        if isinstance(local, LocalExecutor):
-            local.clock = clock
-
-    def ready(self) -> None:
-        self.inner.ready()
-
-    def node_ids(self) -> list[str]:
-        return self.inner.node_ids()
-
-    @property
-    def replacements(self) -> int:
-        return self.inner.replacements
+        if isinstance(self.inner, LocalExecutor):
+            self.inner.clock = clock
 
     def close(self) -> None:
         """Stop the workers; the jobs in flight are forgotten (`jobs_state` keeps them first where they matter)."""
         self.jobs.clear()
-        self.inner.close()
+        super().close()
 
 
 def jobs_state(log: JobLog | None, saved: dict[str, Any] | None = None) -> dict[str, Any]:
@@ -138,7 +129,7 @@ def server_rounds(learner: Any, rounds: Rounds | None) -> Rounds:
     def args(w: int) -> tuple[Any, ...]:
         return (spec, type(learner), cfg, task.player, opponents)
 
-    log = JobLog(make_executor(cfg.backend, args, cfg.workers, learner._worker_class()))
+    log = JobLog(cfg.backend, args, cfg.workers, learner._worker_class())
     out = ParameterRounds.__new__(ParameterRounds)
     Rounds.__init__(out, learner, server, log, mode=cfg.sync, staleness=cfg.staleness, workers=cfg.workers)
     jobs, clock = jobs_from_state(saved)

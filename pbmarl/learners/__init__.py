@@ -21,6 +21,7 @@ from pbmarl.learners.exact import ExactBestResponse as ExactBestResponse
 _LAZY: dict[str, str] = {
     "Learner": "pbmarl.learners.base",
     "LearnerConfig": "pbmarl.learners.base",
+    "LearnerRecord": "pbmarl.learners.config",
     "StepRecord": "pbmarl.learners.base",
     "DQN": "pbmarl.learners.dqn",
     "DQNConfig": "pbmarl.learners.dqn",
@@ -40,7 +41,6 @@ _LAZY: dict[str, str] = {
     "DDPG": "pbmarl.learners.ddpg",
     "HDDPG": "pbmarl.learners.hddpg",
     "Rainbow": "pbmarl.learners.rainbow",
-    "load_learner": "pbmarl.learners.registry",
     "LEARNERS": "pbmarl.learners.registry",
 }
 

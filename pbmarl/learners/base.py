@@ -264,6 +264,13 @@ class Learner(Run, Recorded, OnServer, abc.ABC):
         return self.task
 
     def _check_opponents(self, player: int, opponents: Sequence[Any]) -> list[Mixture | None]:
+        members = [m for e in opponents if isinstance(e, (Policy, Mixture))
+                   for m in (e.policies if isinstance(e, Mixture) else [e])] if isinstance(opponents, Sequence) else []
+        other = next((m.game_name for m in members if m.game_name != self.game.name), None)
+        if other is not None:
+            raise ValueError(f"{type(self).__name__} was built for {self.game.name!r} but asked to respond to "
+                             f"opponents of {other!r}: a learner trains in its own game; build it on the run's "
+                             f"game, e.g. pb.{type(self).__name__}({other!r}, ...)")
         if isinstance(opponents, (Policy, Mixture, str)) or len(opponents) != self.game.num_players:
             raise ValueError(f"opponents must hold one Policy or Mixture per seat ({self.game.num_players} for "
                              f"{self.game.name!r}; entry {player} is ignored), got {opponents!r}")

@@ -1,25 +1,20 @@
-"""Learners by name, their specs (configs as JSON), and their folders on disk.
+"""Learners by name and their specs (configs as JSON).
 
-`make_learner(game, spec)` builds a learner from a JSON-able spec (what
-`learner.spec()` returns, or a hand-written ``{"name": "dqn", "seed": 0, "budget": 20_000}``);
-`load_learner(game, folder)` rebuilds a saved one. Saving and loading a learner's state
-live in the learner (`Learner.save`, `Learner.load`); `save_learner` and
-`load_learner_state` remain as thin aliases.
+`make_learner(game, spec)` builds a learner from a JSON-able spec (what `learner.spec()`
+returns, or a hand-written ``{"name": "dqn", "seed": 0, "budget": 20_000}``). A learner
+saves and loads like every run: ``learner.save(path)``, ``pb.load_run(path)``.
 """
 
 from __future__ import annotations
 
-import dataclasses
 import difflib
-import os
 from collections.abc import Mapping
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from pbmarl.games.base import Game
 
 if TYPE_CHECKING:  # pragma: no cover
-    from pbmarl.learners.base import Learner, LearnerConfig
+    from pbmarl.learners.base import LearnerConfig
 
 #: learner name -> (module, class)
 LEARNERS: dict[str, tuple[str, str]] = {
@@ -37,7 +32,6 @@ LEARNERS: dict[str, tuple[str, str]] = {
     "apex": ("pbmarl.distributed.apex", "ApeX"),
     "apex_ddpg": ("pbmarl.distributed.apex_ddpg", "ApeXDDPG"),
 }
-FORMAT = 1
 
 
 def learner_class(name: str) -> type:
@@ -83,38 +77,9 @@ def make_learner(game: Game, spec: str | Mapping[str, Any]) -> Any:
     return cls(game, seed=seed, **{**config, **options})
 
 
-def load_learner(game: Game, folder: str | os.PathLike[str]) -> Learner:
-    """Rebuild a learner saved with `Learner.save`, state included."""
-    data = _read(Path(folder))
-    learner = make_learner(game, data["spec"])
-    return learner.load(folder)
-
-
 def make_config(cls: type[LearnerConfig], config: LearnerConfig | None, options: dict[str, Any], *,
                 owner: str) -> LearnerConfig:
     """`config` (default ``cls()``) with keyword `options` replacing its fields (`pbmarl.runs.config.build_config`)."""
     from pbmarl.runs.config import build_config
 
     return build_config(cls, config, options, owner=owner)
-
-
-def config_to_json(config: LearnerConfig) -> dict[str, Any]:
-    """The config as a JSON-able dict (tuples become lists); `make_config` reads it back."""
-    return {k: list(v) if isinstance(v, tuple) else v for k, v in dataclasses.asdict(config).items()}
-
-
-# -- the folder ------------------------------------------------------------------
-def save_learner(learner: Learner, folder: Path) -> Path:
-    """Write `learner` into `folder`: the same as ``learner.save(folder)`` (kept for old callers)."""
-    return learner.save(folder)
-
-
-def load_learner_state(learner: Learner, folder: Path) -> None:
-    """Restore into `learner` what `save_learner` wrote: the same as ``learner.load(folder)``."""
-    learner.load(folder)
-
-
-def _read(folder: Path) -> dict[str, Any]:
-    from pbmarl.learners.base import read_learner_json
-
-    return read_learner_json(folder)
