@@ -10,11 +10,16 @@ beside the budget.
 
 Ctrl-C needs no help here: the walk is a Python loop, so KeyboardInterrupt arrives within
 a history or two; the walk then frees what it built and keeps and caches nothing.
+
+Resident memory is what the machine sees, so it counts what the walk's Python objects
+really cost. It misses memory the process freed earlier and now reuses (the walk then
+grows less than it allocates) and counts what other threads allocate meanwhile.
 """
 
 from __future__ import annotations
 
 import time
+import warnings
 from typing import Any
 
 from pbmarl.games.tree_size import resident_memory
@@ -42,6 +47,9 @@ class WalkGuard:
         self.name, self.budget, self.origin = name, float(budget), origin
         self.expected, self.progress = expected, progress
         self.start_memory = resident_memory()
+        if self.start_memory is None:
+            warnings.warn(f"{name!r}: this platform does not tell a process's memory, so the tree walk is held to its "
+                          "estimate only, not watched", stacklevel=4)
         self.start = time.perf_counter()
         self.grown = 0.0  # the largest growth seen so far, in bytes
         self._bar: Any = None
