@@ -78,7 +78,8 @@ class IndependentConfig(Config):
         super().__post_init__()
         from pbmarl.learners.registry import learner_class
 
-        fields = [f.name for f in dataclasses.fields(getattr(learner_class(self.algo), "config_class"))]
+        inner: Any = learner_class(self.algo)
+        fields = [f.name for f in dataclasses.fields(inner.config_class)]
         for name in self.options:  # a misspelt option fails here, not when pb.MARL builds the learner
             if name not in fields:
                 raise TypeError(f"unknown option {name!r} for Independent({self.algo!r}){did_you_mean(name, fields)} "
@@ -153,7 +154,7 @@ class Independent(GroupLearner):
 
     def __init__(self, game: Any = None, *, seed: int = 0, config: IndependentConfig | None = None,
                  **options: Any) -> None:
-        own = {k: options.pop(k) for k in ("algo", "steps_per_round") if k in options}
+        own: dict[str, Any] = {k: options.pop(k) for k in ("algo", "steps_per_round") if k in options}
         if options:
             inner = dict(config.options) if config is not None else {}
             own["options"] = {**inner, **options}
