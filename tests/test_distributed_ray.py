@@ -22,7 +22,6 @@ def test_a_killed_impala_actor_is_replaced_and_no_step_is_lost_or_counted_twice(
 
     game = pb.load_game("gym:CartPole-v1")
     learner = pb.IMPALA(game, actors=2, backend="ray", steps_per_round=32, num_envs=4, hidden=(16,), seed=0)
-    learner.start(0, [None])
     try:
         learner.step()
         ray.kill(learner.executor.inner.actors[0], no_restart=True)  # dies with a job in flight
@@ -33,14 +32,13 @@ def test_a_killed_impala_actor_is_replaced_and_no_step_is_lost_or_counted_twice(
         assert records[-1].env_steps == sum(e[4] for e in learner.log)
         assert len({e[2] for e in learner.log}) == 6  # the lost job ran again under its own seed, once
     finally:
-        learner.finish()
+        learner.close()
 
 
 def test_bap_on_ray_workers_keeps_its_bound(ray_session) -> None:
     game = pb.load_game("gym:CartPole-v1")
     learner = pb.A2C(game, workers=2, sync="bap", staleness=1, backend="ray", steps_per_round=32, num_envs=4,
                      hidden=(16,), seed=0)
-    learner.start(0, [None])
     try:
         record = learner.step()
         record = learner.step()
@@ -48,7 +46,7 @@ def test_bap_on_ray_workers_keeps_its_bound(ray_session) -> None:
         assert learner.history["max_staleness"].max() == max(learner.staleness)
         assert record.learner_steps == sum(e[3] for e in learner._rounds.log)
     finally:
-        learner.finish()
+        learner.close()
 
 
 def test_dqn_replay_workers_on_ray_push_asynchronously_with_exact_counts(ray_session) -> None:
@@ -69,7 +67,7 @@ def test_dqn_replay_workers_on_ray_push_asynchronously_with_exact_counts(ray_ses
         assert np.abs(get_vector(list(learner.q_net.parameters())) - before).max() > 0  # pulled from the server
         assert not np.array_equal(get_vector(list(learner.target_net.parameters())), before)  # a later target
     finally:
-        learner.finish()
+        learner.close()
 
 
 def test_sac_workers_on_ray_push_per_optimiser_gradients_with_exact_counts(ray_session) -> None:
@@ -101,16 +99,15 @@ def test_the_parameter_server_is_a_ray_actor_and_bsp_matches_the_local_run(ray_s
     for backend in ("local", "ray"):
         learner = pb.A2C(game, workers=2, sync="bsp", backend=backend, norm_adv=False, steps_per_round=32,
                          num_envs=4, hidden=(16,), seed=5)
-        learner.start(0, [None])
         try:
+            records = [learner.step() for _ in range(2)]
             host = learner._rounds.server.host
             assert (host.actor is not None) == (backend == "ray")  # a server actor on Ray, an object locally
-            records = [learner.step() for _ in range(2)]
             weights[backend] = get_vector(list(learner.actor.net.parameters()) + list(learner.critic.parameters()))
             assert learner.staleness == [0, 0, 0, 0] and records[-1].learner_steps == sum(
                 e[3] for e in learner._rounds.log)
         finally:
-            learner.finish()
+            learner.close()
     np.testing.assert_allclose(weights["ray"], weights["local"], atol=1e-5)  # same seeds, same updates
 
 
@@ -122,15 +119,14 @@ def test_apex_replay_is_a_ray_actor_and_draws_what_the_local_replay_draws(ray_se
     for backend in ("local", "ray"):
         learner = pb.ApeX(game, actors=1, backend=backend, steps_per_round=32, num_envs=4, hidden=(16,),
                           learning_starts=0, updates_per_round=4, publish_interval=2, batch_size=16, seed=0)
-        learner.start(0, [None])
         try:
-            assert (learner.replay.host.actor is not None) == (backend == "ray")
             record = [learner.step() for _ in range(2)][-1]
+            assert (learner.replay.host.actor is not None) == (backend == "ray")
             assert record.buffer == record.learner_steps == sum(e[3] for e in learner.log)
             assert len(learner.replay.state_arrays()["obs"]) == record.buffer  # the actor holds the data
             out[backend] = (record.loss, np.concatenate([p.detach().numpy().ravel() for p in learner.q_net.parameters()]))
         finally:
-            learner.finish()
+            learner.close()
     assert out["ray"][0] == pytest.approx(out["local"][0], rel=1e-5)
     np.testing.assert_allclose(out["ray"][1], out["local"][1], atol=1e-5)
 
@@ -155,7 +151,7 @@ try:
     alive = [n["NodeID"] for n in ray.nodes() if n["Alive"]]
     print("RESULT", json.dumps({"nodes": nodes, "alive": alive, "steps": record.learner_steps,
                                 "updates": learner.task.updates}))
-    learner.finish()
+    learner.close()
 finally:
     import ray
     ray.shutdown()
