@@ -121,7 +121,7 @@ def _check_out(out: Path, game_name: str) -> None:
     from pbmarl.io import ensure_writable_folder, read_json
 
     if (out / "run.json").exists():
-        saved = read_json(out / "run.json")["game"]["name"]
+        saved = (read_json(out / "run.json").get("game") or {}).get("name")
         if saved != game_name:
             raise CliError(f"run folder {str(out)!r} holds a run of {saved!r}, not {game_name!r}; pick another --out")
         raise CliError(f"run folder {str(out)!r} already holds a run of {saved!r}; continue it with: pbmarl resume {out}")
@@ -129,44 +129,70 @@ def _check_out(out: Path, game_name: str) -> None:
 
 
 def _describe(run: Any) -> str:
-    """One line: what runs (algorithm, game, solver, oracle, evaluator)."""
+    """One line: what runs (algorithm, game; for PSRO and its relatives, solver, oracle, evaluator)."""
+    from pbmarl.algorithms.psro import PSRO
+
+    game = getattr(run, "game", None)
+    where = f"{type(run).__name__} on {game.name}" if game is not None else type(run).__name__
+    if not isinstance(run, PSRO):
+        return where
     evaluator = run.evaluator.spec().get("kind", "?") if isinstance(run.evaluator, Specified) else type(run.evaluator).__name__
-    return (f"{type(run).__name__} on {run.game.name}: solver {getattr(run.solver, 'name', run.solver)}, "
-            f"oracle {run.learner.name}, evaluator {'exact' if evaluator in ('exact', 'ExactEvaluator') else evaluator}")
+    return (f"{where}: solver {getattr(run.solver, 'name', run.solver)}, oracle {run.learner.name}, "
+            f"evaluator {'exact' if evaluator in ('exact', 'ExactEvaluator') else evaluator}")
 
 
 def _measured(record: Any) -> str:
-    if record.exploitability is not None:
-        return f"exploitability {fmt(record.exploitability)} (NashConv {fmt(record.nash_conv)})"
-    gain = sum(record.br_gains) if record.br_gains else None
-    stderr = (sum(s * s for s in record.br_gain_stderr) ** 0.5) if record.br_gain_stderr else None
-    return (f"sampled: meta-game NashConv {fmt(record.meta_nash_conv)}, best-response gain "
-            f"{fmt(gain)} ± {fmt(stderr)} (no exact exploitability for this game)")
+    """What the last record measured, in words: exploitability, else PSRO's sampled measures, else returns."""
+    row = record.as_row()
+    if row.get("exploitability") is not None:
+        return f"exploitability {fmt(row['exploitability'])} (NashConv {fmt(row.get('nash_conv'))})"
+    if "br_gain" in row:
+        return (f"sampled: meta-game NashConv {fmt(row.get('meta_nash_conv'))}, best-response gain "
+                f"{fmt(row['br_gain'])} ± {fmt(row.get('br_gain_stderr'))} (no exact exploitability for this game)")
+    returns = ", ".join(f"{k} {fmt(v)}" for k, v in row.items() if str(k).startswith("return/"))
+    return f"{row['env_steps']:,} env steps" + (f", {returns}" if returns else "")
 
 
-def _drive(run: Any, iterations: int, out: Path, quiet: bool, first: str) -> int:
+def _drive(run: Any, steps: int | None, out: Path, quiet: bool, first: str, *, until: Any = None,
+           total: int | None = None) -> int:
+    """Step `run` (`steps` more, or to `until`, or to its own budget), printing a line per record; the
+    run is saved into `out` after every step (a PSRO-family run with ``save_dir`` saves itself)."""
     from tqdm.auto import tqdm
 
     print(f"{first}; run folder {out}", flush=True)
-    if not quiet:
+    if not quiet and run.records:
         print(run.records[-1], flush=True)
+    saves_itself = getattr(run.config, "save_dir", None) is not None
     # a bar only on a terminal: in a log file its redraws would mix into the per-iteration lines
-    bar = tqdm(total=iterations, disable=quiet or not sys.stderr.isatty(), unit="it", dynamic_ncols=True,
-               file=sys.stderr)
+    bar = tqdm(total=total if steps is None else steps, disable=quiet or not sys.stderr.isatty(), unit="it",
+               dynamic_ncols=True, file=sys.stderr)
+
+    def show(record: Any) -> None:
+        if not saves_itself:
+            run.save(out)
+        bar.update(1)
+        row = record.as_row()
+        if row.get("exploitability") is not None:
+            bar.set_postfix(exploitability=fmt(row["exploitability"]))
+        if not quiet:
+            tqdm.write(str(record), file=sys.stdout)
+
+    if steps is None and until is None:
+        try:
+            run.done  # noqa: B018 - a run without a budget of its own says so before any work
+        except ValueError as exc:
+            bar.close()
+            raise CliError(f"{exc}; with pbmarl resume: --iterations N or --steps N") from None
     try:
-        for record in run.run(iterations):
-            bar.update(1)
-            if record.exploitability is not None:
-                bar.set_postfix(exploitability=fmt(record.exploitability))
-            if not quiet:
-                tqdm.write(str(record), file=sys.stdout)
+        records = run.run(steps, until=until, progress=False, callback=show)
     finally:
         bar.close()
-    written = ["run.json", "history.csv", "population/"]
+    written = ["run.json", "history.csv", "state-*/"]
     if _write_plot(run, out):
         written.append("exploitability.png")
     last = run.records[-1]
-    status = "converged" if run.converged else "stopped"
+    converged = getattr(run, "converged", False) or "exploitability" in records.stopped_by
+    status = "converged" if converged else "stopped"
     print(f"{status} after iteration {last.iteration}: {_measured(last)}; wrote {', '.join(written)} in {out}")
     return 0
 
@@ -182,8 +208,10 @@ def _write_plot(run: Any, out: Path) -> bool:
     from pbmarl.plots.curves import plot_exploitability
 
     history = run.history
+    if not any(c in history for c in ("exploitability", "meta_nash_conv", "br_gain")):
+        return False
     title = f"{_describe(run).replace(': ', ' · ')}"
-    if history["exploitability"].notna().any():
+    if "exploitability" in history and history["exploitability"].notna().any():
         fig = plot_exploitability(history, title=title)
     else:
         columns = [c for c in ("meta_nash_conv", "br_gain") if c in history and history[c].notna().any()]
@@ -212,7 +240,7 @@ def cmd_psro(args: argparse.Namespace, argv: Sequence[str]) -> int:
     first = _describe(run)
     if notes:
         first += f" ({game.name} is too large for the exact engine: {', '.join(notes)})"
-    return _drive(run, args.iterations, out, args.quiet, first)
+    return _drive(run, None, out, args.quiet, first, total=args.iterations)
 
 
 @contextlib.contextmanager
@@ -277,36 +305,76 @@ def _not_started(out: Path) -> str:
 
 
 def cmd_resume(args: argparse.Namespace) -> int:
-    from pbmarl.algorithms.psro import PSRO
+    """Continue any run folder (``pb.load_run``): to the run's own budget, or ``--iterations`` / ``--steps`` more."""
+    import pbmarl as pb
     from pbmarl.io import ensure_writable_folder
+    from pbmarl.runs.folder import FORMAT, open_run
 
     out = args.run_dir
-    from pbmarl.train_cli import is_train_folder, resume_train
+    meta = _peek(out)
+    if meta is None or meta.get("format") != FORMAT:
+        from pbmarl.train_cli import is_train_folder, resume_train
 
-    if is_train_folder(out):
-        return resume_train(out, args.steps, args.quiet)
-    from pbmarl.marl_cli import is_marl_folder, resume_marl
+        if is_train_folder(out):
+            return resume_train(out, args.steps, args.quiet)
+        from pbmarl.marl_cli import is_marl_folder, resume_marl
 
-    if is_marl_folder(out):
-        return resume_marl(out, args.steps, args.quiet)
-    if not (out / "run.json").exists():
-        raise CliError(_not_started(out))
+        if is_marl_folder(out):
+            return resume_marl(out, args.steps, args.quiet)
+        if meta is None:
+            raise CliError(_not_started(out))
     ensure_writable_folder(out, what="run folder")  # before any work: a read-only folder could not keep it
-    overrides = {} if args.stop is None else {"stop_exploitability": args.stop}
-    run = PSRO.load(out, **overrides)
+    config = open_run(out).config
+    overrides: dict[str, Any] = {}
+    if args.stop is not None:
+        if "stop_exploitability" not in config:
+            raise CliError(f"--stop replaces a run's stop_exploitability; a {meta.get('type')} run has none")
+        overrides["stop_exploitability"] = args.stop
+    steps = None
     if args.iterations is not None:
-        run.max_iterations = run.iteration + args.iterations
-    remaining = max((run.max_iterations or run.iteration) - run.iteration, 0)
-    if remaining == 0 or run.converged:
+        if "max_iterations" in config:
+            overrides["max_iterations"] = int(meta.get("iteration", 0)) + args.iterations
+        else:
+            steps = args.iterations
+    run = pb.load_run(out, **overrides)
+    until = None
+    if args.steps is not None:
+        until = pb.Stop(env_steps=int(run.records[-1].env_steps if run.records else 0) + args.steps)
+    elif steps is None and _finished(run):
         last = run.records[-1]
-        why = (f"it converged (exploitability {fmt(last.exploitability)} <= {fmt(run.stop_exploitability)})"
-               if run.converged else f"it reached its last iteration ({run.iteration})")
+        converged = getattr(run, "converged", False)
+        why = (f"it converged ({_measured(last)})" if converged else f"it reached its last iteration ({run.iteration})")
         extend = f"pbmarl resume {shlex.quote(str(out))} --iterations N"
-        if run.converged:
+        if converged and "stop_exploitability" in config:
             extend += " --stop 0"
         print(f"the run in {out} is complete: {why}; {_measured(last)}. Extend it with: {extend}")
         return 0
-    return _drive(run, remaining, out, args.quiet, f"resuming {_describe(run)} at iteration {run.iteration}")
+    max_iterations = getattr(run.config, "max_iterations", None)
+    total = None if max_iterations is None else max(max_iterations - run.iteration, 0)
+    with run:
+        return _drive(run, steps, out, args.quiet, f"resuming {_describe(run)} at iteration {run.iteration}",
+                      until=until, total=total)
+
+
+def _peek(out: Path) -> dict[str, Any] | None:
+    """`out`'s run.json as a dict, or None when there is none (or it is not a JSON object)."""
+    from pbmarl.io import read_json
+
+    if not (out / "run.json").is_file():
+        return None
+    try:
+        data = read_json(out / "run.json")
+    except ValueError as exc:
+        raise CliError(str(exc)) from None
+    return data if isinstance(data, dict) else None
+
+
+def _finished(run: Any) -> bool:
+    """Whether `run` has reached its own budget (a run without one is never finished)."""
+    try:
+        return bool(run.done)
+    except ValueError:
+        return False
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -21,6 +21,12 @@ def _pbmarl(*args, extra_env=None, **kwargs):
                           text=True, env=env, timeout=300, **kwargs)
 
 
+def _saved(out):
+    """run.json and the current state folder's state.json of a run folder."""
+    run = json.loads((out / "run.json").read_text())
+    return run, json.loads((out / run["state"] / "state.json").read_text())
+
+
 def _start(*args):
     env = {**os.environ, "PYTHONPATH": str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", "")}
     return subprocess.Popen([sys.executable, "-m", "pbmarl.cli", *map(str, args)], stdout=subprocess.DEVNULL,
@@ -36,9 +42,10 @@ def test_psro_main_job_writes_a_run_folder(tmp_path):
     assert history["exploitability"].iloc[-1] <= 1e-6
     assert len(history) <= 51
     assert (out / "exploitability.png").stat().st_size > 1000
-    assert (out / "population" / "population.json").exists()
-    run = json.loads((out / "run.json").read_text())
-    assert run["game"]["name"] == "kuhn_poker" and run["solver"]["name"] == "nash"
+    run, state = _saved(out)
+    assert (out / run["state"] / "population" / "population.json").exists()
+    assert run["type"] == "PSRO" and run["game"]["name"] == "kuhn_poker" and run["config"]["solver"] == "nash"
+    assert state["solver"]["name"] == "nash"
 
 
 @pytest.mark.slow
@@ -72,11 +79,27 @@ def test_sampled_evaluator_from_the_command_line(tmp_path):
     result = _pbmarl("psro", "--game", "kuhn_poker", "--evaluator", "rollout", "--episodes", "200",
                      "--iterations", "2", "--out", out, "--quiet")
     assert result.returncode == 0, result.stderr
-    run = json.loads((out / "run.json").read_text())
-    assert run["evaluator"]["kind"] == "rollout" and run["options"]["eval_episodes"] == 200
+    run, state = _saved(out)
+    assert state["evaluator"]["kind"] == "rollout" and run["config"]["eval_episodes"] == 200
     assert _pbmarl("resume", out, "--iterations", "1", "--quiet").returncode == 0
     history = pd.read_csv(out / "history.csv", index_col="iteration")
     assert list(history.index) == [0, 1, 2, 3] and history["env_steps"].iloc[-1] > 0
+    assert history["episodes"].iloc[-1] > 0
+
+
+def test_resume_takes_any_run_type(tmp_path):
+    """`pbmarl resume` reads the run's type from run.json (pb.load_run): here an XDO run saved from Python."""
+    import pbmarl as pb
+
+    out = tmp_path / "xdo"
+    run = pb.XDO("kuhn_poker", max_iterations=2)
+    run.step()
+    run.save(out)
+    result = _pbmarl("resume", out, "--quiet")
+    assert result.returncode == 0, result.stderr
+    assert list(pd.read_csv(out / "history.csv", index_col="iteration").index) == [0, 1, 2]
+    result = _pbmarl("resume", out)
+    assert result.returncode == 0 and "is complete" in result.stdout
 
 
 @pytest.mark.parametrize("args, message", [
@@ -105,8 +128,8 @@ def test_parallel_oracle_from_the_command_line_and_resumed(tmp_path, ray_session
                      "--iterations", "1", "--out", out, extra_env=env)
     assert result.returncode == 0, result.stderr[-2000:]
     assert "side by side" in result.stdout
-    run = json.loads((out / "run.json").read_text())
-    assert run["learner"]["name"] == "parallel" and run["learner"]["learner"]["name"] == "dqn"
+    _, state = _saved(out)
+    assert state["learner"]["name"] == "parallel" and state["learner"]["learner"]["name"] == "dqn"
     assert _pbmarl("resume", out, "--iterations", "1", "--quiet", extra_env=env).returncode == 0
     history = pd.read_csv(out / "history.csv", index_col="iteration")
     assert list(history.index) == [0, 1, 2] and history["env_steps"].iloc[-1] > history["env_steps"].iloc[1] > 0
