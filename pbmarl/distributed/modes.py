@@ -1,6 +1,9 @@
 """BSP, ASP and BAP: how the parameter server turns workers' gradients into updates (MALib's modes).
 
-One `ParameterRounds.round()` consumes `workers` gradients (one per worker under BSP):
+One `Rounds.round()` consumes `workers` gradients (one per worker under BSP); a
+`ParameterRounds.round()` (a learner's step) runs as many as make `workers` batches' worth:
+one round for A2C and DQN (a gradient a batch), ``epochs * minibatches`` for PPO (see
+`pbmarl.distributed.workers`):
 
 * **BSP**: every worker computes a gradient at the same version; the server applies their
   sample-weighted mean once (staleness always 0). With ``norm_adv=False`` this equals one
@@ -33,6 +36,7 @@ consumed, exactly once.
 
 from __future__ import annotations
 
+from fractions import Fraction
 from typing import Any, Protocol
 
 import numpy as np
@@ -224,6 +228,20 @@ class ParameterRounds(Rounds):
         if executor is None:
             executor = make_executor(cfg.backend, args, cfg.workers, learner._worker_class())
         super().__init__(learner, server, executor, mode=cfg.sync, staleness=cfg.staleness, workers=cfg.workers)
+
+    def _round(self) -> tuple[Trajectories, dict[str, float]]:
+        """Rounds of `workers` gradients until they make `workers` batches' worth (each `1 / GradientResult.plan`).
+
+        Under BSP the workers' plans are in step (PPO: ``epochs * minibatches`` rounds, one
+        update each); under ASP and BAP a fast worker may end several batches meanwhile.
+        """
+        applied = len(self.server.staleness)
+        got: list[GradientResult] = []
+        while sum(Fraction(1, r.plan) for r in got) < self.n:
+            super()._round()
+            got += self.last
+        self.last = got
+        return self._summary(got, self.server.staleness[applied:])
 
     def _count(self, result: GradientResult) -> tuple[int, int]:
         task = self.learner.task

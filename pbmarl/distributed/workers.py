@@ -1,14 +1,25 @@
-"""Gradient workers: pull weights, collect whole episodes, return the gradient of the actor-critic loss.
+"""Gradient workers: pull weights, collect whole episodes, return gradients of the actor-critic loss.
 
 A worker holds a private copy of the learner (same class and config, one worker), so
 collection and advantage estimation are exactly the learner's own (`_collect` path,
-`_prepare`). The loss is A2C's, ``-(A * log pi(a|s)) + vf_coef * value loss - ent_coef *
-entropy`` averaged over the batch; for PPO it is the clipped surrogate at ratio 1, whose
-gradient it equals (workers compute one gradient per batch: PPO's epochs and minibatches
-are a single-process feature).
+`_prepare`). A job is one gradient. The first job of a batch collects it (with the job's
+weights and seed) and plans its minibatches; every job returns the gradient of the next
+planned minibatch at the weights it was sent:
 
-With ``norm_adv=False`` the gradient of one batch made of several seeds' data equals the
-sample-weighted mean of the per-seed gradients, which is what BSP relies on.
+* **A2C**: one minibatch, the whole batch: ``-(A * log pi(a|s)) + vf_coef * value loss -
+  ent_coef * entropy`` averaged over it.
+* **PPO**: ``epochs`` shuffled passes of ``minibatches`` shards of the worker's batch (with
+  ``minibatch_size``: shards of ``minibatch_size / workers`` samples), each the clipped
+  surrogate against the batch's behaviour probabilities. Under BSP every worker is at the
+  same shard of its plan, so one server update is PPO's minibatch step on the union of the
+  workers' shards: the learner on the combined batch, with minibatches that take an equal
+  share of each worker's data. (Before, a worker returned one gradient per batch and PPO
+  took a single step where it takes ``epochs * minibatches``: it did not learn.) With
+  ``norm_adv`` the advantages are normalised per shard, not over the union; with
+  ``target_kl`` each worker stops its own epochs on its own shard's KL.
+
+With ``norm_adv=False`` the gradient of one minibatch made of several workers' shards equals
+the sample-weighted mean of the per-shard gradients, which is what BSP relies on.
 
 `ReplayGradientWorker` is DQN's (Gorila's, Nair et al. 2015): each worker keeps its own
 replay, filled by its own epsilon-greedy collection, and returns the TD-loss gradient of
@@ -21,7 +32,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, fields, replace
 from typing import Any
 
 import numpy as np
@@ -31,7 +42,7 @@ from pbmarl.distributed.server import get_vector, set_vector
 from pbmarl.games.base import Game
 from pbmarl.rollout.trajectories import Trajectories, concat_trajectories
 
-__all__ = ["GradientResult", "GradientWorker", "ReplayGradientWorker", "mean_stats", "weighted_means"]
+__all__ = ["GradientResult", "GradientWorker", "ReplayGradientWorker", "empty_like", "mean_stats", "weighted_means"]
 
 
 @dataclass(frozen=True)
@@ -46,7 +57,9 @@ class GradientResult:
     """The data the job collected (counted into the task when the result is consumed)."""
     stats: dict[str, float]
     batch: int | None = None
-    """Samples the gradient averages over when they are not `traj` (a replay minibatch)."""
+    """Samples the gradient averages over when they are not `traj` (a replay or PPO minibatch)."""
+    plan: int = 1
+    """Gradients the worker planned for the batch behind this one (a learner's step consumes `workers` batches' worth)."""
 
     @property
     def count(self) -> int:
@@ -74,29 +87,82 @@ class GradientWorker:
         self.learner = learner_class(game, config=replace(config, workers=1), seed=0)
         self.learner.start(player, list(opponents))
         self.params = [p for m in self.learner._server_modules() for p in m.parameters()]
+        self.workers = int(config.workers)
+        #: the collected batch (a `RolloutBatch`) and what is left of its plan: (minibatch index, ends an epoch)
+        self.traj: Trajectories | None = None
+        self.batch: Any = None
+        self.plan: list[tuple[np.ndarray, bool]] = []
+        self.planned = 0
 
     def weights(self) -> np.ndarray:
         return get_vector(self.params)
 
     def compute(self, weights: np.ndarray, version: int, seeds: Sequence[int]) -> GradientResult:
-        """The gradient at `weights` on the data collected with `seeds` (one collection each, concatenated)."""
+        """The gradient at `weights` of the next minibatch of the worker's plan (see the module doc).
+
+        A job that starts a batch collects it with `weights` (one collection per seed, concatenated)
+        and returns it as `traj`; the other jobs return an empty `traj`.
+        """
         learner = self.learner
         set_vector(self.params, weights)
         learner.actor.version += 1  # new weights: pools cache policies by version
-        task = learner.task
-        steps = learner.config.steps_per_round
-        parts = [learner.pool.collect(task.player, learner.actor, task.opponents, steps, seed=int(s)) for s in seeds]
-        traj = concat_trajectories(parts)
-        batch = learner._prepare(traj)
+        if self.plan and self.traj is not None:
+            traj = empty_like(self.traj)
+        else:
+            task = learner.task
+            steps = learner.config.steps_per_round
+            parts = [learner.pool.collect(task.player, learner.actor, task.opponents, steps, seed=int(s))
+                     for s in seeds]
+            traj = self.traj = concat_trajectories(parts)
+            self.batch = learner._prepare(traj)
+            self.plan = self._plan(len(self.batch), np.random.default_rng(int(seeds[0])))
+            self.planned = len(self.plan)
+        index, epoch_end = self.plan.pop(0)
+        loss, stats = self._loss(self.batch.take(index))
         cfg = learner.config
-        logp, entropy, value = learner._evaluate(batch)
-        pg_loss = -(learner._advantage(batch) * logp).mean()
-        v_loss = 0.5 * (value - batch.returns).pow(2).mean()
+        if epoch_end and getattr(cfg, "target_kl", None) is not None and stats["approx_kl"] > cfg.target_kl:
+            self.plan = []  # PPO's early stop, on this worker's shard
+        return GradientResult(self._gradient(loss), int(version), tuple(int(s) for s in seeds), traj, stats,
+                              batch=len(index), plan=self.planned)
+
+    def _plan(self, size: int, rng: np.random.Generator) -> list[tuple[np.ndarray, bool]]:
+        """The minibatches of a batch of `size` samples: the whole batch for A2C, PPO's epochs of shuffled shards."""
+        from pbmarl.learners.ppo import PPOConfig
+
+        cfg = self.learner.config
+        if not isinstance(cfg, PPOConfig):
+            return [(np.arange(size), True)]
+        # the learner on the combined batch of ~workers * size samples cuts it into `minibatches` parts
+        # (or parts of `minibatch_size`); each worker gives every one of them its own share
+        count = cfg.minibatches if cfg.minibatch_size is None else -(-self.workers * size // cfg.minibatch_size)
+        count = min(count, size)
+        return [(index, j == count - 1) for _ in range(cfg.epochs)
+                for j, index in enumerate(np.array_split(rng.permutation(size), count))]
+
+    def _loss(self, mb: Any) -> tuple[torch.Tensor, dict[str, float]]:
+        """The learner's loss on minibatch `mb` at the current weights: PPO's clipped surrogate, A2C's policy gradient."""
+        from pbmarl.learners.ppo import PPOConfig
+
+        learner, cfg = self.learner, self.learner.config
+        logp, entropy, value = learner._evaluate(mb)
+        adv = learner._advantage(mb)
+        log_ratio = logp - mb.old_logp
+        ratio = log_ratio.exp()
+        if isinstance(cfg, PPOConfig):
+            clipped = ratio.clamp(1 - cfg.clip_coef, 1 + cfg.clip_coef)
+            pg_loss = torch.max(-adv * ratio, -adv * clipped).mean()
+            clip_fraction = float(((ratio - 1).abs() > cfg.clip_coef).float().mean())
+        else:  # A2C: the gradient at the weights that collected the batch
+            pg_loss = -(adv * logp).mean()
+            clip_fraction = 0.0
+        v_loss = 0.5 * (value - mb.returns).pow(2).mean()
         ent = entropy.mean()
         loss = pg_loss + cfg.vf_coef * v_loss - cfg.ent_coef * ent
+        with torch.no_grad():
+            approx_kl = float(((ratio - 1) - log_ratio).mean())
         stats = {"loss": loss.item(), "policy_loss": pg_loss.item(), "value_loss": v_loss.item(),
-                 "entropy": ent.item(), "approx_kl": 0.0, "clip_fraction": 0.0}
-        return GradientResult(self._gradient(loss), int(version), tuple(int(s) for s in seeds), traj, stats)
+                 "entropy": ent.item(), "approx_kl": approx_kl, "clip_fraction": clip_fraction}
+        return loss, stats
 
     def _gradient(self, loss: torch.Tensor) -> np.ndarray:
         """The flat gradient of `loss` over `params` (zeros where it does not reach)."""
@@ -149,6 +215,12 @@ class ReplayGradientWorker(GradientWorker):
         learner.replay.update_priorities(batch.index, td.detach().numpy())
         stats.update(loss=float(loss.detach()), q_mean=float(q.detach().mean()))
         return GradientResult(grad, int(version), seeds, traj, stats, batch=len(batch.action))
+
+
+def empty_like(traj: Trajectories) -> Trajectories:
+    """`traj` with no transitions, episodes or steps (what a job that did not collect returns)."""
+    empty: dict[str, Any] = {f.name: v[:0] for f in fields(traj) if isinstance(v := getattr(traj, f.name), np.ndarray)}
+    return replace(traj, **empty, steps=0)
 
 
 def weighted_means(rows: Sequence[tuple[Mapping[str, float], int]]) -> dict[str, float]:
