@@ -1,11 +1,11 @@
 """``pbmarl train``: plain RL on a one-player game, written to a run folder that ``pbmarl resume`` continues.
 
-A train folder::
+A train folder is a run folder (`pbmarl.runs.folder`; ``pb.load_run(folder)`` rebuilds the learner) with::
 
     train.json            what was asked (argv, game, algorithm, steps); marks the folder as a train run
-    learner/              the learner's whole state after its last completed round (`ControlLearner.save`)
-    history.csv           one row per round: env steps, mean episode return, losses, seconds
-    learning_curve.png    mean episode return against env steps
+    run.json, state-NNNNNN/   the learner's whole state after its last completed round (`ControlLearner.save`)
+    history.csv           one row per round: env_steps, episodes, wall_time, return/0, loss/..., time/round, ...
+    learning_curve.png    mean episode return (``return/0``) against env steps
     policy.npz, policy.json   the trained policy (`Policy.arrays()` / `meta()`; `policy_from_state` loads it)
     evaluation.json       deterministic return over fresh episodes at the end
 
@@ -99,29 +99,24 @@ def cmd_train(args: argparse.Namespace, argv: Sequence[str]) -> int:
 
 
 def resume_train(out: Path, steps: int | None, quiet: bool) -> int:
-    import pbmarl as pb
     from pbmarl.io import ensure_writable_folder, read_json
-    from pbmarl.learners.registry import make_learner
+    from pbmarl.runs import load_run
+    from pbmarl.runs.folder import open_run
 
     info = read_json(out / MARKER)
-    if not (out / "learner" / "learner.json").exists():
+    if not (out / "run.json").exists():
         from pbmarl.cli import CliError
 
         raise CliError(f"no round of the run in {str(out)!r} completed, so there is nothing to resume; start it "
                        f"again with: {' '.join(info['argv'])}")
     ensure_writable_folder(out, what="run folder")
-    saved = read_json(out / "learner" / "learner.json")
-    game = pb.load_game(info["game"])
-    learner = make_learner(game, saved["spec"]).load(out / "learner")
-    if steps is not None:
-        import dataclasses
-
-        learner.config = dataclasses.replace(learner.config, budget=learner.env_steps + steps)
+    overrides: dict[str, Any] = {} if steps is None else {"budget": int(open_run(out).data["env_steps"]) + steps}
+    learner = load_run(out, **overrides)
     if learner.done:
         print(f"the run in {out} is complete at {learner.env_steps} env steps; extend it with: "
               f"pbmarl resume {out} --steps N")
         return 0
-    first = f"resuming {type(learner).__name__} on {game.name} at {learner.env_steps} of {learner.config.budget} env steps"
+    first = f"resuming {type(learner).__name__} on {learner.game.name} at {learner.env_steps} of {learner.config.budget} env steps"
     return _drive(learner, out, quiet, first, int(info.get("eval_episodes", 10)))
 
 
@@ -129,36 +124,33 @@ def _drive(learner: Any, out: Path, quiet: bool, first: str, eval_episodes: int)
     from pbmarl.io import write_json
 
     print(f"{first}; run folder {out}", flush=True)
+
+    def saved(record: Any) -> None:
+        learner.save(out)  # one commit: run.json, history.csv and the state folder
+        if not quiet:
+            print(f"env steps {record.env_steps}: mean return {fmt(record['return/0'])}, loss "
+                  f"{fmt(record.loss)}, {record.seconds:.1f} s", flush=True)
+
     try:
-        for record in learner.run(progress=None if not quiet else False):
-            learner.save(out / "learner")
-            _write_history(learner, out)
-            if not quiet:
-                print(f"env steps {record.env_steps}: mean return {fmt(record.mean_return)}, loss {fmt(record.loss)}, "
-                      f"{record.seconds:.1f} s", flush=True)
+        learner.run(progress=None if not quiet else False, callback=saved)
     finally:
         learner.close()  # a parameter server's workers (--workers > 1) stop
     _write_plot(learner, out)
     policy = learner.policy()
-    written = ["train.json", "learner/", "history.csv", "learning_curve.png"]
+    written = ["train.json", "run.json", "state-NNNNNN/", "history.csv", "learning_curve.png"]
     if hasattr(policy, "arrays"):
         from pbmarl.io import write_npz
 
         write_npz(out / "policy.npz", policy.arrays())
         write_json(out / "policy.json", policy.meta())
         written += ["policy.npz", "policy.json"]
-    result = learner.evaluate(eval_episodes)
-    write_json(out / "evaluation.json", {**result, "env_steps": learner.env_steps, "deterministic": True})
-    print(f"done at {learner.env_steps} env steps: deterministic return {fmt(result['mean'])} ± {fmt(result['stderr'])} "
+    result = learner.evaluate(eval_episodes, deterministic=True)
+    mean, stderr = float(result.mean[0]), float(result.stderr[0])
+    write_json(out / "evaluation.json", {"mean": mean, "stderr": stderr, "episodes": result.episodes,
+                                         "env_steps": learner.env_steps, "deterministic": True})
+    print(f"done at {learner.env_steps} env steps: deterministic return {fmt(mean)} ± {fmt(stderr)} "
           f"over {eval_episodes} episodes; wrote {', '.join(written + ['evaluation.json'])} in {out}")
     return 0
-
-
-def _write_history(learner: Any, out: Path) -> None:
-    from pbmarl.io import write_atomic
-
-    text = learner.history.to_csv(index=False)
-    write_atomic(out / "history.csv", lambda fh: fh.write(text), mode="w")
 
 
 def _write_plot(learner: Any, out: Path) -> None:
@@ -171,7 +163,7 @@ def _write_plot(learner: Any, out: Path) -> None:
 
     history = learner.history
     fig, ax = plt.subplots(figsize=(6, 3.5))
-    ax.plot(history["env_steps"], history["mean_return"], marker=".")
+    ax.plot(history["env_steps"], history["return/0"], marker=".")
     ax.set_xlabel("env steps")
     ax.set_ylabel("mean episode return")
     ax.set_title(f"{type(learner).__name__} on {learner.game.name}")

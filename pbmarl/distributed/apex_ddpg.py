@@ -9,8 +9,14 @@ replay (a Ray actor with ``backend="ray"``, in-process locally: `pbmarl.distribu
 takes ``gradient_steps`` DDPG updates per ``train_freq`` consumed env steps and publishes the
 actor's weights every `publish_interval` updates.
 
+Between rounds every actor has one job in flight. A save keeps those jobs (weights, version,
+seeds), and so does a round's snapshot: a loaded run, or one whose round was undone by an
+exception, sends them again. With one actor, or on Ray, that is exactly the run that was not
+stopped; with several local actors the jobs come back in actor order, which may differ from
+the simulated arrival order of the run that went on (the same jobs, the same data).
+
 Example:
-    >>> learner = pb.ApeXDDPG(pb.load_game("gym:Pendulum-v1"), actors=4)  # doctest: +SKIP
+    >>> learner = pb.ApeXDDPG("gym:Pendulum-v1", actors=4)  # doctest: +SKIP
     >>> record = learner.step()  # doctest: +SKIP
 """
 
@@ -19,7 +25,7 @@ from __future__ import annotations
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 
@@ -28,10 +34,14 @@ from pbmarl.distributed.executors import make_executor
 from pbmarl.distributed.options import ACTORS_NOT_WORKERS, BACKENDS
 from pbmarl.distributed.replay import RemoteReplay
 from pbmarl.distributed.server import get_vector, set_vector
-from pbmarl.learners.base import POSITIVE, POSITIVE_INT, UNIT, Rule
 from pbmarl.learners.control import ControlRecord
 from pbmarl.learners.ddpg import DDPG, DDPGConfig
 from pbmarl.policies.noise import Normal
+from pbmarl.runs.config import POSITIVE, POSITIVE_INT, UNIT, Rule
+from pbmarl.runs.transaction import all_or_nothing
+
+if TYPE_CHECKING:  # pragma: no cover
+    from pbmarl.runs import SavedRun, State
 
 __all__ = ["ApeXDDPG", "ApeXDDPGConfig"]
 
@@ -124,7 +134,7 @@ class ApeXDDPG(DDPG):
     def _build(self) -> None:
         super()._build()
         cfg = self.config
-        base = DDPGConfig(hidden=cfg.hidden, buffer_size=1)
+        base = DDPGConfig(hidden=cfg.hidden, buffer_size=1, batch_size=1)
         sigmas, steps = self.actor_sigmas, max(1, cfg.steps_per_round // cfg.actors)
         self.executor = make_executor(cfg.backend, lambda i: (self.game, base, sigmas[i], steps), cfg.actors,
                                       DDPGActor)
@@ -132,49 +142,95 @@ class ApeXDDPG(DDPG):
         self.published = (0, get_vector(list(self.actor.net.parameters())))
         #: every consumed job: (actor, weights version, seeds, env steps, sigma)
         self.log: list[tuple[int, int, tuple[int, ...], int, float]] = []
+        #: the job each busy actor is playing: (weights version, weights, seeds)
+        self.pending: dict[int, tuple[int, np.ndarray, tuple[int, ...]]] = {}
 
-    def _make_buffer(self, **options: Any) -> Any:
+    def _make_buffer(self) -> Any:
         """DDPG's prioritised replay, hosted as the central replay (a Ray actor with ``backend="ray"``)."""
-        return RemoteReplay(super()._make_buffer(**options), backend=self.config.backend)
+        return RemoteReplay(super()._make_buffer(), backend=self.config.backend)
 
     def _send(self, i: int) -> None:
-        self.executor.submit(i, self.published[1], self.published[0], [int(self.rng.integers(2**63 - 1))])
+        job = (self.published[0], self.published[1], (int(self.rng.integers(2**63 - 1)),))
+        self.pending[i] = job
+        self.executor.submit(i, job[1], job[0], list(job[2]))
 
+    def _resend(self) -> None:
+        """Start fresh actors on the jobs that were in flight (after a load, or a round undone)."""
+        self.executor.close()
+        for i, (version, weights, seeds) in sorted(self.pending.items()):
+            self.executor.submit(i, weights, version, list(seeds))
+
+    @all_or_nothing
     def step(self) -> ControlRecord:
         """One round: one job per actor consumed into the replay, with the updates it pays for."""
         cfg, t0 = self.config, time.perf_counter()
         returns: list[float] = []
         losses: dict[str, list[float]] = {}
+        for i in self.idle:
+            self._send(i)
+        self.idle = []
+        for _ in range(cfg.actors):
+            i, ep = self.executor.next()
+            del self.pending[i]
+            for row in zip(ep.obs, ep.action, ep.reward, ep.terminated, ep.next_obs):
+                self.replay.append(*row)
+                self.env_steps += 1
+                if self.env_steps >= cfg.learning_starts and self.env_steps % cfg.train_freq == 0:
+                    for _ in range(cfg.gradient_steps):
+                        for k, v in self._train_step(self._sample()).items():
+                            losses.setdefault(k, []).append(v)
+                        self.updates += 1
+                        if self.updates % cfg.publish_interval == 0:
+                            self.published = (self.published[0] + 1, get_vector(list(self.actor.net.parameters())))
+            self.episodes += len(ep.returns)
+            returns.extend(ep.returns)
+            self.log.append((i, ep.version, ep.seeds, len(ep.reward), ep.sigma))
+            self._send(i)
+        return self._record(t0, returns, losses)
+
+    # -- all-or-nothing and files -------------------------------------------------------------------
+    def _snapshot_extra(self) -> Any:
+        return super()._snapshot_extra(), list(self.idle), self.published, dict(self.pending), len(self.log)
+
+    def _restore_extra(self, extra: Any) -> None:
+        noise, self.idle, self.published, self.pending, n = extra
+        super()._restore_extra(noise)
+        del self.log[n:]
+        self._resend()
+
+    def state(self) -> State:
+        """DDPG's state, plus the published weights and the jobs in flight (`_resend` sends them again)."""
+        state = super().state()
+        state.data["apex"] = {"idle": self.idle, "published": self.published[0], "log": self.log,
+                              "pending": {str(i): [v, list(seeds)] for i, (v, _, seeds) in self.pending.items()}}
+        state.arrays["apex_published"] = self.published[1]
+        state.arrays.update({f"apex_pending_{i}": w for i, (_, w, _) in self.pending.items()})
+        return state
+
+    @classmethod
+    def from_state(cls, saved: SavedRun, **overrides: Any) -> ApeXDDPG:
+        from pbmarl.runs import RunFolderError
+
+        run: ApeXDDPG = super().from_state(saved, **overrides)  # type: ignore[assignment]
         try:
-            for i in self.idle:
-                self._send(i)
-            self.idle = []
-            for _ in range(cfg.actors):
-                i, ep = self.executor.next()
-                for row in zip(ep.obs, ep.action, ep.reward, ep.terminated, ep.next_obs):
-                    self.replay.append(*row)
-                    self.env_steps += 1
-                    if self.env_steps >= cfg.learning_starts and self.env_steps % cfg.train_freq == 0:
-                        for _ in range(cfg.gradient_steps):
-                            for k, v in self._train_step(self._sample()).items():
-                                losses.setdefault(k, []).append(v)
-                            self.updates += 1
-                            if self.updates % cfg.publish_interval == 0:
-                                self.published = (self.published[0] + 1,
-                                                  get_vector(list(self.actor.net.parameters())))
-                self.episodes += len(ep.returns)
-                returns.extend(ep.returns)
-                self.log.append((i, ep.version, ep.seeds, len(ep.reward), ep.sigma))
-                self._send(i)
-        except KeyboardInterrupt:  # stop the actors; stepping again starts fresh ones
-            self.executor.close()
-            self.idle = list(range(cfg.actors))
-            raise
-        mean = {k: float(np.mean(v)) for k, v in losses.items()}
-        record = self.record_class(
-            task=0, player=0, round=len(self.records) + 1, learner_steps=self.env_steps, env_steps=self.env_steps,
-            episodes=len(returns), mean_return=float(np.mean(returns)), seconds=time.perf_counter() - t0,
-            updates=self.updates, loss=mean.get("loss", float("nan")),
-            **{k: mean.get(k, float("nan")) for k in ("actor_loss", "q_mean")})
-        self.records.append(record)
-        return record
+            apex = saved.data["apex"]
+            pending = {int(i): (int(v), tuple(int(x) for x in seeds)) for i, (v, seeds) in apex["pending"].items()}
+            if not set(pending) <= set(range(run.config.actors)):
+                raise ValueError(f"jobs of actors {sorted(pending)} for {run.config.actors} actors")
+            size = len(run.published[1])
+            arrays = saved.arrays({"apex_published": ((size,), "f"),
+                                   **{f"apex_pending_{i}": ((size,), "f") for i in pending}})
+            run.idle = [int(i) for i in apex["idle"]]
+            run.published = (int(apex["published"]), arrays["apex_published"])
+            run.pending = {i: (v, arrays[f"apex_pending_{i}"], seeds) for i, (v, seeds) in pending.items()}
+            run.log = [(int(a), int(b), tuple(c), int(d), float(e)) for a, b, c, d, e in apex["log"]]
+        except (KeyError, TypeError, ValueError) as exc:
+            run.close()
+            raise RunFolderError(f"{str(saved.state_dir)!r}: its Ape-X actors' state does not fit: {exc}") from None
+        run._resend()
+        return run
+
+    def close(self) -> None:
+        """Stop the actors (idempotent); stepping again starts fresh ones on the jobs that were in flight."""
+        self.executor.close()
+        super().close()

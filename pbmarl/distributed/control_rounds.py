@@ -43,7 +43,7 @@ from pbmarl.distributed.server import RemoteServer
 from pbmarl.distributed.workers import weighted_means
 from pbmarl.rollout.worker import game_for_worker
 
-__all__ = ["ControlResult", "ControlRounds", "ControlServer", "ControlServerProcess", "ControlWorker",
+__all__ = ["ControlResult", "ControlRounds", "server_round", "ControlServer", "ControlServerProcess", "ControlWorker",
            "StateProcess", "StateServer", "get_state", "named_optimizers", "record_steps", "set_state", "step_on_mean"]
 
 
@@ -362,3 +362,26 @@ class ControlRounds(Rounds):
         stats = weighted_means([(r.stats, r.count) for r in got if r.count > 0])
         stats["max_staleness"] = float(max(staleness, default=0))
         return [x for r in got for x in r.returns], stats
+
+
+def server_round(learner: Any) -> tuple[list[float], dict[str, list[float]]]:
+    """One `ControlLearner.step` on the parameter server: rounds of `workers` jobs until ``steps_per_round`` env
+    steps (or the rest of the budget); the returns of the episodes that ended and the rounds' losses. The
+    server (built by the first call) hands its networks, optimisers and ``updates`` back at the end."""
+    from pbmarl.learners.nets import torch_threads
+
+    cfg = learner.config
+    start = learner.env_steps
+    goal = cfg.steps_per_round if learner.done else min(cfg.steps_per_round, cfg.budget - learner.env_steps)
+    returns: list[float] = []
+    losses: dict[str, list[float]] = {}
+    with torch_threads(cfg.num_threads):
+        if learner._rounds is None:
+            learner._rounds = ControlRounds(learner)
+        while learner.env_steps - start < goal:
+            done, stats = learner._rounds.round(pull=False)
+            returns.extend(done)
+            for k, v in stats.items():
+                losses.setdefault(k, []).append(v)
+        learner._rounds.server.pull()
+    return returns, losses

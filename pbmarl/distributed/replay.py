@@ -14,6 +14,9 @@ behind on priorities, as Ape-X's prefetching learner is). Each draw takes its se
 the learner's generator, so runs stay reproducible. Single transitions (`append`, the
 control learners' path: Ape-X DDPG) are held here and sent together before the next call
 that reads the replay.
+
+An all-or-nothing round marks the replay (`mark`): the host journals what the round's writes
+change, and `rollback` puts that back together with what this side held.
 """
 
 from __future__ import annotations
@@ -68,6 +71,16 @@ class ReplayProcess:
             self.buffer.update_priorities(index, td_error)
 
     def size(self) -> int:
+        return len(self.buffer)
+
+    def mark(self) -> None:
+        """Start journalling the buffer's changes (`ReplayBuffer.mark`); the journal lives until the next mark."""
+        self._journal = self.buffer.mark()
+
+    def rollback(self) -> int:
+        """Undo every change since the last `mark`."""
+        self.buffer.rollback(self._journal)
+        self._journal = self.buffer.mark()
         return len(self.buffer)
 
     def state_arrays(self) -> dict[str, np.ndarray]:
@@ -174,6 +187,18 @@ class RemoteReplay(ReplayBuffer):
         """The learner samples `n` minibatches next: they are fetched in groups of up to `prefetch`, and no
         group reaches past them (so a checkpoint between rounds never leaves a fetched group unused)."""
         self._ready, self._next, self._unrequested = [], None, int(n)
+
+    def mark(self) -> Any:
+        """The host journals from here on; returns what this side holds, for `rollback`."""
+        self.host.call("mark")
+        return (self.size, list(self._rows), list(self._priorities), list(self._ready), self._ready_size, self._next,
+                self._unrequested)
+
+    def rollback(self, journal: Any) -> None:
+        """Put the replay back as it was at the `mark` that returned `journal` (host and held writes)."""
+        self.host.call("rollback")
+        size, rows, priorities, ready, self._ready_size, self._next, self._unrequested = journal
+        self.size, self._rows, self._priorities, self._ready = size, list(rows), list(priorities), list(ready)
 
     def update_priorities(self, index: np.ndarray, td_error: np.ndarray) -> None:
         """Hold a priority update; it travels with the next call to the replay."""

@@ -4,6 +4,10 @@ Both are numpy ring buffers that sample with the caller's `np.random.Generator`
 and serialise to plain arrays (`state_arrays` / `load_state_arrays`), so a saved
 learner resumes with exactly the same buffer.
 
+An all-or-nothing step undoes what it wrote with a `Journal` (`mark` / `rollback`): while the
+journal the last `mark` returned is alive, every row a write overwrites (and every priority it
+changes) is kept, so a rollback puts back exactly those rows, not a copy of the whole buffer.
+
 Example:
     >>> buf = ReplayBuffer(50_000, game.observation_shape, game.num_actions)
     >>> buf.add(trajectories)  # doctest: +SKIP
@@ -12,8 +16,10 @@ Example:
 
 from __future__ import annotations
 
+import os
+import weakref
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -36,6 +42,34 @@ class Batch:
     next_legal_mask: np.ndarray
     weight: np.ndarray
     index: np.ndarray
+
+
+def check_memory(capacity: int, obs_dim: int, action_dim: int, *, who: str) -> None:
+    """Refuse a replay of `capacity` rows that would not fit in this machine's memory (it is allocated whole),
+    naming ``buffer_size`` and `who`."""
+    need = capacity * (8 * obs_dim + 8 * max(action_dim, 1) + 11)  # obs, next_obs, action, reward, flags
+    try:
+        have = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (AttributeError, ValueError, OSError):  # pragma: no cover - platforms without sysconf
+        return
+    if need > have:
+        raise ValueError(f"buffer_size={capacity:,} needs about {need / 2**30:.1f} GiB for {who}, more than this "
+                         f"machine's {have / 2**30:.1f} GiB: lower buffer_size")
+
+
+@dataclass(eq=False)
+class Journal:
+    """What writes changed since `ReplayBuffer.mark`: the buffer's position, size and top priority then,
+    the old contents of every row overwritten since (in write order), and the old priorities and tree leaves
+    of every slot whose priority changed. Recording stops when the journal is dropped (the buffer holds
+    it weakly), so a buffer written outside a step keeps nothing."""
+
+    pos: int
+    size: int
+    max_priority: float
+    rows: list[tuple[int, tuple[np.ndarray, ...]]] = field(default_factory=list)
+    priorities: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = field(default_factory=list)
+    written: int = 0
 
 
 class ReplayBuffer:
@@ -64,6 +98,9 @@ class ReplayBuffer:
         self.done = np.zeros(self.capacity, bool)
         self.size = 0
         self.pos = 0
+        #: per-slot arrays an owner keeps beside the rows (Rainbow's n-step discounts): a rollback restores them too
+        self.columns: dict[str, np.ndarray] = {}
+        self._journal: weakref.ref[Journal] | None = None
 
     def __len__(self) -> int:
         return self.size
@@ -77,6 +114,10 @@ class ReplayBuffer:
         else:
             keep = slice(0, n)
         slots = (self.pos + np.arange(n)) % self.capacity
+        journal = self._journal() if self._journal is not None else None
+        if journal is not None:
+            for slot in slots:
+                self._keep(journal, int(slot))
         for name in FIELDS:
             getattr(self, name)[slots] = getattr(traj, name)[keep]
         self.pos = int((self.pos + n) % self.capacity)
@@ -87,6 +128,10 @@ class ReplayBuffer:
                legal_mask: np.ndarray | bool = True, next_legal_mask: np.ndarray | bool = True) -> int:
         """Store one transition (the step-by-step path of the control learners); returns its slot."""
         slot = self.pos
+        if self._journal is not None:
+            journal = self._journal()
+            if journal is not None:
+                self._keep(journal, slot)
         self.obs[slot] = obs
         self.action[slot] = action
         self.reward[slot] = reward
@@ -97,6 +142,32 @@ class ReplayBuffer:
         self.pos = (slot + 1) % self.capacity
         self.size = min(self.size + 1, self.capacity)
         return slot
+
+    # -- undoing a step's writes ---------------------------------------------
+    def mark(self) -> Journal:
+        """Start recording what writes change; `rollback` with the returned journal undoes them (see the module doc)."""
+        journal = Journal(self.pos, self.size, float(getattr(self, "max_priority", 0.0)))
+        self._journal = weakref.ref(journal)
+        return journal
+
+    def _row_arrays(self) -> list[np.ndarray]:
+        return [getattr(self, name) for name in FIELDS] + list(self.columns.values())
+
+    def _keep(self, journal: Journal, slot: int) -> None:
+        """Before `slot` is written: keep its old row if it holds one a rollback must bring back."""
+        journal.written += 1
+        if slot < journal.size and journal.written <= self.capacity:  # later writes only overwrite rows kept already
+            journal.rows.append((slot, tuple(a[slot].copy() for a in self._row_arrays())))
+
+    def rollback(self, journal: Journal) -> None:
+        """Put the buffer back as it was when `journal` was made."""
+        arrays = self._row_arrays()
+        for slot, row in reversed(journal.rows):
+            for array, value in zip(arrays, row):
+                array[slot] = value
+        self.pos, self.size = journal.pos, journal.size
+        journal.rows.clear()
+        journal.written = 0
 
     def _gather(self, index: np.ndarray, weight: np.ndarray) -> Batch:
         return Batch(**{name: getattr(self, name)[index] for name in FIELDS}, weight=weight, index=index)
@@ -153,6 +224,11 @@ class PrioritizedReplayBuffer(ReplayBuffer):
 
     def _set(self, slots: np.ndarray, priority: np.ndarray | float) -> None:
         """Write raw priorities into `slots` and their ``p^alpha`` up the tree."""
+        if self._journal is not None:
+            journal = self._journal()
+            if journal is not None:
+                index = np.array(slots, dtype=np.int64).reshape(-1)
+                journal.priorities.append((index, self.priority[index].copy(), self._tree[index + self._leaves].copy()))
         self.priority[slots] = priority
         tree = self._tree
         if np.ndim(slots) == 0 or len(slots) == 1:  # one transition (the step-by-step path): a scalar climb
@@ -181,6 +257,21 @@ class PrioritizedReplayBuffer(ReplayBuffer):
         slot = super().append(obs, action, reward, done, next_obs, legal_mask, next_legal_mask)
         self._set(np.array([slot]), self.max_priority)
         return slot
+
+    def rollback(self, journal: Journal) -> None:
+        """Rows as `ReplayBuffer.rollback`; priorities and tree leaves back in reverse order, then the sums
+        above them recomputed (each is its children's sum, so the tree is as it was, bit for bit)."""
+        super().rollback(journal)
+        if journal.priorities:
+            for index, priority, leaf in reversed(journal.priorities):
+                self.priority[index] = priority
+                self._tree[index + self._leaves] = leaf
+            nodes = np.unique(np.concatenate([i for i, _, _ in journal.priorities])) + self._leaves
+            while len(nodes) and nodes[0] > 1:
+                nodes = np.unique(nodes >> 1)
+                self._tree[nodes] = self._tree[2 * nodes] + self._tree[2 * nodes + 1]
+            journal.priorities.clear()
+        self.max_priority = journal.max_priority
 
     def probabilities(self) -> np.ndarray:
         """``P(i) = p_i^alpha / sum_j p_j^alpha`` over the stored transitions ``[size]``."""

@@ -1,14 +1,14 @@
 """`ControlLearner`: the base of the single-agent off-policy learners (Rainbow, DDPG, TD3, SAC, HDDPG).
 
-Plain RL on a one-player game, stepped like every pbmarl object::
+Plain RL on a one-player game, a run like every other (`pbmarl.runs.Run`)::
 
-    learner = pb.SAC(pb.load_game("gym:Pendulum-v1"), seed=0)
+    learner = pb.SAC("gym:Pendulum-v1", seed=0)
     rec = learner.step()            # one round: env steps, mean episode return, losses, seconds
-    for rec in learner.run(20):     # 20 more rounds (a progress bar in a notebook or terminal)
-        ...
-    learner.history                 # one row per round
-    learner.evaluate(10)            # deterministic return over 10 fresh episodes
-    learner.save("runs/sac"); pb.SAC(game, seed=0).load("runs/sac")   # resumes exactly
+    learner.run(20)                 # 20 more rounds (a progress bar in a notebook or terminal)
+    learner.run()                   # on to the budget
+    learner.history                 # one row per round: return/0, loss/critic, time/round, updates, ...
+    learner.evaluate(10)            # a pb.EvalResult over 10 fresh episodes; training state untouched
+    learner.save("runs/sac"); pb.load_run("runs/sac")   # resumes exactly
 
 A round collects whole episodes (at least ``steps_per_round`` env steps), one env
 step at a time, taking ``gradient_steps`` updates every ``train_freq`` steps once
@@ -21,6 +21,10 @@ that reaches the budget: it stops at `stop_step` (the budget rounded up to a who
 ``train_freq``, right after the last burst, where Stable-Baselines3's ``learn`` stops),
 cutting its last episode, so every run ends on the same burst whatever its policy does.
 
+A round is all-or-nothing: an exception or a Ctrl-C anywhere inside it puts back the
+networks, optimisers, counters, random generators and the replay rows it overwrote
+(`snapshot` / `restore`; the buffer keeps only the rows a round overwrites, `ReplayBuffer.mark`).
+
 An algorithm fills in `_build` (networks, optimisers), `_act` (one action),
 `_update` (one gradient step, returning its losses), `_modules` (what `save` keeps)
 and `_policy` (the policy handed back).
@@ -28,7 +32,9 @@ and `_policy` (the policy handed back).
 With ``workers > 1`` a round runs on a parameter server (``sync`` "bsp", "asp" or "bap";
 `pbmarl.distributed.control_rounds`): workers with their own environments and replays push
 per-optimiser gradients, the server applies them and moves the targets. ``backend="ray"``
-makes the workers and the server Ray actors; `close()` stops them.
+makes the workers and the server Ray actors; `close()` stops them. A save, and a round
+undone, keep the learner's networks, optimisers and counts; the workers' replays and
+environments restart with the next round.
 
 The same learner is also an oracle (`best_response` / `respond`): on a one-player game
 it trains itself; built on a game of several seats it is an oracle only, and each
@@ -42,23 +48,28 @@ import contextlib
 import dataclasses
 import math
 import time
-from collections.abc import Iterator, Sequence
-from pathlib import Path
-from typing import Any, ClassVar
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
-import pandas as pd
 import torch
 
 from pbmarl.distributed.on_server import OnServer
 from pbmarl.games.base import Game
-from pbmarl.learners.buffers import Batch, PrioritizedReplayBuffer, ReplayBuffer
+from pbmarl.learners.buffers import Batch, PrioritizedReplayBuffer, ReplayBuffer, check_memory
 from pbmarl.learners.control_config import ControlConfig, ControlRecord, PrioritizedOptions
 from pbmarl.learners.nets import torch_threads
 from pbmarl.learners.recorded import Recorded
-from pbmarl.learners.step_env import EnvSource, StepEnv, episode_returns, single_agent_env
+from pbmarl.learners.step_env import EnvSource, StepEnv, evaluate_policy, single_agent_env, space_kind
 from pbmarl.policies.neural import bfloat16_products
 from pbmarl.protocols import BestResponse
+from pbmarl.runs import Run, build_config, check_seed
+from pbmarl.runs.config import is_int
+from pbmarl.runs.transaction import all_or_nothing
+
+if TYPE_CHECKING:  # pragma: no cover
+    from pbmarl.rollout.results import EvalResult
+    from pbmarl.runs import SavedRun, State
 
 __all__ = ["ControlConfig", "ControlLearner", "ControlRecord", "PrioritizedOptions", "EnvSource", "StepEnv", "single_agent_env"]
 
@@ -66,43 +77,45 @@ _BASE = frozenset(f.name for f in dataclasses.fields(ControlRecord))
 
 
 # -- the learner ----------------------------------------------------------------------
-class ControlLearner(Recorded, OnServer, abc.ABC):
+class ControlLearner(Run, Recorded, OnServer, abc.ABC):
     """Base of the step-by-step off-policy learners; see the module doc.
 
     Args:
         game: a one-player game or its name (``"gym:Pendulum-v1"``, ``"mdp:two_round_dmdp"``).
-        config: the algorithm's config dataclass; keyword options override its fields.
         seed: seeds networks, exploration, replay sampling and every episode's reset.
+        config: the algorithm's config dataclass; keyword options override its fields.
     """
 
     name: ClassVar[str] = "control"
     config_class: ClassVar[type[ControlConfig]] = ControlConfig
     record_class: ClassVar[type[ControlRecord]] = ControlRecord
+    history_columns: ClassVar[tuple[str, ...]] = ControlRecord.columns()
     #: the action spaces this algorithm supports: "box", "discrete" or both
     spaces: ClassVar[tuple[str, ...]] = ("box",)
+    records: list[ControlRecord]
 
-    def __init__(self, game: Game | str, *, config: ControlConfig | None = None, seed: int = 0,
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        cls.history_columns = cls.record_class.columns()
+
+    def __init__(self, game: Game | str, *, seed: int = 0, config: ControlConfig | None = None,
                  **options: Any) -> None:
-        from pbmarl.learners.registry import make_config
-
         if isinstance(game, str):
             from pbmarl.games.registry import load_game
 
             game = load_game(game)
         if not isinstance(game, Game):
             raise TypeError(f"game must be a pbmarl Game or a game name, got {type(game).__name__}: {game!r}")
-        if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
-            raise ValueError(f"seed must be a non-negative int, got {seed!r}")
         self.game = game
-        self.config: ControlConfig = make_config(  # type: ignore[assignment]
-            self.config_class, config, options, owner=type(self).__name__)
-        self.seed = int(seed)
+        self.config: ControlConfig = build_config(self.config_class, config, options, owner=type(self).__name__)
+        self.seed = check_seed(seed)
         self.rng = np.random.default_rng(self.seed)
         self.gen = torch.Generator().manual_seed(int(self.rng.integers(2**63 - 1)))
-        self.records: list[ControlRecord] = []
+        self.records = []
         self.env_steps = 0
         self.updates = 0
         self.episodes = 0
+        self.wall_time = 0.0
         #: a game of several seats: this learner is an oracle only (`best_response` trains a fresh one per seat)
         self.multi_seat = game.num_players > 1
         self.responses = 0
@@ -124,24 +137,14 @@ class ControlLearner(Recorded, OnServer, abc.ABC):
         self.replay = self._make_buffer()
 
     def _space_kind(self, space: Any, *, who: str = "") -> str:
-        from gymnasium import spaces
-
-        kind = "box" if isinstance(space, spaces.Box) else "discrete" if isinstance(space, spaces.Discrete) else None
-        if kind is None or kind not in self.spaces:
-            accepted = " or ".join(f"{s.capitalize() if s == 'box' else 'Discrete'}" for s in self.spaces)
-            alt = {"box": "SAC, DDPG, TD3 or HDDPG", "discrete": "Rainbow, SAC or DQN"}.get(kind or "", "")
-            raise ValueError(f"{type(self).__name__} needs {accepted} actions; {who}{self.game.name!r} has {space}"
-                             + (f" (try {alt})" if alt else ""))
+        kind, bounds, size = space_kind(space, self.spaces, who=f"{type(self).__name__}", where=f"{who}{self.game.name!r}")
+        if self.multi_seat:
+            return kind
         if kind == "box":
-            low, high = np.asarray(space.low), np.asarray(space.high)
-            if not (np.all(np.isfinite(low)) and np.all(np.isfinite(high))):
-                raise ValueError(f"{type(self).__name__} needs a bounded Box action space, got {space}")
-            if self.multi_seat:
-                return kind
-            self.act_low, self.act_high = low.astype(np.float32), high.astype(np.float32)
-            self.act_dim = int(np.prod(space.shape))
+            self.act_low, self.act_high = bounds
+            self.act_dim = size
         else:
-            self.num_actions = int(space.n)
+            self.num_actions = size
         return kind
 
     def _make_buffer(self) -> ReplayBuffer:
@@ -149,6 +152,8 @@ class ControlLearner(Recorded, OnServer, abc.ABC):
         cfg = self.config
         shape: tuple[int, ...] = (self.act_dim,) if self.space == "box" else ()
         dtype: type = np.float32 if self.space == "box" else np.int64
+        check_memory(cfg.buffer_size, self.obs_dim, int(np.prod(shape)), who=f"{type(self).__name__}'s replay on "
+                     f"{self.game.name!r}")
         if isinstance(cfg, PrioritizedOptions) and cfg.prioritized:
             return PrioritizedReplayBuffer(cfg.buffer_size, (self.obs_dim,), 1, alpha=cfg.priority_alpha,
                                            beta=cfg.priority_beta, action_shape=shape, action_dtype=dtype)
@@ -231,16 +236,18 @@ class ControlLearner(Recorded, OnServer, abc.ABC):
         """Whether the budget of environment steps is spent."""
         return self.env_steps >= self.config.budget
 
+    @all_or_nothing
     def step(self) -> ControlRecord:
         """One round: whole episodes until ``steps_per_round`` env steps (or the rest of the budget), updating
         as they come; the round that reaches the budget goes on to `stop_step` and ends there, mid-episode if
         need be (that episode's return is not in the record). A round asked for after the budget is spent
-        runs ``steps_per_round`` steps."""
-        self._one_seat("step()")
+        runs ``steps_per_round`` steps. All-or-nothing (see the module doc)."""
         cfg = self.config
-        if cfg.workers > 1:
-            return self._server_step()
         t0 = time.perf_counter()
+        if cfg.workers > 1:
+            from pbmarl.distributed.control_rounds import server_round
+
+            return self._record(t0, *server_round(self))
         returns: list[float] = []
         losses: dict[str, list[float]] = {}
         start = self.env_steps
@@ -268,35 +275,16 @@ class ControlLearner(Recorded, OnServer, abc.ABC):
 
     def _record(self, t0: float, returns: list[float], losses: dict[str, list[float]]) -> ControlRecord:
         """Append and return the record of the round that began at `t0`: its episodes' returns, its losses' means."""
+        seconds = time.perf_counter() - t0
         record = self.record_class(
-            task=0, player=0, round=len(self.records) + 1, learner_steps=self.env_steps, env_steps=self.env_steps,
-            episodes=len(returns), mean_return=_mean(returns), seconds=time.perf_counter() - t0,
-            updates=self.updates, loss=_mean(losses.get("loss")), **{
+            iteration=len(self.records) + 1, env_steps=self.env_steps, episodes=self.episodes,
+            wall_time=self.wall_time + seconds, mean_return=_mean(returns), loss=_mean(losses.get("loss")),
+            seconds=seconds, updates=self.updates, **{
                 f.name: _mean(losses.get(f.name)) for f in dataclasses.fields(self.record_class) if f.name not in _BASE},
         )
+        self.wall_time += seconds
         self.records.append(record)
         return record
-
-    def _server_step(self) -> ControlRecord:
-        """One round on the parameter server: rounds of `workers` jobs until ``steps_per_round`` env steps."""
-        from pbmarl.distributed.control_rounds import ControlRounds
-
-        cfg = self.config
-        t0 = time.perf_counter()
-        start = self.env_steps
-        goal = cfg.steps_per_round if self.done else min(cfg.steps_per_round, cfg.budget - self.env_steps)
-        returns: list[float] = []
-        losses: dict[str, list[float]] = {}
-        with torch_threads(cfg.num_threads):
-            if self._rounds is None:
-                self._rounds = ControlRounds(self)
-            while self.env_steps - start < goal:
-                done, stats = self._rounds.round(pull=False)
-                returns.extend(done)
-                for k, v in stats.items():
-                    losses.setdefault(k, []).append(v)
-            self._rounds.server.pull()  # networks, optimisers and `updates` back into this learner
-        return self._record(t0, returns, losses)
 
     def _episode(self, losses: dict[str, list[float]], stop: int | None = None) -> float | None:
         """One episode's return; None if it was cut at env step `stop` (its transitions are kept, the
@@ -323,65 +311,61 @@ class ControlLearner(Recorded, OnServer, abc.ABC):
                 return None
             obs = next_obs
 
-    def run(self, rounds: int | None = None, *, progress: bool | None = None) -> Iterator[ControlRecord]:
-        """Yield the records of `rounds` more rounds (default: until the budget is spent), with a progress bar.
+    # -- all-or-nothing ------------------------------------------------------------------
+    def snapshot(self) -> dict[str, Any]:
+        """What a round may change: counters, generators, copies of the networks' and optimisers' state, the
+        exploration state and a journal of the replay rows it will overwrite (`ReplayBuffer.mark`)."""
+        self._one_seat("step()")
+        return {"counters": (self.env_steps, self.updates, self.episodes, self.wall_time, len(self.records)),
+                "rng": self.rng.bit_generator.state, "gen": self.gen.get_state(), "replay": self.replay.mark(),
+                "modules": {k: _copy_state(m) for k, m in self._modules().items()}, "extra": self._snapshot_extra()}
 
-        The bar (tqdm, in a notebook or a terminal) shows env steps and the last mean return;
-        ``progress=False`` turns it off.
-        """
-        if rounds is not None and (isinstance(rounds, bool) or not isinstance(rounds, (int, np.integer))
-                                   or rounds < 1):
-            raise ValueError(f"rounds must be a positive int or None (until the budget), got {rounds!r}")
-        bar = _bar(progress, total=rounds if rounds is not None else self.config.budget,
-                   desc=type(self).__name__, initial=0 if rounds is not None else min(self.env_steps,
-                                                                                     self.config.budget))
-        n = 0
-        try:
-            while (rounds is None and not self.done) or (rounds is not None and n < rounds):
-                before = self.env_steps
-                rec = self.step()
-                n += 1
-                if bar is not None:
-                    bar.update(1 if rounds is not None else min(rec.env_steps, self.config.budget)
-                               - min(before, self.config.budget))
-                    bar.set_postfix(steps=rec.env_steps, ret=f"{rec.mean_return:.4g}")
-                yield rec
-        finally:
-            if bar is not None:
-                bar.close()
+    def restore(self, state: Any) -> None:
+        """Put back what `snapshot` kept; a parameter server restarts from it with the next round."""
+        self.env_steps, self.updates, self.episodes, self.wall_time, n = state["counters"]
+        del self.records[n:]
+        self.rng.bit_generator.state = state["rng"]
+        self.gen.set_state(state["gen"])
+        self.replay.rollback(state["replay"])
+        for name, module in self._modules().items():
+            module.load_state_dict(state["modules"][name])
+        self._restore_extra(state["extra"])
+        OnServer.close(self)
 
-    def train(self, *, progress: bool | None = False) -> pd.DataFrame:
-        """Run until the budget is spent; returns `history`."""
-        for _ in self.run(progress=progress):
-            pass
-        return self.history
+    def _snapshot_extra(self) -> Any:
+        """What else a round changes beside networks, optimisers, replay, counters and generators
+        (default: `_extra_arrays`, the exploration noise)."""
+        return self._extra_arrays()
+
+    def _restore_extra(self, extra: Any) -> None:
+        self._load_extra_arrays(extra)
 
     # -- using the result ----------------------------------------------------------------
     def act(self, obs: np.ndarray, *, deterministic: bool = True) -> np.ndarray | int:
-        """The learner's action for one observation (greedy / mean action when `deterministic`)."""
+        """The learner's action for one observation (greedy / mean action when `deterministic`); exploring
+        (``deterministic=False``) draws from the learner's own generators, as a training step does."""
         self._one_seat("act()")
         with torch.no_grad(), torch_threads(self.config.num_threads):
             return self._act(torch.as_tensor(np.asarray(obs, np.float32)).view(1, -1), deterministic=deterministic)
 
-    def evaluate(self, episodes: int | None = None, *, deterministic: bool = True, seed: int | None = None
-                 ) -> dict[str, float]:
-        """Mean return (and its standard error) over fresh episodes; training state is untouched.
+    def evaluate(self, episodes: int = 100, *, seed: int = 0, deterministic: bool = False) -> EvalResult:
+        """Return over `episodes` fresh episodes of a copy of the policy (`policy`), indexed by player 0.
 
-        Episode seeds come from `seed` (default: derived from the learner's seed and
-        its env steps), never from the training generator, so evaluating does not
-        change the rest of the run.
+        Episode resets come from `seed`, exploring actions (``deterministic=False``) from a generator of its
+        own, so evaluating never changes the run.
         """
         self._one_seat("evaluate() of its own (respond() evaluates each answer)")
-        episodes = self.config.eval_episodes if episodes is None else episodes
-        if isinstance(episodes, bool) or not isinstance(episodes, (int, np.integer)) or episodes < 1:
+        if not is_int(episodes) or episodes < 1:
             raise ValueError(f"episodes must be a positive int, got {episodes!r}")
-        rng = np.random.default_rng([self.seed, self.env_steps, 7] if seed is None else seed)
-        saved_gen = self.gen.get_state()
-        r = np.asarray(episode_returns(self.game, lambda obs: self.act(obs, deterministic=deterministic),
-                                       int(episodes), rng))
-        self.gen.set_state(saved_gen)
-        return {"mean": float(r.mean()), "stderr": float(r.std(ddof=1) / np.sqrt(len(r))) if len(r) > 1 else 0.0,
-                "episodes": float(len(r))}
+        seed = check_seed(seed)
+        return self._evaluate(int(episodes), np.random.default_rng(seed), deterministic=deterministic,
+                              acting=np.random.default_rng([seed, 1]))
+
+    def _evaluate(self, episodes: int, rng: np.random.Generator, *, deterministic: bool,
+                  acting: np.random.Generator | None = None) -> EvalResult:
+        with torch_threads(self.config.num_threads):
+            return evaluate_policy(self.game, self._policy(), episodes, rng, deterministic=deterministic,
+                                   acting=acting if acting is not None else np.random.default_rng(0))
 
     def policy(self) -> Any:
         """The trained policy, as a copy (training goes on unaffected)."""
@@ -405,10 +389,17 @@ class ControlLearner(Recorded, OnServer, abc.ABC):
         return control_best_response(self, player, opponents, budget)
 
     def respond(self, player: int, opponents: Sequence[Any] = (None,)) -> BestResponse:
-        """The `Oracle` seam: `best_response` with the config's budget; ``BestResponse(policy, value, env_steps)``."""
-        from pbmarl.learners.seat_oracle import control_respond
+        """The `Oracle` seam: `best_response` with the config's budget; ``BestResponse(policy, value, env_steps)``,
+        the value over ``eval_episodes`` deterministic episodes seeded by the seed and the env steps."""
+        from pbmarl.learners.seat_oracle import answer_in_seat
 
-        return control_respond(self, player, opponents)
+        if self.multi_seat:
+            return answer_in_seat(self, player, opponents, None)
+        before = self.env_steps
+        policy = self.best_response(player, opponents)
+        rng = np.random.default_rng([self.seed, self.env_steps, 7])
+        value = self._evaluate(int(self.config.eval_episodes), rng, deterministic=True).mean[0]
+        return BestResponse(policy, float(value), int(self.env_steps - before))
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.game.name!r}, seed={self.seed}, env_steps={self.env_steps})"
@@ -421,43 +412,78 @@ class ControlLearner(Recorded, OnServer, abc.ABC):
 
     # -- files -------------------------------------------------------------------------
     def _extra_arrays(self) -> dict[str, np.ndarray]:
-        """Arrays beside the replay buffer that `save` keeps (Rainbow's n-step discounts)."""
+        """Arrays beside the networks and the replay that a save keeps (exploration noise)."""
         return {}
 
     def _load_extra_arrays(self, arrays: dict[str, np.ndarray]) -> None:
         """Restore what `_extra_arrays` returned."""
 
-    def save(self, folder: str | Path) -> Path:
-        """Write the whole state into `folder` (each file atomically, ``learner.json`` last;
-        `pbmarl.learners.control_files`)."""
-        from pbmarl.learners.control_files import save_learner
+    def _extra_names(self) -> tuple[str, ...]:
+        """The names `_extra_arrays` may return under this config (what a load accepts)."""
+        return ()
+
+    def state(self) -> State:
+        """Networks and optimisers (``<name>.pt``), the replay and the exploration state (arrays), counters,
+        generators and records (JSON): everything the next round reads."""
+        from pbmarl.games.registry import game_spec
+        from pbmarl.runs import State
 
         self._one_seat("save()")
-        return save_learner(self, folder)
+        arrays = {f"replay_{k}": v for k, v in self.replay.state_arrays().items()}
+        extra = self._extra_arrays()
+        arrays.update({f"extra_{k}": v for k, v in extra.items()})
+        arrays["torch_generator"] = self.gen.get_state().numpy()
+        data = {"env_steps": self.env_steps, "updates": self.updates, "episodes": self.episodes,
+                "wall_time": self.wall_time, "responses": self.responses, "rng": self.rng.bit_generator.state,
+                "extra": sorted(extra), "records": [dataclasses.asdict(r) for r in self.records]}
+        return State(data=data, arrays=arrays, modules={k: m.state_dict() for k, m in self._modules().items()},
+                     config=self.config.to_dict(), seed=self.seed, game=game_spec(self.game))
 
-    def load(self, folder: str | Path) -> ControlLearner:
-        """Restore what `save` wrote into this learner (built with the same spec); returns self."""
-        from pbmarl.learners.control_files import load_learner
+    @classmethod
+    def from_state(cls, saved: SavedRun, **overrides: Any) -> ControlLearner:
+        """A fresh learner built from the saved config (with `overrides`: ``game=`` for a game that is not
+        in the registry, or config fields such as ``budget``), then filled with the saved state; a folder
+        that does not fit is refused with a `RunFolderError` and nothing is built."""
+        from pbmarl.runs import RunFolderError
 
-        load_learner(self, folder)
-        self.close()  # a parameter server (workers > 1) restarts from the loaded state
-        return self
+        game = overrides.pop("game", None)
+        run = cls(game if game is not None else saved.game(), seed=saved.seed, **{**saved.config, **overrides})
+        data = saved.data
+        extra = data.get("extra", [])
+        if not isinstance(extra, list) or not set(extra) <= set(run._extra_names()):
+            raise RunFolderError(f"{str(saved.state_dir)!r}: extra arrays {extra!r}; a {cls.__name__} with this "
+                                 f"config keeps some of {list(run._extra_names())}")
+        replay = {k: (None, "fiub") for k in run.replay.state_arrays()}
+        arrays = saved.arrays({**{f"replay_{k}": s for k, s in replay.items()}, "torch_generator": (None, "u"),
+                               **{f"extra_{k}": (None, "f") for k in extra}})
+        try:
+            for name, module in run._modules().items():
+                module.load_state_dict(saved.module(name))
+            run.replay.load_state_arrays({k: arrays[f"replay_{k}"] for k in replay})
+            run._load_extra_arrays({k: arrays[f"extra_{k}"] for k in extra})
+            run.gen.set_state(torch.from_numpy(arrays["torch_generator"].copy()))
+            run.rng.bit_generator.state = data["rng"]
+            run.env_steps, run.updates, run.episodes, run.responses = (
+                int(data[k]) for k in ("env_steps", "updates", "episodes", "responses"))
+            run.wall_time = float(data["wall_time"])
+            run.records = [cls.record_class(**r) for r in data["records"]]
+        except (KeyError, TypeError, ValueError, RuntimeError) as exc:
+            raise RunFolderError(f"{str(saved.state_dir)!r} does not fit a {cls.__name__} built from its config: "
+                                 f"{str(exc).splitlines()[0] if str(exc) else type(exc).__name__}") from None
+        return run
+
+    def close(self) -> None:
+        """Stop the parameter server's workers and server (``workers > 1``); the next round starts fresh ones."""
+        OnServer.close(self)
 
 
-def _bar(progress: bool | None, *, total: int, desc: str, initial: int) -> Any:
-    if progress is False:
-        return None
-    try:
-        from tqdm.auto import tqdm
-    except ImportError:  # pragma: no cover - tqdm ships with the notebook extra
-        return None
-    return tqdm(total=total, desc=desc, initial=initial, disable=progress is None and not _interactive())
+def _copy_state(entry: Any) -> dict[str, Any]:
+    """A copy of a network's or an optimiser's ``state_dict`` that later steps do not change."""
+    if isinstance(entry, torch.optim.Optimizer):
+        import copy
 
-
-def _interactive() -> bool:
-    import sys
-
-    return bool(getattr(sys.stderr, "isatty", lambda: False)()) or "ipykernel" in sys.modules
+        return copy.deepcopy(entry.state_dict())
+    return {k: v.detach().clone() for k, v in entry.state_dict().items()}
 
 
 def _mean(values: list[float] | None) -> float:

@@ -2,28 +2,25 @@
 
 `ControlConfig` holds what every one of them reads (networks, replay, the update
 schedule); `PrioritizedOptions` the replay choice of those that run with or without
-prioritised replay; `ControlRecord` is one round of `ControlLearner.step()`.
+prioritised replay; `ControlRecord` is one round of `ControlLearner.step()`, one history row.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import dataclass
-from typing import ClassVar
+from typing import Any, ClassVar
 
 from pbmarl.distributed.options import ParallelOptions
-from pbmarl.learners.base import (
-    FLAG,
-    NON_NEGATIVE_INT,
-    POSITIVE,
-    POSITIVE_INT,
-    UNIT,
-    LearnerConfig,
-    Rule,
-    StepRecord,
-)
+from pbmarl.learners.config import LearnerConfig
+from pbmarl.runs.config import FLAG, NON_NEGATIVE_INT, POSITIVE, POSITIVE_INT, UNIT, Rule
+from pbmarl.runs.records import Record, shared_row
 
-__all__ = ["PRECISIONS", "TAU", "ControlConfig", "ControlRecord", "PrioritizedOptions"]
+__all__ = ["MAX_BUFFER", "PRECISIONS", "TAU", "ControlConfig", "ControlRecord", "PrioritizedOptions"]
+
+#: the largest `ControlConfig.buffer_size` accepted (a buffer is allocated whole when the learner is built)
+MAX_BUFFER = 100_000_000
 
 #: the accepted values of `ControlConfig.matmul_precision`
 PRECISIONS = ("float32", "bfloat16", "medium")
@@ -86,10 +83,17 @@ class ControlConfig(LearnerConfig, ParallelOptions):
     float32. ``benchmarks/control.py --matmul-precision`` measures it against SB3."""
 
     checks: ClassVar[dict[str, Rule]] = {
-        "buffer_size": POSITIVE_INT, "batch_size": POSITIVE_INT, "learning_starts": NON_NEGATIVE_INT,
-        "train_freq": POSITIVE_INT, "gradient_steps": NON_NEGATIVE_INT, "tau": TAU, "eval_episodes": POSITIVE_INT,
+        "buffer_size": (lambda v: POSITIVE_INT[0](v) and v <= MAX_BUFFER, f"a positive int up to {MAX_BUFFER:,}"),
+        "batch_size": POSITIVE_INT, "learning_starts": NON_NEGATIVE_INT,
+        "train_freq": POSITIVE_INT, "gradient_steps": POSITIVE_INT, "tau": TAU, "eval_episodes": POSITIVE_INT,
         "lr": POSITIVE, "matmul_precision": (lambda v: v in PRECISIONS, f"one of {PRECISIONS}"),
     }
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        if self.buffer_size < self.batch_size:
+            raise ValueError(f"buffer_size ({self.buffer_size}) must be at least batch_size ({self.batch_size}): "
+                             "every minibatch is drawn from the replay")
 
 
 @dataclass(frozen=True)
@@ -107,9 +111,57 @@ class PrioritizedOptions:
     checks: ClassVar[dict[str, Rule]] = {"prioritized": FLAG, "priority_alpha": UNIT, "priority_beta": UNIT}
 
 
-@dataclass(frozen=True)
-class ControlRecord(StepRecord):
-    """One round of a control learner: the shared statistics plus its update counters."""
+#: the record fields that make the shared columns (the rest are the algorithm's own)
+_SHARED = ("iteration", "env_steps", "episodes", "wall_time", "mean_return", "loss", "seconds")
 
+
+@dataclass(frozen=True)
+class ControlRecord(Record):
+    """One round of a control learner: one history row (`as_row`).
+
+    Columns: ``iteration``, ``env_steps``, ``episodes`` (cumulative), ``wall_time`` (cumulative seconds),
+    ``return/0`` (`mean_return`), ``loss/<loss_name>`` (`loss`) and the algorithm's other losses
+    (`loss_fields`), ``time/round`` (`seconds`), ``updates``, then the algorithm's own fields.
+    """
+
+    iteration: int
+    """The round, from 1."""
+    env_steps: int
+    """Environment steps taken so far."""
+    episodes: int
+    """Episodes finished so far."""
+    wall_time: float
+    """Seconds of stepping so far (kept across save and load)."""
+    mean_return: float
+    """Mean return of the episodes that finished this round (behaviour policy; NaN if none): ``return/0``."""
+    loss: float
+    """The main loss (`loss_name`), averaged over the round's updates (NaN if none)."""
+    seconds: float
+    """Wall time of the round: ``time/round``."""
     updates: int
     """Gradient steps taken so far."""
+
+    #: the column of `loss`: ``loss/<loss_name>``
+    loss_name: ClassVar[str] = "critic"
+    #: the algorithm's other losses: field -> ``loss/<name>``
+    loss_fields: ClassVar[dict[str, str]] = {}
+
+    def as_row(self) -> dict[str, Any]:
+        losses = {self.loss_name: self.loss, **{col: getattr(self, f) for f, col in self.loss_fields.items()}}
+        own = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)
+               if f.name not in _SHARED and f.name not in self.loss_fields}
+        return shared_row(iteration=self.iteration, env_steps=self.env_steps, episodes=self.episodes,
+                          wall_time=self.wall_time, returns={0: self.mean_return}, losses=losses,
+                          times={"round": self.seconds}, extra=own)
+
+    @classmethod
+    def columns(cls) -> tuple[str, ...]:
+        """The history columns of this record class (an empty history shows them)."""
+        own = [f.name for f in dataclasses.fields(cls) if f.name not in _SHARED and f.name not in cls.loss_fields]
+        return ("iteration", "env_steps", "episodes", "wall_time", "return/0", f"loss/{cls.loss_name}",
+                *(f"loss/{c}" for c in cls.loss_fields.values()), "time/round", *own)
+
+    @classmethod
+    def losses(cls) -> dict[str, str]:
+        """The keys of the update's losses (what `_update` returns) that are record fields, by field."""
+        return {"loss": "loss", **{f: f for f in cls.loss_fields}}

@@ -12,9 +12,9 @@ Exploration adds Gaussian or Ornstein-Uhlenbeck noise (scaled to half the action
 range) to ``mu(s)`` and clips to the Box. `HDDPG` and `TD3` build on this file.
 
 Example:
-    >>> learner = pb.DDPG(pb.load_game("gym:Pendulum-v1"), seed=0, noise="ornstein_uhlenbeck")
-    >>> history = learner.train()              # 20,000 env steps  # doctest: +SKIP
-    >>> learner.evaluate(10)["mean"]           # doctest: +SKIP
+    >>> learner = pb.DDPG("gym:Pendulum-v1", seed=0, noise="ornstein_uhlenbeck")
+    >>> records = learner.run()                # 20,000 env steps  # doctest: +SKIP
+    >>> learner.evaluate(10, deterministic=True).mean[0]   # doctest: +SKIP
 """
 
 from __future__ import annotations
@@ -26,7 +26,6 @@ from typing import Any, ClassVar
 import numpy as np
 import torch
 
-from pbmarl.learners.base import NON_NEGATIVE, POSITIVE, Rule
 from pbmarl.learners.buffers import Batch
 from pbmarl.learners.control import ControlConfig, ControlLearner, ControlRecord, PrioritizedOptions
 from pbmarl.learners.critics import Critic, Critics
@@ -34,6 +33,7 @@ from pbmarl.learners.nets import adam, frozen, seeded, to_tensor
 from pbmarl.learners.rl_math import Polyak
 from pbmarl.policies.continuous import DeterministicPolicy
 from pbmarl.policies.noise import Noise, Normal, OrnsteinUhlenbeck
+from pbmarl.runs.config import NON_NEGATIVE, POSITIVE, Rule
 
 NOISES = ("normal", "ornstein_uhlenbeck", "none")
 
@@ -65,12 +65,14 @@ class DDPGConfig(ControlConfig, PrioritizedOptions):
 
 @dataclass(frozen=True)
 class DDPGRecord(ControlRecord):
-    """One DDPG round; `loss` is the critic's."""
+    """One DDPG round: ``loss/critic`` (`loss`), ``loss/actor``, then ``q_mean``."""
 
     actor_loss: float
-    """Mean of ``-Q(s, mu(s))`` over the round's updates."""
+    """Mean of ``-Q(s, mu(s))`` over the round's updates: ``loss/actor``."""
     q_mean: float
     """Mean Q of the replayed actions."""
+
+    loss_fields: ClassVar[dict[str, str]] = {"actor_loss": "actor"}
 
 
 class DDPG(ControlLearner):
@@ -172,6 +174,10 @@ class DDPG(ControlLearner):
     def _modules(self) -> dict[str, Any]:
         return {"actor": self.actor.net, "critics": self.critics, "actor_target": self.actor_target,
                 "critics_target": self.critics_target, "actor_opt": self.actor_opt, "critic_opt": self.critic_opt}
+
+    def _extra_names(self) -> tuple[str, ...]:
+        noise = self.actor.noise
+        return tuple(f"noise_{k}" for k in noise.arrays()) if noise is not None else ()
 
     def _extra_arrays(self) -> dict[str, np.ndarray]:
         noise = self.actor.noise

@@ -15,8 +15,8 @@ network follows the online one every ``target_update_interval`` updates (Polyak
 with ``tau``; the default 1 is a hard copy).
 
 Example:
-    >>> learner = pb.Rainbow(pb.load_game("gym:CartPole-v1"), seed=0, v_max=100.0)
-    >>> history = learner.train()              # doctest: +SKIP
+    >>> learner = pb.Rainbow("gym:CartPole-v1", seed=0, v_max=100.0)
+    >>> records = learner.run()                # to the budget  # doctest: +SKIP
     >>> ablation = pb.Rainbow("gym:CartPole-v1", seed=0, noisy=False, distributional=False)
 """
 
@@ -32,12 +32,13 @@ import torch
 import torch.nn.functional as F
 
 from pbmarl.games.base import Game
-from pbmarl.learners.base import FLAG, POSITIVE, POSITIVE_INT, UNIT, Rule, _is_real
 from pbmarl.learners.buffers import Batch
 from pbmarl.learners.control import ControlConfig, ControlLearner, ControlRecord, PrioritizedOptions
 from pbmarl.learners.nets import RainbowNet, adam, clip_grad_norm, seeded, to_tensor
 from pbmarl.learners.rl_math import c51_projection, linear_schedule, nstep_targets, soft_update
 from pbmarl.policies.base import Policy
+from pbmarl.runs.config import FLAG, POSITIVE, POSITIVE_INT, UNIT, Rule
+from pbmarl.runs.config import is_real as _is_real
 
 
 @dataclass(frozen=True)
@@ -103,12 +104,14 @@ class RainbowConfig(ControlConfig, PrioritizedOptions):
 
 @dataclass(frozen=True)
 class RainbowRecord(ControlRecord):
-    """One Rainbow round; `loss` is the TD (or cross-entropy) loss."""
+    """One Rainbow round: ``loss/td`` (`loss`: the TD loss, or C51's cross-entropy), then ``q_mean`` and ``epsilon``."""
 
     q_mean: float
     """Mean Q of the replayed actions."""
     epsilon: float
     """Exploration rate (0 with noisy nets)."""
+
+    loss_name: ClassVar[str] = "td"
 
 
 class Rainbow(ControlLearner):
@@ -144,6 +147,11 @@ class Rainbow(ControlLearner):
         self._window: list[tuple[np.ndarray, int, float]] = []
         self.net.reset_noise(self.gen)
         self.target.reset_noise(self.gen)
+
+    def _make_buffer(self) -> Any:
+        replay = super()._make_buffer()
+        replay.columns["discount"] = self.discount  # a round undone puts back the discounts it overwrote too
+        return replay
 
     # -- acting ----------------------------------------------------------------------------
     def q_values(self, out: torch.Tensor) -> torch.Tensor:
@@ -317,6 +325,15 @@ class Rainbow(ControlLearner):
     # -- state -----------------------------------------------------------------------------
     def _modules(self) -> dict[str, Any]:
         return {"net": self.net, "target": self.target, "optimizer": self.optimizer}
+
+    def _snapshot_extra(self) -> Any:
+        return list(self._window)  # (the discounts are replay columns: the replay's journal keeps them)
+
+    def _restore_extra(self, extra: Any) -> None:
+        self._window = list(extra)
+
+    def _extra_names(self) -> tuple[str, ...]:
+        return ("discount",)
 
     def _extra_arrays(self) -> dict[str, np.ndarray]:
         return {"discount": self.discount[: len(self.replay)].copy()}

@@ -15,10 +15,16 @@ expectations over ``a'`` and ``a`` are exact sums under ``pi``; ``H_target =
 (Box) or the most likely action (Discrete).
 
 Example:
-    >>> learner = pb.SAC(pb.load_game("gym:Pendulum-v1"), seed=0)
-    >>> rec = learner.step()                   # 1,000 env steps  # doctest: +SKIP
-    >>> for rec in learner.run(19): pass       # doctest: +SKIP
-    >>> learner.evaluate(10)["mean"]           # doctest: +SKIP
+    >>> learner = pb.SAC("gym:Pendulum-v1", seed=0, budget=400, steps_per_round=200, hidden=(16, 16),
+    ...                  batch_size=16, learning_starts=100)
+    >>> rec = learner.step()                   # 200 env steps
+    >>> rec.iteration, rec.env_steps
+    (1, 200)
+    >>> records = learner.run()                # on to the budget
+    >>> list(learner.history.columns[:6])
+    ['env_steps', 'episodes', 'wall_time', 'return/0', 'loss/critic', 'loss/actor']
+    >>> learner.evaluate(2, deterministic=True).episodes
+    2
 """
 
 from __future__ import annotations
@@ -32,7 +38,6 @@ import numpy as np
 import torch
 from torch import nn
 
-from pbmarl.learners.base import FLAG, POSITIVE, Rule, _is_int, _is_real
 from pbmarl.learners.buffers import Batch
 from pbmarl.learners.control import ControlConfig, ControlLearner, ControlRecord
 from pbmarl.learners.critics import Critic, Critics, EnsembleMLP
@@ -40,6 +45,9 @@ from pbmarl.learners.nets import adam, build_mlp, frozen, seeded, to_tensor
 from pbmarl.learners.rl_math import Polyak
 from pbmarl.policies.continuous import GaussianPolicy
 from pbmarl.policies.neural import MLPPolicy
+from pbmarl.runs.config import FLAG, POSITIVE, Rule
+from pbmarl.runs.config import is_int as _is_int
+from pbmarl.runs.config import is_real as _is_real
 
 
 @dataclass(frozen=True)
@@ -75,14 +83,16 @@ class SACConfig(ControlConfig):
 
 @dataclass(frozen=True)
 class SACRecord(ControlRecord):
-    """One SAC round; `loss` is the critics'."""
+    """One SAC round: ``loss/critic`` (`loss`, the critics'), ``loss/actor``, then ``alpha`` and ``entropy``."""
 
     actor_loss: float
-    """Mean actor loss over the round's updates."""
+    """Mean actor loss over the round's updates: ``loss/actor``."""
     alpha: float
     """Mean entropy temperature."""
     entropy: float
     """Mean policy entropy estimate (``-log pi`` of sampled actions, or the exact sum for Discrete)."""
+
+    loss_fields: ClassVar[dict[str, str]] = {"actor_loss": "actor"}
 
 
 class SAC(ControlLearner):
@@ -201,6 +211,9 @@ class SAC(ControlLearner):
         return {"actor": self.actor, "critics": self.critics, "critics_target": self.critics_target, **sde,
                 "log_alpha": _ParamBox(self.log_alpha), "actor_opt": self.actor_opt,
                 "critic_opt": self.critic_opt, "alpha_opt": self.alpha_opt}
+
+    def _extra_names(self) -> tuple[str, ...]:
+        return ("sde_noise_weights",) if self.config.sde else ()
 
     def _extra_arrays(self) -> dict[str, np.ndarray]:
         weights = self.gaussian.noise_weights if self.config.sde else None

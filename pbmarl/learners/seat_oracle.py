@@ -32,7 +32,7 @@ from pbmarl.protocols import BestResponse
 if TYPE_CHECKING:
     from pbmarl.learners.control import ControlLearner
 
-__all__ = ["control_best_response", "control_respond", "respond_in_seat", "seat_game"]
+__all__ = ["answer_in_seat", "control_best_response", "respond_in_seat", "seat_game"]
 
 
 def seat_game(game: Game, *, who: str = "a control learner") -> Game:
@@ -114,27 +114,18 @@ def control_best_response(learner: ControlLearner, player: int, opponents: Seque
         if isinstance(budget, bool) or not isinstance(budget, (int, np.integer)) or budget < 1:
             raise ValueError(f"budget must be a positive int (env steps), got {budget!r}")
     if learner.multi_seat:
-        return _answer_in_seat(learner, player, opponents, budget).policy
+        return answer_in_seat(learner, player, opponents, budget).policy
     learner.game.check_player(player)
     if any(o is not None for i, o in enumerate(opponents) if i != player):
         raise ValueError(f"{type(learner).__name__} trains on one-player games; got opponents {opponents!r}")
     if budget is not None:
         learner.config = dataclasses.replace(learner.config, budget=learner.env_steps + int(budget))
-    learner.train()
+    learner.run(progress=False)
     return learner.policy()
 
 
-def control_respond(learner: ControlLearner, player: int, opponents: Sequence[Any]) -> BestResponse:
-    """`ControlLearner.respond`: `control_best_response` with the config's budget, and the answer's value."""
-    if learner.multi_seat:
-        return _answer_in_seat(learner, player, opponents, None)
-    before = learner.env_steps
-    policy = learner.best_response(player, opponents)
-    value = learner.evaluate(learner.config.eval_episodes)["mean"]
-    return BestResponse(policy, float(value), int(learner.env_steps - before))
-
-
-def _answer_in_seat(learner: ControlLearner, player: int, opponents: Sequence[Any], budget: int | None) -> BestResponse:
+def answer_in_seat(learner: ControlLearner, player: int, opponents: Sequence[Any], budget: int | None) -> BestResponse:
+    """A multi-seat learner's answer for seat `player` (`respond_in_seat` with a fresh seed per answer)."""
     answer = respond_in_seat(learner, player, opponents, budget=int(budget or learner.config.budget),
                              seed=learner.seed + learner.responses)
     learner.responses += 1

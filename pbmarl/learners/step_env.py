@@ -8,13 +8,16 @@ reset seed, so a seeded reset always replays the same episode for the same actio
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 import numpy as np
 
 from pbmarl.games.base import Game
 
-__all__ = ["EnvSource", "StepEnv", "episode_returns", "single_agent_env"]
+if TYPE_CHECKING:  # pragma: no cover
+    from pbmarl.rollout.results import EvalResult
+
+__all__ = ["EnvSource", "StepEnv", "episode_returns", "evaluate_policy", "single_agent_env", "space_kind"]
 
 
 @runtime_checkable
@@ -76,16 +79,56 @@ def single_agent_env(game: Game, *, who: str) -> StepEnv:
     return StepEnv(game)
 
 
-def episode_returns(game: Game, act: Callable[[np.ndarray], Any], episodes: int, rng: np.random.Generator) -> list[float]:
-    """The returns of `episodes` fresh episodes of one-player `game`, played by `act` (observation -> action),
-    each reset with a seed drawn from `rng`."""
+def space_kind(space: Any, accepted: tuple[str, ...], *, who: str, where: str) -> tuple[str, Any, int]:
+    """``(kind, bounds, size)`` of an action space `who` accepts (`accepted`: "box", "discrete"): a bounded Box
+    gives ``((low, high), dim)`` as float32, a Discrete ``(None, n)``; anything else is a ValueError naming
+    `where` (the game) and the learners that would take it."""
+    from gymnasium import spaces
+
+    kind = "box" if isinstance(space, spaces.Box) else "discrete" if isinstance(space, spaces.Discrete) else None
+    if kind is None or kind not in accepted:
+        wanted = " or ".join("Box" if s == "box" else "Discrete" for s in accepted)
+        alt = {"box": "SAC, DDPG, TD3 or HDDPG", "discrete": "Rainbow, SAC or DQN"}.get(kind or "", "")
+        raise ValueError(f"{who} needs {wanted} actions; {where} has {space}" + (f" (try {alt})" if alt else ""))
+    if kind == "discrete":
+        return kind, None, int(space.n)
+    low, high = np.asarray(space.low), np.asarray(space.high)
+    if not (np.all(np.isfinite(low)) and np.all(np.isfinite(high))):
+        raise ValueError(f"{who} needs a bounded Box action space, got {space}")
+    return kind, (low.astype(np.float32), high.astype(np.float32)), int(np.prod(space.shape))
+
+
+def episode_returns(game: Game, act: Callable[[np.ndarray], Any], episodes: int, rng: np.random.Generator
+                    ) -> tuple[list[float], list[int]]:
+    """The returns and lengths of `episodes` fresh episodes of one-player `game`, played by `act`
+    (observation -> action), each reset with a seed drawn from `rng`."""
     env = StepEnv(game)
-    returns = []
+    returns, lengths = [], []
     for _ in range(int(episodes)):
-        obs, total, over = env.reset(int(rng.integers(2**31))), 0.0, False
+        obs, total, over, n = env.reset(int(rng.integers(2**31))), 0.0, False, 0
         while not over:
             obs, reward, term, trunc = env.step(act(obs))
             total += reward
             over = term or trunc
+            n += 1
         returns.append(total)
-    return returns
+        lengths.append(n)
+    return returns, lengths
+
+
+def evaluate_policy(game: Game, policy: Any, episodes: int, rng: np.random.Generator, *, deterministic: bool,
+                    acting: np.random.Generator) -> EvalResult:
+    """`policy` (a `Policy`: one row per call) on `episodes` fresh episodes of one-player `game`: resets
+    seeded from `rng`, exploring actions drawn with `acting`; a `pb.EvalResult` indexed by player 0."""
+    import time
+
+    from pbmarl.rollout.results import EvalResult
+
+    space = game.action_space(0)
+    legal = np.ones((1, int(space.n)), bool) if hasattr(space, "n") else None
+    t0 = time.perf_counter()
+    returns, lengths = episode_returns(game, lambda obs: policy.act(
+        np.asarray(obs, np.float32).reshape(1, -1), legal, acting, deterministic=deterministic).action[0],
+        episodes, rng)
+    return EvalResult.from_returns(np.asarray(returns, float)[:, None], np.asarray(lengths), int(sum(lengths)),
+                                   time.perf_counter() - t0, keep=False)

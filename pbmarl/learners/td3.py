@@ -10,8 +10,8 @@ The three changes to `DDPG`, each one line of the update:
 
 Example:
     >>> learner = pb.TD3(pb.load_game("gym:Pendulum-v1"), seed=0, budget=20_000)
-    >>> history = learner.train()              # doctest: +SKIP
-    >>> learner.evaluate(10)["mean"]           # doctest: +SKIP
+    >>> records = learner.run()                # to the budget  # doctest: +SKIP
+    >>> learner.evaluate(10, deterministic=True).mean[0]   # doctest: +SKIP
 """
 
 from __future__ import annotations
@@ -21,8 +21,8 @@ from typing import ClassVar
 
 import torch
 
-from pbmarl.learners.base import NON_NEGATIVE, POSITIVE_INT, Rule
 from pbmarl.learners.ddpg import DDPG, DDPGConfig
+from pbmarl.runs.config import NON_NEGATIVE, POSITIVE_INT, Rule
 
 
 @dataclass(frozen=True)
