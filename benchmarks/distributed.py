@@ -67,7 +67,7 @@ def run_pbmarl(kind: str, env: str, actors: int, backend: str, seconds: float, s
 
     game, opponents = make_game(env)
     common = {"backend": backend, "steps_per_round": 256, "num_envs": 8, "hidden": (64, 64), "gamma": 0.99,
-              "budget": 10**9, "seed": seed}
+              "budget": 10**9, "seed": seed, "opponents": opponents}
     if kind == "impala":
         learner: Any = pb.IMPALA(game, actors=actors, lr=3e-3, **common)
     else:
@@ -76,7 +76,6 @@ def run_pbmarl(kind: str, env: str, actors: int, backend: str, seconds: float, s
         if env == "CartPole-v1":  # rl-zoo's CartPole DQN sizes, with its 128 updates per 256 env steps as a ratio
             options = {**options, **APEX_CARTPOLE}
         learner = pb.ApeX(game, actors=actors, **{**common, **options})
-    learner.start(0, opponents)
     # Ape-X's actors explore at fixed rates (0.4 for one actor), so their returns never show what the
     # learner knows: on CartPole its greedy policy plays 10 fixed episodes every EVAL_EVERY seconds instead,
     # inside the measured wall time (RLlib's DQN reports its training return, epsilon annealed to 0.05)
@@ -86,7 +85,7 @@ def run_pbmarl(kind: str, env: str, actors: int, backend: str, seconds: float, s
     try:
         while time.perf_counter() - t0 < seconds:
             record = learner.step()
-            value = record.mean_return
+            value = record["return/0"]
             if greedy:
                 if time.perf_counter() - t0 < next_eval:
                     continue
@@ -98,9 +97,9 @@ def run_pbmarl(kind: str, env: str, actors: int, backend: str, seconds: float, s
                     t475 = time.perf_counter() - t0
     finally:
         wall = time.perf_counter() - t0
-        steps = learner.task.env_steps
+        steps = learner.records[-1].env_steps if learner.records else 0
         learn_s = float(getattr(learner, "learn_seconds", math.nan))
-        learner.finish()
+        learner.close()
     return {"wall_s": wall, "env_steps": steps, "rate": steps / wall, "t475_s": t475, "last_return": last,
             "learn_s": learn_s}
 

@@ -56,7 +56,7 @@ def test_dqn_replay_workers_on_ray_push_asynchronously_with_exact_counts(ray_ses
 
     game = pb.load_game("gym:CartPole-v1")
     learner = pb.DQN(game, workers=2, sync="asp", backend="ray", steps_per_round=32, num_envs=4, hidden=(16,),
-                     learning_starts=0, batch_size=16, target_update_interval=2, seed=0)
+                     learning_starts=0, batch_size=16, target_update_interval=2, updates_per_round=1, seed=0)
     learner.start(0, [None])
     try:
         before = get_vector(list(learner.q_net.parameters()))
@@ -184,7 +184,7 @@ def test_marl_workers_on_ray_push_asynchronously_with_exact_counts(ray_session) 
         before = get_state(Team(run.learners))
         records = [run.step() for _ in range(2)]
         assert len(run.staleness) == 4 and len(run._rounds.log) == 4
-        assert records[-1].total_env_steps == sum(e[4] for e in run._rounds.log)
+        assert records[-1].env_steps == sum(e[4] for e in run._rounds.log)
         assert not np.array_equal(get_state(Team(run.learners)), before)  # pulled from the server actor
     finally:
         run.close()

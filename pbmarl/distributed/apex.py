@@ -23,7 +23,7 @@ and goes on exactly as it would have. Ape-X plays discrete actions (a Box game i
 Example:
     >>> learner = pb.ApeX("gym:CartPole-v1", actors=4)
     >>> [round(e, 4) for e in learner.actor_epsilons]   # 0.4, 0.4 ** (1 + 7/3), ...
-    [0.4, 0.0188, 0.0009, 0.0]
+    [0.4, 0.0472, 0.0056, 0.0007]
 """
 
 from __future__ import annotations

@@ -35,8 +35,7 @@ import dataclasses
 import math
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass, field
-from typing import Any, ClassVar
+from typing import Any, ClassVar, cast
 
 import numpy as np
 
@@ -46,6 +45,7 @@ from pbmarl.learners.config import LearnerConfig, LearnerRecord, StepRecord
 from pbmarl.learners.learner_files import learner_from_state, learner_state
 from pbmarl.learners.recorded import Recorded
 from pbmarl.learners.returns import learner_returns
+from pbmarl.learners.task import Life, Task
 from pbmarl.policies.base import Policy
 from pbmarl.policies.mixture import Mixture
 from pbmarl.protocols import BestResponse
@@ -72,42 +72,6 @@ def _check(ok: bool, name: str, value: Any, accepted: str) -> None:
     """Raise ValueError naming `name`, `value` and what is accepted unless `ok` (nfsp and league_rules use it)."""
     if not ok:
         raise ValueError(f"{name} must be {accepted}, got {value!r}")
-
-
-@dataclass
-class Task:
-    """The best response being trained: who, against whom, and how far it has got."""
-
-    index: int
-    player: int
-    opponents: list[Mixture | None]
-    budget: int
-    round: int = 0
-    learner_steps: int = 0
-    env_steps: int = 0
-    updates: int = 0
-    smoothed: float = math.nan
-    best: float = -math.inf
-    since_best: int = 0
-    plateaued: bool = False
-    recent: list[float] = field(default_factory=list)
-
-    def to_json(self) -> dict[str, Any]:
-        data = dataclasses.asdict(self)
-        data.pop("opponents")
-        return data
-
-    def copy(self) -> Task:
-        return dataclasses.replace(self, opponents=list(self.opponents), recent=list(self.recent))
-
-
-@dataclass
-class Life:
-    """What the learner's records count over its whole life (every task)."""
-
-    env_steps: int = 0
-    episodes: int = 0
-    wall_time: float = 0.0
 
 
 class Learner(Run, Recorded, OnServer, abc.ABC):
@@ -356,7 +320,7 @@ class Learner(Run, Recorded, OnServer, abc.ABC):
         task = self._require_task()
         policy = self._export(1e-6 if deterministic else None)
         profile = [policy if p == task.player else opp for p, opp in enumerate(task.opponents)]
-        return self.pool.evaluate(profile, episodes, seed=check_seed(seed))  # type: ignore[no-any-return]
+        return self.pool.evaluate(profile, episodes, seed=check_seed(seed))
 
     def finish(self) -> tuple[Policy, float]:
         """Close the task: ``(policy, value)``; sets `last_value` and `last_env_steps`."""
@@ -423,7 +387,9 @@ class Learner(Run, Recorded, OnServer, abc.ABC):
 
     def restore(self, state: object) -> None:
         """Put the learner back as `snapshot()` found it: whatever phase was interrupted, the task as it was."""
-        rng, n_records, life, tasks_done, last_value, last_env_steps, warm, task, fields, inside = state  # type: ignore[misc]
+        saved = cast("tuple[dict[str, Any], int, Life, int, float, int, dict[int, Any], Task | None, Task | None, Any]",
+                     state)
+        rng, n_records, life, tasks_done, last_value, last_env_steps, warm, task, fields, inside = saved
         if self.task is not None and (self.task is not task or not self._task_built()):
             self._end_task()
             self.task = None

@@ -136,7 +136,7 @@ class DQN(Learner):
     config_class = DQNConfig
     record_class = DQNRecord
     config: DQNConfig
-    task_attributes = ("q_net", "target_net", "optimizer", "replay", "behaviour", "_rounds", "_rounds_saved", "_target")
+    task_attributes: ClassVar[tuple[str, ...]] = ("q_net", "target_net", "optimizer", "replay", "behaviour", "_rounds", "_rounds_saved", "_target")
 
     def _init_task(self, player: int, warm: dict[str, dict[str, Any]] | None) -> None:
         cfg = self.config

@@ -68,7 +68,7 @@ def learner_state(learner: Learner) -> State:
 
 def learner_from_state(cls: type[Learner], saved: SavedRun, **overrides: Any) -> Learner:
     """Rebuild a learner of `cls` from its folder; `overrides`: ``pool=``, or config options to change."""
-    from pbmarl.learners.base import Life, Task
+    from pbmarl.learners.task import Life, Task
 
     data = saved.data
     where = f"state.json in {str(saved.state_dir)!r}"

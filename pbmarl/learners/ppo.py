@@ -153,7 +153,7 @@ class PPO(Learner):
     config_class: ClassVar[type[LearnerConfig]] = PPOConfig
     record_class: ClassVar[type[LearnerRecord]] = PPORecord
     config: PPOConfig
-    task_attributes = ("actor", "critic", "optimizer", "_rounds", "_rounds_saved")
+    task_attributes: ClassVar[tuple[str, ...]] = ("actor", "critic", "optimizer", "_rounds", "_rounds_saved")
 
     def _init_task(self, player: int, warm: dict[str, dict[str, Any]] | None) -> None:
         cfg = self.config
