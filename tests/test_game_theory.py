@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -75,12 +77,13 @@ def _restricted_nash_conv(xdo: pb.XDO) -> float:
 
 def test_xdo_restricted_solutions_are_restricted_equilibria() -> None:
     xdo = pb.XDO(KUHN, tau=0.05, check_every=5)
-    for record in xdo.run(4):
+    for k in range(5):  # iteration 0 (built with the run), then four steps
+        record = xdo.records[-1] if k == 0 else xdo.step()
         assert record.restricted_exploitability <= record.tau
         assert _restricted_nash_conv(xdo) / 2 == pytest.approx(record.restricted_exploitability, abs=1e-12)
         assert record.inner_iterations >= 5
     lp = pb.XDO(KUHN, solver="lp")
-    records = list(lp.run(6))
+    records = lp.run(6, progress=False)
     assert all(r.restricted_exploitability < 1e-9 for r in records)
     assert records[-1].exploitability < 1e-9  # the restricted game grows to an equilibrium of the full game
     assert _restricted_nash_conv(lp) < 1e-9
@@ -88,7 +91,8 @@ def test_xdo_restricted_solutions_are_restricted_equilibria() -> None:
 
 def test_xdo_tau_halves_and_counts_inner_iterations() -> None:
     xdo = pb.XDO(KUHN, tau=1.0, check_every=3)
-    records = list(xdo.run(5))
+    xdo.run(4, progress=False)
+    records = xdo.records
     for a, b in zip(records, records[1:]):
         assert b.tau == (a.tau / 2 if a.exploitability < a.tau else a.tau)
     assert records[-1].total_inner_iterations == sum(r.inner_iterations for r in records)
@@ -97,9 +101,10 @@ def test_xdo_tau_halves_and_counts_inner_iterations() -> None:
 
 def test_xdo_saves_and_resumes(tmp_path) -> None:
     straight = pb.XDO(KUHN, tau=0.1)
-    expected = [r.exploitability for r in straight.run(4)]
+    straight.run(3, progress=False)
+    expected = [r.exploitability for r in straight.records]
     run = pb.XDO(KUHN, tau=0.1, save_dir=tmp_path / "xdo")
-    list(run.run(2))
+    run.run(1, progress=False)
     resumed = pb.XDO.load(tmp_path / "xdo")
     assert resumed.iteration == 1 and resumed.tau == run.tau
     got = [r.exploitability for r in resumed.run(2)]
@@ -111,14 +116,14 @@ def test_xdo_run_folder_is_untrusted_input(tmp_path) -> None:
     import json
 
     run = pb.XDO(KUHN, solver="lp", save_dir=tmp_path / "xdo")
-    list(run.run(1))
-    meta = json.loads((tmp_path / "xdo" / "run.json").read_text())
-    meta["solution"] = "../outside.npz"
-    (tmp_path / "xdo" / "run.json").write_text(json.dumps(meta))
-    with pytest.raises(ValueError, match="inside the run folder"):
-        pb.XDO.load(tmp_path / "xdo")
-    with pytest.raises(ValueError, match="not a 'JPSRO' run"):
+    run.run(1, progress=False)
+    with pytest.raises(ValueError, match="holds a XDO run, not a JPSRO"):
         pb.JPSRO.load(tmp_path / "xdo")
+    meta = json.loads((tmp_path / "xdo" / "run.json").read_text())
+    meta["state"] = "../outside"
+    (tmp_path / "xdo" / "run.json").write_text(json.dumps(meta))
+    with pytest.raises(ValueError, match="must name a state-NNNNNN folder"):
+        pb.XDO.load(tmp_path / "xdo")
 
 
 @pytest.mark.parametrize("tau", [0, -1.0, float("nan")])
@@ -138,7 +143,8 @@ def test_xdo_with_an_exact_oracle_object_equals_exact_xdo() -> None:
     # the learner= path (respond against the solution's TabularPolicy, tabulate, take the greedy action)
     # reproduces the built-in exact best responses step for step
     plain, via = pb.XDO(LEDUC, tau=0.5), pb.XDO(LEDUC, tau=0.5, learner=pb.ExactBestResponse(pb.load_game(LEDUC)))
-    for a, b in zip(plain.run(4), via.run(4)):
+    plain.run(3, progress=False), via.run(3, progress=False)
+    for a, b in zip(plain.records, via.records):
         assert b.exploitability == pytest.approx(a.exploitability, abs=1e-12)
         assert (b.restricted_actions, b.inner_iterations, b.env_steps) == (a.restricted_actions, a.inner_iterations, 0)
     assert list(via.population.to_frame()["origin"]) == ["exact"] * 8
@@ -170,8 +176,9 @@ def test_xdo_with_a_dqn_oracle_adds_greedy_pure_responses() -> None:
 
     game = pb.load_game(KUHN)
     oracle = _Recording(pb.DQN(game, seed=3, budget=600, hidden=(16,), batch_size=32))
-    run = pb.XDO(game, tau=0.5, learner=oracle)
-    records = list(run.run(3))
+    run = pb.XDO(game, tau=0.5, learner=oracle)  # iteration 0 asks the oracle too: answers to uniform
+    run.run(2, progress=False)
+    records = run.records
     steps = [r.env_steps for r in records]
     assert steps == sorted(steps) and steps[-1] == sum(a.env_steps for _, a in oracle.answers) > 0
     assert set(run.population.to_frame()["origin"]) == {"dqn"}
@@ -191,15 +198,17 @@ def test_xdo_with_a_dqn_oracle_saves_and_resumes(tmp_path) -> None:
     game = pb.load_game(KUHN)
     options = dict(budget=600, hidden=(16,), batch_size=32)
     straight = pb.XDO(game, tau=0.5, learner=pb.DQN(game, seed=3, **options))
-    expected = [r.exploitability for r in straight.run(4)]
+    straight.run(3, progress=False)
+    expected = [r.exploitability for r in straight.records]
     run = pb.XDO(game, tau=0.5, learner=pb.DQN(game, seed=3, **options), save_dir=tmp_path / "xdo")
-    list(run.run(2))
-    resumed = pb.XDO.load(tmp_path / "xdo")  # the learner rebuilt from the folder, its state loaded
+    run.run(1, progress=False)
+    resumed = pb.XDO.load(tmp_path / "xdo")  # the learner loaded from its own run folder inside the save
     assert isinstance(resumed.learner, pb.DQN) and resumed.learner.config == run.learner.config
     got = [r.exploitability for r in resumed.run(2)]
     assert got == pytest.approx(expected[2:], abs=1e-12)
     assert [r.env_steps for r in resumed.records] == [r.env_steps for r in straight.records]
-    assert [p.name for p in (tmp_path / "xdo").iterdir() if p.name.startswith("learner-")] == ["learner-0003"]
+    state = json.loads((tmp_path / "xdo" / "run.json").read_text())["state"]
+    assert (tmp_path / "xdo" / state / "learner" / "run.json").exists()
 
 
 def test_xdo_refuses_a_learner_that_is_not_an_oracle() -> None:
@@ -272,7 +281,7 @@ def test_metasolver_gives_joint_and_marginals() -> None:
 def test_jpsro_three_player_kuhn_cce_gap() -> None:
     jpsro = pb.JPSRO(KUHN3, solver="mgcce")
     assert jpsro.records[0].gap == pytest.approx(2.0625, abs=1e-3)  # OpenSpiel's probe: 2.06 at iteration 0
-    records = list(jpsro.run(20))
+    records = jpsro.run(20, progress=False)
     gaps = [r.gap for r in jpsro.records]
     assert gaps[1] == pytest.approx(0.8333, abs=1e-3)  # OpenSpiel: 0.83
     assert gaps[10] <= 0.06
@@ -283,7 +292,7 @@ def test_jpsro_three_player_kuhn_cce_gap() -> None:
 
 def test_jpsro_two_player_zero_sum_marginals_become_nash() -> None:
     jpsro = pb.JPSRO(KUHN, solver="mgce")
-    list(jpsro.run(15))
+    jpsro.run(15, progress=False)
     assert jpsro.converged
     last = jpsro.records[-1]
     assert last.kind == "ce" and last.gap <= 1e-8
@@ -296,7 +305,7 @@ def test_jpsro_saves_and_resumes(tmp_path) -> None:
     straight = pb.JPSRO(KUHN3, solver="mgcce")
     expected = [r.gap for r in straight.run(5)]
     run = pb.JPSRO(KUHN3, solver="mgcce", save_dir=tmp_path / "jpsro")
-    list(run.run(3))
+    run.run(3, progress=False)
     resumed = pb.JPSRO.load(tmp_path / "jpsro")
     assert resumed.iteration == 3 and resumed.population.sizes == run.population.sizes
     got = [r.gap for r in resumed.run(2)]
@@ -306,7 +315,7 @@ def test_jpsro_saves_and_resumes(tmp_path) -> None:
 
 def test_failed_steps_leave_xdo_and_jpsro_as_they_were(monkeypatch: pytest.MonkeyPatch) -> None:
     xdo = pb.XDO(KUHN, solver="lp")
-    list(xdo.run(2))
+    xdo.run(2, progress=False)
     before = (xdo.population.sizes, xdo.tau, len(xdo.records), [x.copy() for x in xdo.plans])
     monkeypatch.setattr(xdo, "_solve", lambda tree: (_ for _ in ()).throw(RuntimeError("boom")))
     with pytest.raises(RuntimeError, match="boom"):
@@ -314,7 +323,7 @@ def test_failed_steps_leave_xdo_and_jpsro_as_they_were(monkeypatch: pytest.Monke
     assert (xdo.population.sizes, xdo.tau, len(xdo.records)) == before[:3]
     assert all(np.array_equal(a, b) for a, b in zip(xdo.plans, before[3]))
     jpsro = pb.JPSRO(KUHN3, solver="mwcce")
-    list(jpsro.run(2))
+    jpsro.run(2, progress=False)
     sizes, n, pending = jpsro.population.sizes, len(jpsro.records), len(jpsro._pending)
     monkeypatch.setattr(jpsro, "solver", lambda table: (_ for _ in ()).throw(RuntimeError("boom")))
     with pytest.raises(RuntimeError, match="boom"):
@@ -338,14 +347,14 @@ def test_plots_overlay_lp_and_jpsro_gap() -> None:
 
     game = pb.load_game(KUHN)
     psro = pb.PSRO(game, solver="nash")
-    list(psro.run(3))
+    psro.run(3, progress=False)
     xdo = pb.XDO(game, solver="lp")
-    list(xdo.run(3))
+    xdo.run(3, progress=False)
     fig = plot_against_lp({"PSRO": psro.history, "XDO": xdo.history}, game)
     labels = [t.get_text() for t in fig.axes[0].get_legend().get_texts()]
     assert "PSRO" in labels and "XDO" in labels and any("sequence-form LP" in t for t in labels)
     jpsro = pb.JPSRO(game, solver="mwcce")
-    list(jpsro.run(3))
+    jpsro.run(3, progress=False)
     fig = plot_jpsro_gap(jpsro.history, reference={"OpenSpiel": [2.0, 1.0]})
     assert len(fig.axes[0].get_lines()) == 2
     with pytest.raises(ValueError, match="gap"):

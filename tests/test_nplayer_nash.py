@@ -161,7 +161,7 @@ def test_a_saved_three_player_run_resumes_with_the_same_warm_started_meta_strate
     import pbmarl as pb
 
     psro = pb.PSRO("kuhn_poker(players=3)", solver=MetaSolver("nash", gambit=False), save_dir=tmp_path / "run")
-    list(psro.run(5))
+    psro.run(5, progress=False)
     assert psro.meta_strategy.method.startswith(METHODS)
     resumed = pb.PSRO.load(tmp_path / "run", solver=MetaSolver("nash", gambit=False))
     for p in range(3):

@@ -21,24 +21,25 @@ def _dqn(game, seed=0):
 def test_active_one_equals_psro_with_an_rl_oracle():
     game = pb.load_game("kuhn_poker")
     psro = pb.PSRO(game, learner=_dqn(game), seed=0)
-    list(psro.run(2))
+    psro.run(2, progress=False)
     p2sro = P2SRO(game, learner=_dqn(game), seed=0, active=1, refresh_every=2)
-    list(p2sro.run(2))
+    p2sro.run(2, progress=False)
     assert psro.history[COLS].equals(p2sro.history[COLS])
 
 
 def test_active_one_equals_psro_exact():
     psro = pb.PSRO("kuhn_poker")
-    list(psro.run(5))
+    psro.run(5, progress=False)
     p2sro = P2SRO("kuhn_poker", active=1)
-    list(p2sro.run(5))
+    p2sro.run(5, progress=False)
     assert psro.history[COLS].equals(p2sro.history[COLS])
 
 
 def test_fixed_set_is_always_the_first_members_and_only_the_lowest_level_freezes():
     game = pb.load_game("kuhn_poker")
     run = P2SRO(game, learner=_dqn(game), active=3, refresh_every=1, seed=1)
-    for k, record in enumerate(run.run(3), start=1):
+    for k in range(1, 4):
+        record = run.step()
         assert run.population.sizes == (k + 1, k + 1)
         assert run.fixed == [[f"p{p}/{i}" for i in range(k + 1)] for p in range(2)]
         assert [lv.index for lv in run.levels] == [k + 1, k + 2, k + 3]
@@ -50,7 +51,7 @@ def test_fixed_set_is_always_the_first_members_and_only_the_lowest_level_freezes
 
 def test_upper_levels_target_the_meta_nash_of_everything_below():
     run = P2SRO("kuhn_poker", active=2)
-    list(run.run(2))
+    run.run(2, progress=False)
     target = run.level_targets(1)
     assert [len(m.policies) for m in target] == [4, 4]  # 3 fixed + the level below
     assert all(np.isclose(m.weights.sum(), 1.0) for m in target)
@@ -66,11 +67,11 @@ def test_bad_options_name_the_value():
 def test_save_resume_equals_uninterrupted(tmp_path):
     game = pb.load_game("kuhn_poker")
     whole = P2SRO(game, learner=_dqn(game), active=2, refresh_every=2, seed=0)
-    list(whole.run(3))
+    whole.run(3, progress=False)
     part = P2SRO(game, learner=_dqn(game), active=2, refresh_every=2, seed=0, save_dir=tmp_path / "run")
-    list(part.run(2))
+    part.run(2, progress=False)
     resumed = P2SRO.load(tmp_path / "run")
-    list(resumed.run(1))
+    resumed.run(1, progress=False)
     assert whole.history[COLS].equals(resumed.history[COLS])
     assert whole.level_history.equals(resumed.level_history)
 
@@ -81,15 +82,15 @@ def test_ray_backend_levels_are_actors_and_resume(tmp_path, ray_session):
     # three levels on the session's two CPUs: each actor asks for half a CPU
     run = P2SRO(game, learner=_dqn(game), active=3, refresh_every=2, seed=0, backend="ray", level_cpus=0.5,
                 save_dir=tmp_path / "r")
-    list(run.run(2))
+    run.run(2, progress=False)
     fixed = len(run.fixed[0])
     assert run.fixed == [[f"p{p}/{i}" for i in range(fixed)] for p in range(2)]
     assert [lv.index for lv in run.levels] == [fixed, fixed + 1, fixed + 2]
     run.close()  # the level actors hold 1.5 of the session's two CPUs
     resumed = P2SRO.load(tmp_path / "r")
-    assert resumed.backend == "ray" and resumed.level_cpus == 0.5
+    assert resumed.config.backend == "ray" and resumed.config.level_cpus == 0.5
     assert [lv.index for lv in resumed.levels] == [fixed, fixed + 1, fixed + 2]
-    list(resumed.run(1))
+    resumed.run(1, progress=False)
     resumed.close()
     assert resumed.population.sizes == (fixed + 1, fixed + 1)
     with pytest.raises(ValueError, match="backend='ray' runs RL learners"):
@@ -104,14 +105,14 @@ def test_ray_backend_logic_with_in_process_actors(tmp_path, monkeypatch):
     _InProcessRay.options.clear()
     game = pb.load_game("kuhn_poker")
     whole = P2SRO(game, learner=_dqn(game), active=2, refresh_every=2, seed=0, backend="ray")
-    list(whole.run(2))
+    whole.run(2, progress=False)
     assert whole.fixed == [["p0/0", "p0/1", "p0/2"], ["p1/0", "p1/1", "p1/2"]]
     assert [lv.index for lv in whole.levels] == [3, 4]
     part = P2SRO(game, learner=_dqn(game), active=2, refresh_every=2, seed=0, backend="ray", save_dir=tmp_path / "r")
-    list(part.run(1))
+    part.run(1, progress=False)
     resumed = P2SRO.load(tmp_path / "r")
-    list(resumed.run(1))
-    assert resumed.backend == "ray" and whole.history[COLS].equals(resumed.history[COLS])
+    resumed.run(1, progress=False)
+    assert resumed.config.backend == "ray" and whole.history[COLS].equals(resumed.history[COLS])
     assert {o.get("num_cpus") for o in _InProcessRay.options if "max_concurrency" not in o} == {1.0}
 
 

@@ -49,11 +49,11 @@ def _psro(game, oracle, **kw):
 def test_local_copies_answer_as_per_player_learners_do():
     game = pb.load_game("kuhn_poker")
     reference = _psro(game, PerPlayer(game))
-    list(reference.run(3))
+    reference.run(3, progress=False)
     oracle = ParallelOracle(_dqn(game), backend="local")
     assert isinstance(oracle, BatchOracle) and isinstance(oracle, Oracle)
     run = _psro(game, oracle)
-    list(run.run(3))
+    run.run(3, progress=False)
     assert run.history[COLS].equals(reference.history[COLS])
     assert run.population.member("p0/1").meta["origin"] == "dqn"
     history = oracle.history
@@ -65,10 +65,10 @@ def test_local_copies_answer_as_per_player_learners_do():
 def test_actor_backend_sends_the_same_work_as_local(in_process_ray):
     game = pb.load_game("kuhn_poker")
     local = _psro(game, ParallelOracle(_dqn(game), backend="local"))
-    list(local.run(3))
+    local.run(3, progress=False)
     oracle = ParallelOracle(_dqn(game), backend="ray", num_cpus=0.5)
     run = _psro(game, oracle)
-    list(run.run(3))
+    run.run(3, progress=False)
     assert run.history[COLS].equals(local.history[COLS])
     assert [o["num_cpus"] for o in in_process_ray.options] == [0.5, 0.5]
     # each opponent policy travelled to an actor once: the actor holds exactly what the last request named
@@ -85,21 +85,21 @@ def test_actor_backend_sends_the_same_work_as_local(in_process_ray):
 def test_a_resumed_run_equals_an_uninterrupted_one(tmp_path, in_process_ray, backend):
     game = pb.load_game("kuhn_poker")
     whole = _psro(game, ParallelOracle(_dqn(game), backend=backend))
-    list(whole.run(3))
+    whole.run(3, progress=False)
     part = _psro(game, ParallelOracle(_dqn(game), backend=backend), save_dir=tmp_path / "run")
-    list(part.run(2))
-    assert sorted(p.name for p in (tmp_path / "run").glob("learner-*/player-*")) == ["player-0", "player-1"]
+    part.run(2, progress=False)
+    assert sorted(p.name for p in (tmp_path / "run").glob("state-*/learner/player-*")) == ["player-0", "player-1"]
     resumed = pb.PSRO.load(tmp_path / "run")
     assert isinstance(resumed.learner, ParallelOracle) and resumed.learner.backend == backend
     assert resumed.learner.spec() == part.learner.spec()
-    list(resumed.run(1))
+    resumed.run(1, progress=False)
     assert resumed.history[COLS].equals(whole.history[COLS])
 
 
 def test_an_interrupted_step_leaves_run_and_copies_as_they_were(ctrl_c, in_process_ray):
     game = pb.load_game("kuhn_poker")
     whole = _psro(game, ParallelOracle(_dqn(game), backend="ray"))
-    list(whole.run(2))
+    whole.run(2, progress=False)
     oracle = ParallelOracle(_dqn(game), backend="ray")
     run = _psro(game, oracle)
     run.step()
@@ -116,11 +116,11 @@ def test_an_interrupted_step_leaves_run_and_copies_as_they_were(ctrl_c, in_proce
 def test_ray_actors_answer_as_the_local_copies(ray_session):
     game = pb.load_game("kuhn_poker")
     local = _psro(game, ParallelOracle(_dqn(game), backend="local"))
-    list(local.run(2))
+    local.run(2, progress=False)
     oracle = ParallelOracle(_dqn(game), backend="ray", num_cpus=0.5)
     try:
         run = _psro(game, oracle)
-        list(run.run(2))
+        run.run(2, progress=False)
         assert run.history[COLS].equals(local.history[COLS])
         answers = oracle.respond_all([(0, [None, run.population[1][0]]), (1, [run.population[0][0], None])])
         assert [type(a) for a in answers] == [BestResponse, BestResponse]
@@ -170,14 +170,16 @@ def test_loading_a_folder_without_every_player_loads_nothing(tmp_path):
 def test_xdo_asks_the_parallel_oracle_for_both_players_at_once(tmp_path, in_process_ray):
     game = pb.load_game("kuhn_poker")
     reference = pb.XDO(game, tau=0.5, learner=PerPlayer(game))
-    expected = [(r.exploitability, r.env_steps) for r in reference.run(3)]
+    reference.run(2, progress=False)
+    expected = [(r.exploitability, r.env_steps) for r in reference.records]
     oracle = ParallelOracle(_dqn(game), backend="ray")
     calls = []
     respond_all = oracle.respond_all
     oracle.respond_all = lambda requests: calls.append([p for p, _ in requests]) or respond_all(requests)
     run = pb.XDO(game, tau=0.5, learner=oracle, save_dir=tmp_path / "xdo")
-    got = [(r.exploitability, r.env_steps) for r in run.run(2)]
-    assert calls == [[0, 1], [0, 1]]  # each iteration asks for both players' best responses in one call
+    run.run(1, progress=False)
+    got = [(r.exploitability, r.env_steps) for r in run.records]
+    assert calls == [[0, 1], [0, 1]]  # each iteration (iteration 0 too) asks for both players' answers in one call
     resumed = pb.XDO.load(tmp_path / "xdo")
     assert isinstance(resumed.learner, ParallelOracle)
     got += [(r.exploitability, r.env_steps) for r in resumed.run(1)]

@@ -7,11 +7,12 @@ import pytest
 from open_spiel.python.algorithms import exploitability as os_exploitability
 
 import pbmarl as pb
+from pbmarl.runs import RunFolderError
 
 
 def test_kuhn_nash_converges_within_seven_iterations():
     psro = pb.PSRO("kuhn_poker", solver="nash")
-    records = list(psro.run(7))
+    records = psro.run(7, progress=False)
     best = min(r.exploitability for r in records)
     assert best < 1e-9
     # the first iteration is the uniform random profile, far from equilibrium
@@ -25,11 +26,13 @@ def test_record_is_frozen_and_history_has_one_row_per_iteration():
         record.iteration = 5
     assert record.iteration == 1 and record.sizes == (2, 2)
     assert record.exploitability == pytest.approx(record.nash_conv / 2)
-    assert set(record.seconds) == {"oracle", "evaluate", "solve", "measure"}
+    assert set(record.times) == {"oracle", "evaluate", "solve", "measure"}
     psro.step()
     history = psro.history
     assert list(history.index) == [0, 1, 2]
-    assert {"nash_conv", "exploitability", "meta_nash_conv", "wall_time", "size_0", "size_1", "sigma_0"} <= set(history.columns)
+    assert list(history.columns[:9]) == ["env_steps", "episodes", "wall_time", "exploitability", "nash_conv",
+                                         "time/oracle", "time/evaluate", "time/solve", "time/measure"]
+    assert {"meta_nash_conv", "size_0", "size_1", "sigma_0", "br_gain"} <= set(history.columns)
     assert list(history["size_0"]) == [1, 2, 3]
     assert "NashConv" in str(record) and "exploitability" in str(record)
 
@@ -37,7 +40,7 @@ def test_record_is_frozen_and_history_has_one_row_per_iteration():
 def test_recorded_nash_conv_matches_openspiel():
     game = pb.load_game("leduc_poker")
     psro = pb.PSRO(game, solver="nash")
-    list(psro.run(3))
+    psro.run(3, progress=False)
     policy = pb.to_openspiel_policy(game, psro.population, psro.meta_strategy)
     expected = os_exploitability.nash_conv(game.pyspiel_game, policy)
     assert psro.records[-1].nash_conv == pytest.approx(expected, abs=1e-9)
@@ -45,7 +48,7 @@ def test_recorded_nash_conv_matches_openspiel():
 
 def test_three_player_kuhn_runs_and_improves():
     psro = pb.PSRO("kuhn_poker(players=3)", solver="uniform")
-    list(psro.run(4))
+    psro.run(4, progress=False)
     assert psro.population.sizes == (5, 5, 5)
     assert psro.records[-1].nash_conv < psro.records[0].nash_conv
 
@@ -63,11 +66,13 @@ def test_named_relatives_use_their_solver(cls, solver):
 
 def test_stop_threshold_and_max_iterations():
     psro = pb.PSRO("kuhn_poker", stop_exploitability=1e-6, max_iterations=30)
-    records = list(psro.run())
-    assert psro.converged and records[-1].exploitability <= 1e-6
-    assert len(records) < 30
+    records = psro.run(progress=False)
+    assert psro.converged and psro.done and records[-1].exploitability <= 1e-6
+    assert len(records) < 30 and records.stopped_by == "budget"
     capped = pb.PSRO("leduc_poker", max_iterations=2)
-    assert len(list(capped.run())) == 2 and len(list(capped.run(5))) == 0
+    assert len(capped.run(progress=False)) == 2 and len(capped.run(progress=False)) == 0
+    with pytest.raises(ValueError, match="no budget"):  # neither convergence nor a last iteration to run to
+        pb.PSRO("kuhn_poker", stop_exploitability=None).run()
 
 
 def test_bad_options_are_named():
@@ -83,20 +88,20 @@ def test_bad_options_are_named():
 
 def test_save_and_load_continue_the_same_run(tmp_path):
     straight = pb.PSRO("leduc_poker", solver="nash")
-    list(straight.run(5))
+    straight.run(5, progress=False)
     first = pb.PSRO("leduc_poker", solver="nash")
-    list(first.run(3))
+    first.run(3, progress=False)
     first.save(tmp_path / "run")
     resumed = pb.PSRO.load(tmp_path / "run")
     assert resumed.iteration == 3 and resumed.population.sizes == (4, 4)
-    list(resumed.run(2))
+    resumed.run(2, progress=False)
     np.testing.assert_allclose(resumed.history["nash_conv"], straight.history["nash_conv"], atol=1e-12)
     for got, want in zip(resumed.records[-1].meta_strategy, straight.records[-1].meta_strategy):
         np.testing.assert_allclose(got, want, atol=1e-12)
 
 
 def test_load_rejects_a_folder_that_is_not_a_run(tmp_path):
-    with pytest.raises(FileNotFoundError, match="not a pbmarl run folder"):
+    with pytest.raises(RunFolderError, match="not a pbmarl run folder"):
         pb.PSRO.load(tmp_path)
 
 
@@ -107,12 +112,12 @@ def test_sampled_evaluator_run_resumes_on_the_same_random_stream(tmp_path):
         return pb.PSRO(game, evaluator=pb.RolloutPool(game, seed=0), eval_episodes=300, seed=3, **kw)
 
     straight = make()
-    list(straight.run(3))
+    straight.run(3, progress=False)
     first = make(save_dir=tmp_path / "run")
-    list(first.run(1))
+    first.run(1, progress=False)
     resumed = pb.PSRO.load(tmp_path / "run")
     assert resumed.evaluator.spec() == first.evaluator.spec()
-    list(resumed.run(2))
+    resumed.run(2, progress=False)
     np.testing.assert_array_equal(resumed.table.values, straight.table.values)
     np.testing.assert_array_equal(resumed.table.counts, straight.table.counts)
     assert (resumed.table.counts[~resumed.table.exact] == 300).all()

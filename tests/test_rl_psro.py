@@ -17,7 +17,7 @@ def same_parameters(a, b):
 def test_psro_with_a_dqn_oracle_lowers_kuhn_exploitability():
     game = pb.load_game("kuhn_poker")
     psro = pb.PSRO(game, learner=DQN(game, seed=0, budget=10_000, hidden=(64, 64)))
-    records = [psro.records[0]] + list(psro.run(4))
+    records = [psro.records[0]] + psro.run(4, progress=False)
     assert records[0].exploitability > 0.4
     assert records[-1].exploitability < 0.6 * records[0].exploitability
     assert all(b.env_steps > a.env_steps for a, b in zip(records, records[1:]))
@@ -35,13 +35,14 @@ def test_resumed_rl_psro_run_matches_an_uninterrupted_one(tmp_path):
         return DQN(game, seed=4, budget=2_000, learning_starts=0, hidden=(32, 32), warm_start=True)
 
     straight = pb.PSRO(game, learner=learner(), save_dir=tmp_path / "straight")
-    list(straight.run(3))
+    straight.run(3, progress=False)
     cut = pb.PSRO(game, learner=learner(), save_dir=tmp_path / "cut")
-    list(cut.run(2))
-    assert read_json(tmp_path / "cut" / "run.json")["learner"] == cut.learner.spec()
+    cut.run(2, progress=False)
+    run = read_json(tmp_path / "cut" / "run.json")
+    assert read_json(tmp_path / "cut" / run["state"] / "state.json")["learner"] == cut.learner.spec()
     resumed = pb.PSRO.load(tmp_path / "cut")
     assert isinstance(resumed.learner, DQN) and resumed.learner.tasks_done == 4
-    list(resumed.run(1))
+    resumed.run(1, progress=False)
     assert resumed.records[-1].exploitability == straight.records[-1].exploitability
     assert resumed.records[-1].env_steps == straight.records[-1].env_steps
     for p in range(2):
@@ -61,9 +62,11 @@ def test_cli_runs_and_resumes_rl_oracles(tmp_path, capsys, game, oracle):
     out = tmp_path / "run"
     assert cli(["psro", "--game", game, "--oracle", oracle, "--iterations", "1", "--out", str(out), "--quiet"]) == 0
     data = read_json(out / "run.json")
-    assert data["learner"]["name"] == oracle and data["iteration"] == 1
-    assert (out / data["learner_state"] / "learner.json").exists()
+    state = read_json(out / data["state"] / "state.json")
+    assert state["learner"]["name"] == oracle and data["iteration"] == 1
+    assert (out / data["state"] / "learner" / "run.json").exists()  # the learner is a run: its own run folder
     assert cli(["resume", str(out), "--iterations", "1", "--quiet"]) == 0
     data = read_json(out / "run.json")
-    assert data["iteration"] == 2 and data["sizes"] == [3, 3]
-    assert data["records"][-1]["exploitability"] is not None
+    state = read_json(out / data["state"] / "state.json")
+    assert data["iteration"] == 2 and state["sizes"] == [3, 3]
+    assert state["records"][-1]["exploitability"] is not None

@@ -74,7 +74,7 @@ class OracleWorker:
         self.learner.save(folder)
 
     def load(self, folder: str) -> None:
-        self.learner.load(folder)
+        self.learner = _load_copy(self.learner, Path(folder))
 
     def records(self) -> pd.DataFrame:
         return self.learner.history
@@ -250,8 +250,7 @@ class ParallelOracle:
         if missing:
             raise ValueError(f"{str(folder)!r} is not a parallel oracle's folder: {missing} missing")
         if self.backend == "local":
-            for learner, path in zip(self._local, paths):
-                learner.load(path)
+            self._local = [_load_copy(learner, path) for learner, path in zip(self._local, paths)]
         else:
             self._ray.get([actor.load.remote(str(path)) for actor, path in zip(self._actors, paths)])
         return self
@@ -265,6 +264,16 @@ class ParallelOracle:
     def __repr__(self) -> str:
         return (f"ParallelOracle({self.name!r} x {self.game.num_players} on {self.game.name!r}, backend={self.backend!r}"
                 f"{f', num_cpus={self.num_cpus:g}' if self.backend == 'ray' else ''})")
+
+
+def _load_copy(learner: Any, folder: Path) -> Any:
+    """A copy's saved state: a learner that is a run is loaded anew from its run folder (sharing the copy's pool)."""
+    from pbmarl.runs import Run, load_run
+
+    if isinstance(learner, Run):
+        return load_run(folder, pool=learner.pool)
+    learner.load(folder)
+    return learner
 
 
 __all__ = ["OracleWorker", "ParallelOracle"]
