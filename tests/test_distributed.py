@@ -46,7 +46,7 @@ def test_bsp_with_n_workers_equals_one_worker_with_n_times_the_batch(cartpole, c
     assert learner.staleness == [0, 0, 0] and list(learner.history["max_staleness"]) == [0]
 
 
-DQN_SMALL = {**SMALL, "learning_starts": 0, "batch_size": 32}
+DQN_SMALL = {**SMALL, "learning_starts": 0, "batch_size": 32, "updates_per_round": 1}  # one gradient a batch
 
 
 def test_dqn_bsp_averages_the_td_gradients_of_every_workers_own_replay(cartpole) -> None:
@@ -112,7 +112,7 @@ def test_dqn_on_the_parameter_server_learns_a_best_response() -> None:
     opponents = [None, pb.Mixture([pb.RandomPolicy(kuhn), pb.FixedPolicy.pure(kuhn, 1)], [0.3, 0.7])]
     _, best = pb.ExactBestResponse(kuhn).best_response_with_value(0, opponents)
     learner = pb.DQN(kuhn, workers=2, sync="bsp", seed=0, steps_per_round=16, batch_size=64, learning_starts=200,
-                     budget=8000, target_update_interval=25)
+                     budget=8000, target_update_interval=25, updates_per_round=1)
     policy = learner.best_response(0, opponents)
     profile = list(opponents)
     profile[0] = policy

@@ -1,8 +1,9 @@
-"""PPO on the parameter server learns: BSP is the learner on the combined batch, update by update, and
-two workers (BSP or ASP) lift CartPole far above random play within a few seconds.
+"""PPO and DQN on the parameter server learn: BSP PPO is the learner on the combined batch, update by
+update, and two workers (BSP or ASP) lift CartPole far above random play within seconds.
 
 Before, a worker returned one gradient per batch and the server took one step where PPO takes
-``epochs * minibatches``: two workers stayed near a random policy's return (about 22 on CartPole).
+``epochs * minibatches`` and DQN ``updates_per_round``: two workers stayed near a random policy's
+return (about 22 on CartPole).
 """
 
 from __future__ import annotations
@@ -87,6 +88,18 @@ def test_ppo_under_bap_keeps_its_bound_and_counts_every_batch_once(cartpole) -> 
 def test_two_ppo_workers_learn_cartpole_beyond_random_play(cartpole, sync) -> None:
     """A random policy returns about 22; before the fix two workers were still under 60 after 30k env steps."""
     learner = pb.PPO(cartpole, workers=2, sync=sync, seed=0, **QUICK)
+    learner.start(0, [None])
+    best, task = 0.0, learner.task
+    while best <= 100 and task.env_steps < 30_000:
+        best = max(best, _return(learner.step()))
+    learner.finish()
+    assert best > 100, f"{sync}: best mean return {best:.1f} after {task.env_steps} env steps"
+
+
+@pytest.mark.parametrize("sync", ["bsp", "asp"])
+def test_two_gorila_dqn_workers_learn_cartpole_beyond_random_play(cartpole, sync) -> None:
+    """Before the fix (one gradient a batch) two workers stayed under 40 after 30k env steps."""
+    learner = pb.DQN(cartpole, workers=2, sync=sync, seed=0, steps_per_round=256, num_envs=4, budget=10_000)
     learner.start(0, [None])
     best, task = 0.0, learner.task
     while best <= 100 and task.env_steps < 30_000:

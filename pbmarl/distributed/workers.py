@@ -23,7 +23,9 @@ the sample-weighted mean of the per-shard gradients, which is what BSP relies on
 
 `ReplayGradientWorker` is DQN's (Gorila's, Nair et al. 2015): each worker keeps its own
 replay, filled by its own epsilon-greedy collection, and returns the TD-loss gradient of
-one minibatch drawn from it (or no gradient while the task is before ``learning_starts``).
+one minibatch drawn from it (or no gradient while the task is before ``learning_starts``);
+like PPO's minibatches, a collected batch is followed by ``updates_per_round`` such gradients
+(before, one: BSP took one update where the learner takes 32, and two workers did not learn).
 The target network is whatever weights the learner sends with the job: the server's
 weights as of the last multiple of ``target_update_interval`` updates.
 """
@@ -187,13 +189,17 @@ class ReplayGradientWorker(GradientWorker):
     def __init__(self, game: Any, learner_class: type, config: Any, player: int, opponents: Sequence[Any]) -> None:
         super().__init__(game, learner_class, config, player, opponents)
         self.target_params = list(self.learner.target_net.parameters())
+        self.pending = 0  # gradients still due on the batch collected last
 
     def compute(self, weights: np.ndarray, version: int, seeds: Sequence[int],
                 epsilon: float = 0.0, learn: bool = True, target: np.ndarray | None = None) -> GradientResult:
-        """Collect with epsilon-greedy `weights` into this worker's replay; the TD gradient of one minibatch.
+        """The TD gradient of one minibatch of this worker's replay, after collecting into it when a batch is due.
 
-        The minibatch is drawn with a generator seeded by ``seeds[0]``; `target` (default:
-        `weights`) is the target network. Without `learn` the job only collects.
+        A job that starts a batch collects ``steps_per_round`` with epsilon-greedy `weights` (and
+        returns it as `traj`); the batch is followed by ``updates_per_round`` gradients (at least
+        one), as the single-process learner takes that many updates a round. The minibatch is
+        drawn with a generator seeded by ``seeds[0]``; `target` (default: `weights`) is the
+        target network. Without `learn` the job only collects.
         """
         learner = self.learner
         set_vector(self.params, weights)
@@ -201,20 +207,27 @@ class ReplayGradientWorker(GradientWorker):
         learner.behaviour.epsilon = float(epsilon)
         learner.behaviour.version += 1  # new weights: pools cache policies by version
         task, cfg = learner.task, learner.config
-        parts = [learner.pool.collect(task.player, learner.behaviour, task.opponents, cfg.steps_per_round,
-                                      seed=int(s)) for s in seeds]
-        traj = concat_trajectories(parts)
-        learner.replay.add(traj)
         seeds = tuple(int(s) for s in seeds)
+        if self.pending > 0 and learn and self.traj is not None:
+            traj = empty_like(self.traj)
+        else:
+            parts = [learner.pool.collect(task.player, learner.behaviour, task.opponents, cfg.steps_per_round,
+                                          seed=s) for s in seeds]
+            traj = self.traj = concat_trajectories(parts)
+            learner.replay.add(traj)
+            self.pending = max(int(cfg.updates_per_round), 1)
         stats = {"loss": math.nan, "q_mean": math.nan, "buffer": float(len(learner.replay))}
         if not learn:
+            self.pending = 0
             return GradientResult(None, int(version), seeds, traj, stats)
+        self.pending -= 1
         batch = learner.replay.sample(cfg.batch_size, np.random.default_rng(seeds[0]))
         loss, q, td = learner._td_loss(batch)
         grad = self._gradient(loss)
         learner.replay.update_priorities(batch.index, td.detach().numpy())
         stats.update(loss=float(loss.detach()), q_mean=float(q.detach().mean()))
-        return GradientResult(grad, int(version), seeds, traj, stats, batch=len(batch.action))
+        return GradientResult(grad, int(version), seeds, traj, stats, batch=len(batch.action),
+                              plan=max(int(cfg.updates_per_round), 1))
 
 
 def empty_like(traj: Trajectories) -> Trajectories:
