@@ -165,7 +165,7 @@ class Dashboard:
     def run(self, iterations: int) -> list[Any]:
         """`iterations` more iterations, redrawing as they go (see `redraw_seconds`); returns their records.
 
-        Stops early where the loop's own `run` would (``stop_exploitability``, ``max_iterations``).
+        Stops early where the run's own budget ends (`done`: ``stop_exploitability``, ``max_iterations``).
         """
         if isinstance(iterations, bool) or not isinstance(iterations, (int, np.integer)) or iterations < 0:
             raise ValueError(f"iterations must be a non-negative int, got {iterations!r}")
@@ -176,8 +176,8 @@ class Dashboard:
         text = ""
         try:
             for _ in range(total):
-                if getattr(self.psro, "converged", False) or self._at_limit():
-                    stopped = "converged" if getattr(self.psro, "converged", False) else "at max_iterations"
+                stopped = self._finished()
+                if stopped:
                     self._show_progress(len(records), total, f"{text + ' · ' if text else ''}stopped: {stopped}")
                     break
                 records.append(self.psro.step())
@@ -204,9 +204,16 @@ class Dashboard:
         line = f"{done}/{total}" + (f" · {text}" if text else "")
         self.progress_text.value = f'<span style="white-space:nowrap">{html.escape(line)}</span>'
 
-    def _at_limit(self) -> bool:
-        limit = getattr(self.psro, "max_iterations", None)
-        return limit is not None and getattr(self.psro, "iteration", -1) >= limit
+    def _finished(self) -> str:
+        """Why the run is at its own budget (``"converged"``, ``"at max_iterations"``), or ``""``; a run
+        without a budget of its own never stops here."""
+        try:
+            done = bool(self.psro.done)
+        except ValueError:
+            return ""
+        if not done:
+            return ""
+        return "converged" if getattr(self.psro, "converged", False) else "at max_iterations"
 
     def _click(self, action: Any) -> None:
         """Run a button's action; a failure becomes the one-line error, and the buttons stay usable."""

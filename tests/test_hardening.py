@@ -89,15 +89,12 @@ def test_item2_unwritable_run_folder_is_found_before_the_work(tmp_path, monkeypa
 def test_item4_stray_tmp_files_are_removed_at_save_and_resume(tmp_path):
     out = tmp_path / "run"
     run = pb.PSRO("kuhn_poker", save_dir=out)
-    strays = [out / ".run.json.abc.tmp", out / "population" / ".population.json.x.tmp",
-              out / "population" / "policies" / ".p0_0.npz.y.tmp"]
+    strays = [out / ".run.json.abc.tmp", out / ".state-000009.x.tmp"]
     for path in strays:
         path.write_text("partial")
     run.step()
     assert not any(p.exists() for p in strays)
-    strays[0].write_text("partial")
-    pb.PSRO.load(out)
-    assert not strays[0].exists()
+    assert sorted(p.name for p in out.iterdir()) == ["history.csv", "run.json", "state-000002"]  # older saves go
 
 
 def test_item5_and_14_resume_says_what_to_do(tmp_path, capsys):
@@ -125,7 +122,7 @@ def test_item16_output_lines(tmp_path):
     lines = result.stdout.strip().splitlines()
     assert lines[0].startswith("PSRO on kuhn_poker: solver nash, oracle exact, evaluator exact") and str(out) in lines[0]
     assert len(lines) == 2  # --quiet: the first line (with the run folder) and the final line
-    assert "run.json, history.csv, population/, exploitability.png" in lines[1]
+    assert "run.json, history.csv, state-*/, exploitability.png" in lines[1]
     assert "\r" not in result.stderr  # no progress bar redraws when stderr is not a terminal
     loud = subprocess.run([sys.executable, "-m", "pbmarl.cli", "resume", str(out), "--iterations", "3", "--stop", "0"],
                           capture_output=True, text=True, env=env, timeout=120)
@@ -155,30 +152,34 @@ def _edit_json(path, change):
     path.write_text(json.dumps(data))
 
 
-@pytest.mark.parametrize("where, key, value", [
-    ("run.json", "table", "../../../../etc/passwd"),
-    ("run.json", "table", "/etc/passwd"),
-    ("run.json", "learner_state", "../outside"),
-    ("population/population.json", "file", "../../secret.npz"),
-])
-def test_item6_names_that_leave_the_folder_are_refused(saved_run, tmp_path, where, key, value):
+def _resave_state(folder, change):
+    """Change the saved state.json and write its manifest entry again: a save that is consistent but made
+    by someone else (the manifest catches accidents, not an author of bad files)."""
+    import hashlib
+
+    meta = json.loads((folder / "run.json").read_text())
+    state = folder / meta["state"]
+    _edit_json(state / "state.json", change)
+    manifest = json.loads((state / "manifest.json").read_text())
+    data = (state / "state.json").read_bytes()
+    manifest["files"]["state.json"] = [len(data), hashlib.sha256(data).hexdigest()]
+    (state / "manifest.json").write_text(json.dumps(manifest))
+
+
+def test_item6_names_that_leave_the_folder_are_refused(saved_run, tmp_path):
     folder = _copy(saved_run, tmp_path)
-    if key == "file":
-        _edit_json(folder / where, lambda d: d["members"][0].__setitem__("file", value))
-    else:
-        _edit_json(folder / where, lambda d: d.__setitem__(key, value))
-    with pytest.raises(ValueError, match=f"'{key}' must name a file inside the run folder") as info:
+    _edit_json(folder / "run.json", lambda d: d.__setitem__("state", "../outside"))
+    with pytest.raises(ValueError, match="must name a state-NNNNNN folder"):
         pb.PSRO.load(folder)
-    assert "passwd" not in str(info.value) or value in str(info.value)
 
 
 def test_item6_symlinks_out_of_the_folder_are_refused(saved_run, tmp_path):
     folder = _copy(saved_run, tmp_path)
-    table = json.loads((folder / "run.json").read_text())["table"]
-    outside = tmp_path / "outside.npz"
-    (folder / table).rename(outside)
-    (folder / table).symlink_to(outside)
-    with pytest.raises(ValueError, match="'table' must name a file inside the run folder"):
+    state = json.loads((folder / "run.json").read_text())["state"]
+    outside = tmp_path / "outside"
+    (folder / state / "table").rename(outside)
+    (folder / state / "table").symlink_to(outside)
+    with pytest.raises(ValueError, match="not a folder of this save"):
         pb.PSRO.load(folder)
 
 
@@ -186,7 +187,7 @@ def test_item7_arrays_are_checked_before_they_are_decompressed(saved_run, tmp_pa
     import zipfile
 
     folder = _copy(saved_run, tmp_path)
-    table = folder / json.loads((folder / "run.json").read_text())["table"]
+    table = folder / json.loads((folder / "run.json").read_text())["state"] / "table" / "table.npz"
     # a small file whose header declares a 1.6 GB array: refused from the header alone
     bomb = tmp_path / "bomb.npz"
     header = np.lib.format.header_data_from_array_1_0(np.zeros(1))
@@ -200,7 +201,7 @@ def test_item7_arrays_are_checked_before_they_are_decompressed(saved_run, tmp_pa
 
     with pytest.raises(ValueError, match="more than the"):
         read_npz(bomb)
-    # arrays that pbmarl does not expect are never read; a wrong shape is refused by the metadata
+    # arrays that pbmarl does not expect are never read; a wrong shape is refused by the recorded sizes
     arrays = read_npz(table)
     arrays["extra"] = np.zeros(10)
     arrays["count"] = np.zeros((5, 5), dtype=np.int64)
@@ -214,18 +215,35 @@ def test_item7_arrays_are_checked_before_they_are_decompressed(saved_run, tmp_pa
 
 
 @pytest.mark.parametrize("change, message", [
-    (lambda d: d.clear() or d.update({"format": 1}), "no 'game' entry"),
-    (lambda d: d.__setitem__("records", []), "'records' is empty"),
-    (lambda d: d["records"][0].pop("sizes"), r"records\[0\] is malformed"),
+    (lambda d: d.__setitem__("records", []), "does not match the game's players or the last record"),
+    (lambda d: d["records"][0].pop("sizes"), r"cannot rebuild the run's parts or records \(KeyError"),
     (lambda d: d["evaluator"].update({"kind": "rollout", "envs_per_worker": 10**12}), "envs_per_worker must be at most"),
-    (lambda d: d["options"].update({"seed": "abc"}), "seed must be"),
-    (lambda d: d["options"].update({"eval_episodes": 10**13}), "eval_episodes must be at most"),
-    (lambda d: d.__setitem__("rng", {"state": 1}), "'rng' is not a"),
+    (lambda d: d.__setitem__("rng", {"state": 1}), "bad rng or counters"),
 ])
-def test_item8_malformed_metadata_names_file_and_key(saved_run, tmp_path, change, message):
+def test_item8_malformed_state_names_file_and_key(saved_run, tmp_path, change, message):
+    folder = _copy(saved_run, tmp_path)
+    _resave_state(folder, change)
+    with pytest.raises(ValueError, match=message):
+        pb.PSRO.load(folder)
+
+
+@pytest.mark.parametrize("change, message", [
+    (lambda d: d.__setitem__("seed", "abc"), "seed must be"),
+    (lambda d: d["config"].update({"eval_episodes": 10**13}), "eval_episodes must be an int in"),
+    (lambda d: d.__setitem__("format", 1), "has folder format 1"),
+])
+def test_item8_malformed_run_json_is_refused(saved_run, tmp_path, change, message):
     folder = _copy(saved_run, tmp_path)
     _edit_json(folder / "run.json", change)
     with pytest.raises(ValueError, match=message):
+        pb.PSRO.load(folder)
+
+
+def test_item8_a_changed_file_is_refused_by_the_manifest(saved_run, tmp_path):
+    folder = _copy(saved_run, tmp_path)
+    state = folder / json.loads((folder / "run.json").read_text())["state"]
+    _edit_json(state / "state.json", lambda d: d.__setitem__("wall_time", 0.0))
+    with pytest.raises(ValueError, match="does not match its manifest"):
         pb.PSRO.load(folder)
 
 
@@ -327,10 +345,11 @@ def test_item10_startup_timeout_is_retried_then_explained(monkeypatch):
     (lambda: pb.MetaSolver("prd", dt=float("nan")), "dt must be a finite number, got nan"),
     (lambda: pb.RolloutPool(pb.load_game("kuhn_poker"), backend="local").evaluate(
         [pb.RandomPolicy(pb.load_game("kuhn_poker"))] * 2, 10**12), "episodes must be at most"),
-    (lambda: pb.PSRO("kuhn_poker", seed=1.7), "seed must be None or an int"),
+    (lambda: pb.PSRO("kuhn_poker", seed=1.7), "seed must be an int"),
+    (lambda: pb.PSRO("kuhn_poker", seed=None), "got None"),
     (lambda: pb.PSRO("kuhn_poker", seed=-1), "got -1"),
     (lambda: pb.PSRO("kuhn_poker", seed="abc"), "got 'abc'"),
-    (lambda: pb.PSRO("kuhn_poker", measure="no"), "measure must be True, False or None"),
+    (lambda: pb.PSRO("kuhn_poker", measure="no"), "measure must be None or True or False"),
     (lambda: pb.PSRO("kuhn_poker", learner="dqm"), "unknown learner 'dqm'"),
     (lambda: pb.PSRO("kuhn_poker", evaluator="sampled"), "unknown evaluator 'sampled'"),
     (lambda: pb.RolloutPool(pb.load_game("kuhn_poker"), worker_cpus=-1), "worker_cpus must be a number in"),
@@ -354,15 +373,15 @@ def test_items12_13_more_refusals_and_names_that_build(tmp_path):
     assert pop.sizes == (0, 0)
     with pytest.raises(SystemExit):
         cli(["psro", "--game", "kuhn_poker", "--workers", "-3", "--out", str(tmp_path / "w")])
-    run = pb.PSRO("kuhn_poker", seed=None, evaluator="rollout", eval_episodes=50)
-    assert isinstance(run.evaluator, pb.RolloutPool) and run.seed is None
+    run = pb.PSRO("kuhn_poker", evaluator="rollout", eval_episodes=50)
+    assert isinstance(run.evaluator, pb.RolloutPool) and run.seed == 0
     run.step()
     assert run.records[-1].br_gain_stderr and all(s > 0 for s in run.records[-1].br_gain_stderr)
 
 
 def test_item18_run_stops_at_convergence_like_the_cli_and_pettingzoo_extras_are_named():
-    run = pb.PSRO("kuhn_poker")
-    records = list(run.run(30))
+    run = pb.PSRO("kuhn_poker", max_iterations=30)
+    records = run.run(progress=False)
     assert run.converged and len(records) < 30 and records[-1].exploitability <= 1e-6
     from pbmarl.plot import plot_exploitability as a
     from pbmarl.plots import plot_exploitability as b
@@ -388,7 +407,8 @@ def test_item15_pettingzoo_game_gets_a_sampled_evaluator_and_an_rl_oracle(tmp_pa
     assert "sampled: meta-game NashConv" in lines[-1] and "NashConv —" not in lines[-1]
     assert (out / "exploitability.png").stat().st_size > 1000
     data = json.loads((out / "run.json").read_text())
-    assert data["evaluator"]["kind"] == "rollout" and data["learner"]["name"] == "ppo"
+    state = json.loads((out / data["state"] / "state.json").read_text())
+    assert state["evaluator"]["kind"] == "rollout" and state["learner"]["name"] == "ppo"
 
 
 # -- item 19: the core without the extras --------------------------------------------------------------
@@ -401,8 +421,8 @@ class Block(importlib.abc.MetaPathFinder):
             raise ImportError(f"No module named {name!r}")
 sys.meta_path.insert(0, Block())
 import pbmarl as pb
-run = pb.PSRO("kuhn_poker", solver="nash")
-list(run.run(10))
+run = pb.PSRO("kuhn_poker", solver="nash", max_iterations=10)
+run.run(progress=False)
 assert run.converged, run.records[-1]
 from pbmarl.cli import main
 out = pathlib.Path(tempfile.mkdtemp()) / "run"
@@ -436,7 +456,7 @@ def test_item17_plots_mark_convergence_name_oracle_and_keep_labels_off_arrows(tm
     from pbmarl.plots import plot_exploitability, plot_response_graph
 
     run = pb.PSRO("kuhn_poker")
-    list(run.run(10))
+    run.run(10, progress=False)
     fig = plot_exploitability(run.history)
     texts = [t.get_text() for t in fig.axes[0].texts]
     assert "converged" in texts  # the 0 at the end is marked, not drawn as a measured 1e-12
