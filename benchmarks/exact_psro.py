@@ -27,9 +27,8 @@ import pbmarl as pb
 
 def run_psro(game_name: str, iterations: int, *, stop: float | None = None) -> pb.PSRO:
     """Run PSRO-Nash (exact oracle) with timing; returns the run."""
-    psro = pb.PSRO(game_name, solver="nash", stop_exploitability=stop)
-    for _ in psro.run(iterations):
-        pass
+    psro = pb.PSRO(game_name, solver="nash", stop_exploitability=stop, max_iterations=iterations)
+    psro.run(progress=False)  # to max_iterations, or earlier once exploitability <= stop
     return psro
 
 
@@ -52,12 +51,12 @@ def part_c(quick: bool) -> None:
         h = leduc.history
         step = max(1, iterations // 10)
         curve = ", ".join(f"{i}: {h.loc[i, 'exploitability']:.4f}" for i in h.index[::step])
-        per_iter = h[[c for c in h.columns if c.startswith("seconds_")]].sum(axis=1)
+        per_iter = h[[c for c in h.columns if c.startswith("time/")]].sum(axis=1)
         tail = per_iter.iloc[-5:].mean()
         print(f"  leduc_poker, {iterations} iterations: wall {total:.2f} s, final exploitability "
               f"{h['exploitability'].iloc[-1]:.5f}, population {leduc.population.sizes}")
         print(f"    exploitability by iteration: {curve}")
-        phases = {c.removeprefix("seconds_"): h[c].iloc[-5:].mean() * 1e3 for c in h.columns if c.startswith("seconds_")}
+        phases = {c.removeprefix("time/"): h[c].iloc[-5:].mean() * 1e3 for c in h.columns if c.startswith("time/")}
         print(f"    last 5 iterations: {tail * 1e3:.1f} ms per iteration "
               f"({', '.join(f'{k} {v:.1f} ms' for k, v in phases.items())})"
               + (f"  target < 200 ms at 100 policies: [{'met' if tail < 0.2 else 'NOT met'}]" if iterations >= 100 else ""))

@@ -153,11 +153,11 @@ def games_section(report: Report, names: list[str], skip_openspiel: bool = False
         report.row(f"{name}: tree ready from the disk cache", f"{t_load:.3f} s", "< 2 s, >= 1.5x bare",
                    f"{t_bare / t_load:.1f}x faster than the bare walk", "met" if bar_ok else "not met")
         game.__dict__["_tree_cache"] = tree
-        psro = pb.PSRO(game, solver="nash")
-        t_psro, records = timed(lambda: list(psro.run(10)))
-        solve = sum(r.seconds["solve"] for r in records)  # type: ignore[attr-defined]
+        psro = pb.PSRO(game, solver="nash", max_iterations=10)
+        t_psro, records = timed(lambda: psro.run(progress=False))
+        solve = sum(r.times["solve"] for r in records)  # type: ignore[attr-defined]
         last = records[-1]  # type: ignore[index]
-        phases = {k: sum(r.seconds[k] for r in records) for k in ("oracle", "evaluate", "measure")}  # type: ignore[attr-defined]
+        phases = {k: sum(r.times[k] for r in records) for k in ("oracle", "evaluate", "measure")}  # type: ignore[attr-defined]
         kuhn4 = "players=4" in name
         report.row(f"{name}: PSRO-Nash 10 iterations", f"{t_psro:.2f} s", "<= 5 s" if kuhn4 else "-",
                    f"meta-solve {solve:.2f} s, payoff fill {phases['evaluate']:.2f} s, best responses "

@@ -159,8 +159,9 @@ def part_lp(rows: Rows, repeats: int) -> None:
 
 def part_xdo(rows: Rows, iterations: int) -> None:
     print("\nXDO (CFR+ restricted games, tau halving) and PSRO-Nash on Leduc poker")
-    xdo = pb.XDO("leduc_poker", stop_exploitability=1e-3)
-    for record in xdo.run(iterations):
+    xdo = pb.XDO("leduc_poker", stop_exploitability=1e-3, max_iterations=iterations - 1)
+    xdo.run(progress=False)  # iterations 0 .. iterations-1 (0 comes with the run), or fewer once converged
+    for record in xdo.records:
         ref = XDO_AUTHORS.get(record.iteration)
         print(f"    {record}" + (f"   (authors: {ref})" if ref is not None else ""))
     h = xdo.history
@@ -198,9 +199,9 @@ def part_jpsro(rows: Rows, iterations: int, *, openspiel: bool) -> None:
         theirs, note = openspiel_jpsro(10)  # its 11 joints: the uniform one and 10 iterations
         print("    OpenSpiel jpsro (its iterations count from 1): " + (", ".join(
             f"{i}: gap {g:.3g} at {t:.1f} s" for i, t, g in theirs) or f"not run ({note})"))
-    jpsro = pb.JPSRO("kuhn_poker(players=3)", solver="mgcce")
+    jpsro = pb.JPSRO("kuhn_poker(players=3)", solver="mgcce", max_iterations=iterations)
     print(f"    {jpsro.records[0]}   (OpenSpiel: {OPENSPIEL_JPSRO[0]})")
-    for record in jpsro.run(iterations):
+    for record in jpsro.run(progress=False):
         ref = OPENSPIEL_JPSRO[record.iteration] if record.iteration < len(OPENSPIEL_JPSRO) else (
             OPENSPIEL_JPSRO_10 if record.iteration == 10 else None)
         print(f"    {record}" + (f"   (OpenSpiel: {ref})" if ref is not None else ""))

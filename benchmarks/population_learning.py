@@ -260,7 +260,7 @@ def leduc_slice(args: argparse.Namespace, sink: Sink) -> None:
         if args.only == "psro":
             run = pb.PSRO(game, learner=oracle, seed=seed, solver=meta_solver(args.solver))
         elif args.only == "xdo":
-            run = pb.XDO(game, learner=oracle)
+            run = pb.XDO(game, learner=oracle)  # its iteration 0 (answers to uniform) is made here, before the clock
         else:
             run = pb.P2SRO(game, learner=learner, seed=seed, active=args.active, refresh_every=args.refresh_every,
                            backend=args.p2sro_backend, level_cpus=args.level_cpus)
@@ -331,7 +331,8 @@ def xdo_control(game: Any, run: Any, seed: int, sink: Sink) -> None:
     control = pb.XDO(game, learner=RandomPureOracle(game, seed))
     print(f"  control: XDO with a random pure oracle (no learning); the full game has {total} "
           "(information state, action) pairs")
-    for rec, ours in zip(control.run(run.iteration + 1), run.records):
+    control.run(run.iteration, progress=False)  # iteration 0 comes with the run
+    for rec, ours in zip(control.records, run.records):
         sink.add(slice="xdo", game=game.name, method="xdo (random pure oracle, control)", seed=seed, x=rec.iteration,
                  x_unit="iterations", value=rec.exploitability, metric="exploitability", wall_s=round(rec.wall_time, 2),
                  reference=f"restricted actions {rec.restricted_actions} of {total}; dqn oracle at this iteration "

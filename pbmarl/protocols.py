@@ -96,6 +96,11 @@ class SampledFill(Protocol):
         """Environment steps the fill took."""
         ...
 
+    @property
+    def episodes(self) -> int:
+        """Episodes the fill played."""
+        ...
+
 
 @runtime_checkable
 class Evaluator(Protocol):

@@ -268,9 +268,10 @@ class ParallelOracle:
 
 def _load_copy(learner: Any, folder: Path) -> Any:
     """A copy's saved state: a learner that is a run is loaded anew from its run folder (sharing the copy's pool)."""
-    from pbmarl.runs import Run, load_run
+    from pbmarl.learners.base import Learner
+    from pbmarl.runs import load_run
 
-    if isinstance(learner, Run):
+    if isinstance(learner, Learner):
         return load_run(folder, pool=learner.pool)
     learner.load(folder)
     return learner
