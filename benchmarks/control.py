@@ -128,7 +128,7 @@ def run_pbmarl(env: str, algo: str, seed: int, budget: int, precision: str = "fl
         return _run_pbmarl_ppo(env, seed, budget, CASES[(env, algo)][1])
     learner = make_pbmarl_learner(env, algo, seed, budget, precision)
     t0, c0 = time.perf_counter(), time.process_time()
-    learner.train(progress=False)
+    learner.run(progress=False)  # to the budget
     seconds, cpu = time.perf_counter() - t0, time.process_time() - c0
     returns = gymnasium_returns(env, lambda obs: learner.act(obs, deterministic=True), EVAL_SEEDS)
     return {"return": float(np.mean(returns)), "return_std": float(np.std(returns)),

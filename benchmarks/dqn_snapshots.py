@@ -87,7 +87,7 @@ def pbmarl_snapshots(seed: int, start: int) -> dict[str, Any]:
                 CASE[0], lambda obs: learner.act(obs, deterministic=True), EVAL_SEEDS))))
 
     learner._burst = burst_then_evaluate  # type: ignore[method-assign]
-    learner.train(progress=False)
+    learner.run(progress=False)  # to the budget
     end = float(np.mean(gymnasium_returns(CASE[0], lambda obs: learner.act(obs, deterministic=True), EVAL_SEEDS)))
     return {"snapshots": snapshots, "end": end}
 

@@ -100,11 +100,12 @@ def _learners() -> list[tuple[str, Any]]:
 @pytest.mark.parametrize("make", [m for _, m in _learners()], ids=[n for n, _ in _learners()])
 def test_reaches_the_dynamic_programming_optimum_of_two_round_dmdp(make: Any) -> None:
     learner = make()
-    history = learner.train()
-    assert history["env_steps"].iloc[-1] >= learner.config.budget and learner.done
+    records = learner.run(progress=False)
+    assert records.stopped_by == "budget" and learner.done
+    assert learner.history["env_steps"].iloc[-1] >= learner.config.budget
     optimum = pb.load_game("mdp:two_round_dmdp").optimal_value()
     assert optimum == pytest.approx(3.0)
-    assert learner.evaluate(2)["mean"] == pytest.approx(optimum)
+    assert learner.evaluate(2, deterministic=True).mean[0] == pytest.approx(optimum)
 
 
 def _one_per_algorithm() -> list[tuple[str, Any]]:
@@ -239,7 +240,7 @@ def test_hddpg_applies_the_smaller_rate_to_negative_td_errors_on_a_constructed_b
 
 
 def _comparable(learner: ControlLearner) -> Any:
-    return learner.history.drop(columns=["seconds"])
+    return learner.history.drop(columns=["wall_time", "time/round"])
 
 
 @pytest.mark.parametrize("cls,game,extra", [
@@ -257,7 +258,7 @@ def test_save_load_is_exact_and_resumed_training_identical(tmp_path: Any, cls: A
     for _ in first.run(2, progress=False):
         pass
     first.save(tmp_path / "run")
-    resumed = cls(game(), seed=3, **opts).load(tmp_path / "run")
+    resumed = cls.load(tmp_path / "run", game=game())
     for name, module in first._modules().items():  # the round trip is exact
         a, b = module.state_dict(), resumed._modules()[name].state_dict()
         if "state" in a:  # optimisers
@@ -283,11 +284,10 @@ def test_a_run_stops_right_after_its_last_burst_even_mid_episode(n_step: int) ->
             "noisy": False, "distributional": False}
     learner = Rainbow("gym:CartPole-v1", seed=0, **opts)
     assert learner.stop_step == 320
-    learner.train()
+    learner.run(progress=False)
     assert learner.env_steps == 320 and learner.updates == 5 * 2 and learner.done
     assert len(learner.replay) == 320  # every transition stored, the open window flushed
-    finished = int(learner.history["episodes"].sum())
-    assert finished == learner.episodes
+    assert int(learner.history["episodes"].iloc[-1]) == learner.episodes  # cumulative
     # every finished episode ended by termination, which marks its last n_step transitions (episodes are
     # tens of steps); the one running at step 320 was cut, and its last transition bootstraps
     assert int(learner.replay.done[:320].sum()) == n_step * learner.episodes
@@ -304,14 +304,22 @@ def test_step_record_history_run_and_evaluate_leave_training_alone() -> None:
     b = SAC("mdp:two_round_dmdp", seed=1, **TINY)
     rec = a.step()
     assert rec.env_steps >= 100 and rec.episodes >= 50 and math.isfinite(rec.loss) and rec.seconds > 0
-    a.evaluate(3)  # must not consume the training random stream
-    a.step()
+    assert rec.iteration == 1 and rec.wall_time == rec.seconds and rec["loss/critic"] == rec.loss
+    for deterministic in (False, True):  # must not consume the training random streams, nor the noise
+        res = a.evaluate(3, deterministic=deterministic)
+        assert list(res.mean.index) == [0] and res.episodes == 3
+    rec = a.step()
+    assert rec.iteration == 2 and rec.episodes >= 100 and rec.wall_time > rec.seconds  # cumulative
     b.step()
     b.step()
     assert _comparable(a).equals(_comparable(b))
-    assert list(a.history.columns[:3]) == ["task", "player", "round"] and len(a.history) == 2
-    with pytest.raises(ValueError, match="rounds must be a positive int"):
-        next(a.run(0))
+    assert list(a.history.columns[:6]) == ["env_steps", "episodes", "wall_time", "return/0", "loss/critic",
+                                           "loss/actor"] and len(a.history) == 2
+    assert len(a.run(0)) == 0
+    with pytest.raises(ValueError, match="steps must be a non-negative int"):
+        a.run(-1)
+    with pytest.raises(ValueError, match="episodes must be a positive int"):
+        a.evaluate(0)
 
 
 def test_policies_and_best_response() -> None:
@@ -329,7 +337,7 @@ def test_policies_and_best_response() -> None:
     assert isinstance(rainbow, Oracle)
     answer = rainbow.respond(0, [None])
     assert answer.env_steps >= TINY["steps_per_round"] and answer.value == pytest.approx(
-        rainbow.evaluate(2)["mean"])
+        rainbow.evaluate(2, deterministic=True).mean[0])
     greedy = answer.policy
     obs, mask = np.eye(3, dtype=np.float32), np.ones((3, 2), bool)
     expected = rainbow.q_values(rainbow.policy().net(torch.as_tensor(obs))).argmax(-1).numpy()
@@ -357,6 +365,17 @@ def test_bad_input_gets_clear_errors() -> None:
         SAC("kuhn_poker")
     with pytest.raises(TypeError, match="unknown option 'learning_rate'"):
         SAC("gym:Pendulum-v1", learning_rate=1e-3)
+    # issue 48's probes
+    with pytest.raises(ValueError, match="gradient_steps must be a positive int, got 0"):
+        SAC("gym:Pendulum-v1", gradient_steps=0)
+    with pytest.raises(ValueError, match=r"buffer_size \(8\) must be at least batch_size \(16\)"):
+        SAC("gym:Pendulum-v1", buffer_size=8, batch_size=16)
+    with pytest.raises(ValueError, match="buffer_size must be a positive int up to 100,000,000, got 10000000000"):
+        SAC("gym:Pendulum-v1", buffer_size=10**10)
+    with pytest.raises(ValueError, match=r"hidden must be a sequence of positive ints .*got \(0,\)"):
+        SAC("gym:Pendulum-v1", hidden=(0,))
+    with pytest.raises(ValueError, match="hidden must be a sequence of positive ints .*got '64'"):
+        SAC("gym:Pendulum-v1", hidden="64")
     with pytest.raises(ValueError, match="SAC\\(sde=True\\) explores Box actions.*'mdp:two_round_dmdp' has Discrete"):
         SAC("mdp:two_round_dmdp", sde=True)
     with pytest.raises(ValueError, match=r"matmul_precision must be one of \('float32', 'bfloat16', 'medium'\), got 'float16'"):
@@ -406,8 +425,8 @@ def test_pbmarl_train_writes_a_run_folder_that_resume_continues(tmp_path: Any, c
     argv = ["train", "--game", "mdp:two_round_dmdp", "--algo", "sac", "--steps", "120", "--eval-episodes", "2",
             "--matmul-precision", "bfloat16", "--out", str(out), "--quiet"]
     assert main(argv) == 0
-    for name in ("train.json", "history.csv", "learning_curve.png", "policy.npz", "policy.json", "evaluation.json",
-                 "learner/learner.json"):
+    for name in ("train.json", "run.json", "history.csv", "learning_curve.png", "policy.npz", "policy.json",
+                 "evaluation.json"):
         assert (out / name).exists(), name
     first = pd.read_csv(out / "history.csv")
     assert first["env_steps"].iloc[-1] >= 120
@@ -416,7 +435,8 @@ def test_pbmarl_train_writes_a_run_folder_that_resume_continues(tmp_path: Any, c
     assert len(second) == len(first) + 1 and second["env_steps"].iloc[-1] >= first["env_steps"].iloc[-1] + 60
     assert main(["resume", str(out)]) == 0 and "is complete" in capsys.readouterr().out
     # the precision asked for is part of the learner's spec, so the resumed rounds kept it
-    assert read_json(out / "learner" / "learner.json")["spec"]["config"]["matmul_precision"] == "bfloat16"
+    assert read_json(out / "run.json")["config"]["matmul_precision"] == "bfloat16"
+    assert pb.load_run(out).config.matmul_precision == "bfloat16"
     assert main(["train", "--game", "gym:Pendulum-v1", "--algo", "rainbow", "--steps", "10",
                  "--out", str(tmp_path / "bad")]) == 2
     assert "Rainbow needs Discrete actions" in capsys.readouterr().err
@@ -495,3 +515,122 @@ def test_dqn_burst_is_the_textbook_update_written_in_plain_torch() -> None:
     for mine, theirs in zip(target_layers, target):
         assert torch.allclose(mine.weight, theirs[0].weight, atol=1e-5)
     assert not torch.allclose(target_layers[0].weight, layers[0].weight, atol=1e-4)
+
+
+def _fingerprint(learner: ControlLearner) -> dict[str, Any]:
+    """Everything a round may change, copied: replay rows (and priorities, tree, discounts), networks,
+    optimisers, generators, counters and records."""
+    replay = learner.replay
+    out: dict[str, Any] = {f"replay/{k}": np.array(v) for k, v in replay.state_arrays().items()}
+    out.update({f"column/{k}": v[: len(replay)].copy() for k, v in replay.columns.items()})
+    if hasattr(replay, "_tree"):
+        out["tree"] = replay._tree.copy()
+    for name, module in learner._modules().items():
+        state = module.state_dict()
+        if "state" in state:  # an optimiser
+            state = {f"{k}/{n}": t for k, d in state["state"].items() for n, t in d.items()}
+        out.update({f"{name}/{k}": v.detach().clone() for k, v in state.items() if isinstance(v, torch.Tensor)})
+    out.update({f"extra/{k}": np.array(v) for k, v in learner._extra_arrays().items()})
+    out["counters"] = (learner.env_steps, learner.updates, learner.episodes, learner.wall_time, len(learner.records))
+    out["rng"] = str(learner.rng.bit_generator.state)
+    out["gen"] = learner.gen.get_state().clone()
+    return out
+
+
+def _assert_same(a: dict[str, Any], b: dict[str, Any]) -> None:
+    assert a.keys() == b.keys()
+    for k in a:
+        if isinstance(a[k], torch.Tensor):
+            assert torch.equal(a[k], b[k]), k
+        elif isinstance(a[k], np.ndarray):
+            assert np.array_equal(a[k], b[k]), k
+        else:
+            assert a[k] == b[k], k
+
+
+def _lines_of_step(learner: ControlLearner, stop_at: int = -1) -> int:
+    """Run `learner.step()` under a trace that raises KeyboardInterrupt at pbmarl's `stop_at`-th line
+    (as a Ctrl-C would); returns how many lines it ran."""
+    import sys
+
+    root = pb.__file__.rsplit("/", 1)[0]
+    seen = [0]
+
+    def trace(frame: Any, event: str, arg: Any) -> Any:
+        if not frame.f_code.co_filename.startswith(root):
+            return None
+        if event == "line":
+            seen[0] += 1
+            if seen[0] == stop_at:
+                raise KeyboardInterrupt
+        return trace
+
+    sys.settrace(trace)
+    try:
+        learner.step()
+    finally:
+        sys.settrace(None)
+    return seen[0]
+
+
+SMALL_RING = {"hidden": (8,), "batch_size": 8, "buffer_size": 48, "steps_per_round": 40, "learning_starts": 20,
+              "budget": 10_000}
+
+
+@pytest.mark.parametrize("make", [
+    lambda: SAC("gym:Pendulum-v1", seed=0, **{**SMALL_RING, "steps_per_round": 1}),
+    lambda: DDPG("gym:Pendulum-v1", seed=0, noise="ornstein_uhlenbeck", prioritized=True,
+                 **{**SMALL_RING, "steps_per_round": 1}),
+    lambda: Rainbow("gym:CartPole-v1", seed=0, n_step=3, target_update_interval=10, **SMALL_RING),
+], ids=["sac", "ddpg-ou-per", "rainbow-nstep-per-noisy"])
+def test_an_interrupted_round_changes_nothing_and_the_next_is_the_one_it_would_have_been(make: Any) -> None:
+    """Issue 48: a Ctrl-C at any line of a round left env steps, updates, replay and networks changed without a
+    record. The replay here is full (every round overwrites rows, priorities and discounts); interrupted at
+    eight points of a round, the learner is as before each time, and its next round is the twin's."""
+    learner, twin, probe = make(), make(), make()
+    for lr in (learner, twin, probe):
+        lr.step()
+        lr.step()
+    assert len(learner.replay) == learner.replay.capacity
+    total = _lines_of_step(probe)
+    for k in range(1, 9):
+        before = _fingerprint(learner)
+        with pytest.raises(KeyboardInterrupt):
+            _lines_of_step(learner, stop_at=total * k // 9)
+        _assert_same(_fingerprint(learner), before)
+    learner.step()
+    twin.step()
+    assert _comparable(learner).equals(_comparable(twin))
+    _assert_same({k: v for k, v in _fingerprint(learner).items() if k != "counters"},
+                 {k: v for k, v in _fingerprint(twin).items() if k != "counters"})
+
+
+def test_evaluating_changes_nothing_even_for_exploring_noisy_learners() -> None:
+    for make in (lambda: DDPG("gym:Pendulum-v1", seed=0, noise="ornstein_uhlenbeck", **SMALL_RING),
+                 lambda: Rainbow("gym:CartPole-v1", seed=0, **SMALL_RING)):
+        learner = make()
+        learner.step()
+        before = _fingerprint(learner)
+        first = learner.evaluate(3, seed=2)
+        _assert_same(_fingerprint(learner), before)
+        assert np.array_equal(first.mean, learner.evaluate(3, seed=2).mean)
+
+
+def test_a_refused_load_builds_nothing(tmp_path: Any) -> None:
+    """Issue 48: a refused load left the networks replaced but the counters and buffer old. Loading builds a
+    fresh learner, so a folder that does not fit it is refused and nothing half-loaded exists."""
+    from pbmarl.io import read_json, write_json
+    from pbmarl.runs import RunFolderError
+
+    learner = SAC("gym:Pendulum-v1", seed=0, **SMALL_RING)
+    learner.step()
+    learner.save(tmp_path / "run")
+    meta = read_json(tmp_path / "run" / "run.json")
+    meta["config"]["hidden"] = [4]  # networks of another shape than the saved ones
+    write_json(tmp_path / "run" / "run.json", meta)
+    with pytest.raises(RunFolderError, match="does not fit a SAC built from its config"):
+        SAC.load(tmp_path / "run")
+    meta["config"]["hidden"] = [8]
+    write_json(tmp_path / "run" / "run.json", meta)
+    loaded = pb.load_run(tmp_path / "run")
+    assert loaded.env_steps == learner.env_steps and loaded.history.equals(learner.history)

@@ -18,10 +18,11 @@ def test_control_learners_on_the_parameter_server_reach_the_dynamic_programming_
     else:
         learner = pb.Rainbow("mdp:two_round_dmdp", seed=0, lr=3e-3, budget=400, v_min=0.0, v_max=4.0, atoms=21,
                              n_step=1, target_update_interval=50, workers=2, sync="asp", **TINY)
-    history = learner.train()
+    learner.run(progress=False)
+    history = learner.history
     assert learner.done and history["env_steps"].iloc[-1] == learner.env_steps >= 400
     assert learner.updates == len(learner.staleness) == history["updates"].iloc[-1] > 0
-    assert learner.evaluate(2)["mean"] == pytest.approx(pb.load_game("mdp:two_round_dmdp").optimal_value())
+    assert learner.evaluate(2, deterministic=True).mean[0] == pytest.approx(pb.load_game("mdp:two_round_dmdp").optimal_value())
     learner.close()
 
 
@@ -116,12 +117,12 @@ def test_save_and_load_on_the_parameter_server_carry_the_networks_and_optimisers
     learner.step()
     learner.step()
     learner.save(tmp_path / "sac")
-    other = pb.SAC(BoxDMDP(), seed=4, workers=2, sync="asp", **TINY).load(tmp_path / "sac")
+    other = pb.SAC.load(tmp_path / "sac", game=BoxDMDP())
     np.testing.assert_array_equal(get_state(other), get_state(learner))
     assert other.updates == learner.updates > 0 and other.env_steps == learner.env_steps
     assert int(other.critic_opt.state_dict()["state"][0]["step"]) == learner.updates  # Adam's moments came back
     record = other.step()  # a fresh server from the loaded state
-    assert record.round == 3 and record.updates > learner.updates
+    assert record.iteration == 3 and record.updates > learner.updates
     learner.close()
     other.close()
 
@@ -155,7 +156,7 @@ def test_pbmarl_train_with_workers_runs_on_the_parameter_server_and_resumes(tmp_
     argv = ["train", "--game", "mdp:two_round_dmdp", "--algo", "sac", "--steps", "120", "--eval-episodes", "2",
             "--workers", "2", "--sync", "bap", "--staleness", "0", "--out", str(out), "--quiet"]
     assert main(argv) == 0
-    spec = json.loads((out / "learner" / "learner.json").read_text())["spec"]["config"]
+    spec = json.loads((out / "run.json").read_text())["config"]
     assert (spec["workers"], spec["sync"], spec["staleness"]) == (2, "bap", 0)
     first = pd.read_csv(out / "history.csv")
     assert first["env_steps"].iloc[-1] >= 120 and first["updates"].iloc[-1] > 0

@@ -318,7 +318,8 @@ class ControlLearner(Run, Recorded, OnServer, abc.ABC):
         self._one_seat("step()")
         return {"counters": (self.env_steps, self.updates, self.episodes, self.wall_time, len(self.records)),
                 "rng": self.rng.bit_generator.state, "gen": self.gen.get_state(), "replay": self.replay.mark(),
-                "modules": {k: _copy_state(m) for k, m in self._modules().items()}, "extra": self._snapshot_extra()}
+                "modules": {k: _copy_state(m) for k, m in self._modules().items()}, "extra": self._snapshot_extra(),
+                "flags": _flags(self._modules())}
 
     def restore(self, state: Any) -> None:
         """Put back what `snapshot` kept; a parameter server restarts from it with the next round."""
@@ -330,6 +331,10 @@ class ControlLearner(Run, Recorded, OnServer, abc.ABC):
         for name, module in self._modules().items():
             module.load_state_dict(state["modules"][name])
         self._restore_extra(state["extra"])
+        for param, grad in state["flags"][0]:  # a round stopped inside `frozen` or an eval-mode act
+            param.requires_grad_(grad)
+        for module, training in state["flags"][1]:
+            module.training = training
         OnServer.close(self)
 
     def _snapshot_extra(self) -> Any:
@@ -484,6 +489,13 @@ def _copy_state(entry: Any) -> dict[str, Any]:
 
         return copy.deepcopy(entry.state_dict())
     return {k: v.detach().clone() for k, v in entry.state_dict().items()}
+
+
+def _flags(modules: dict[str, Any]) -> tuple[list[tuple[torch.nn.Parameter, bool]], list[tuple[torch.nn.Module, bool]]]:
+    """Every parameter's ``requires_grad`` and every module's ``training`` flag (what a round sets and puts back)."""
+    nets = [m for m in modules.values() if isinstance(m, torch.nn.Module)]
+    return ([(p, p.requires_grad) for m in nets for p in m.parameters()],
+            [(sub, sub.training) for m in nets for sub in m.modules()])
 
 
 def _mean(values: list[float] | None) -> float:
