@@ -8,9 +8,10 @@ from run_cases import Case
 
 import pbmarl as pb
 
-#: tiny networks and budgets: a round is one or two short episodes with a few dozen updates
+#: tiny networks and budgets: a round is one Pendulum episode (200 steps) or a few CartPole ones, with an
+#: update every 4 env steps
 SMALL = {"budget": 400, "steps_per_round": 100, "learning_starts": 50, "hidden": (16, 16), "batch_size": 16,
-         "buffer_size": 1000}
+         "buffer_size": 1000, "train_freq": 4}
 
 
 def _seeded(cls: Any, **fixed: Any) -> Any:

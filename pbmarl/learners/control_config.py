@@ -160,8 +160,3 @@ class ControlRecord(Record):
         own = [f.name for f in dataclasses.fields(cls) if f.name not in _SHARED and f.name not in cls.loss_fields]
         return ("iteration", "env_steps", "episodes", "wall_time", "return/0", f"loss/{cls.loss_name}",
                 *(f"loss/{c}" for c in cls.loss_fields.values()), "time/round", *own)
-
-    @classmethod
-    def losses(cls) -> dict[str, str]:
-        """The keys of the update's losses (what `_update` returns) that are record fields, by field."""
-        return {"loss": "loss", **{f: f for f in cls.loss_fields}}
