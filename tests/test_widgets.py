@@ -75,7 +75,7 @@ def test_dashboard_without_exact_measurement_follows_the_oracles_estimate() -> N
     dash = Dashboard(psro, progress=False)
     assert dash.exploitability_line is None and "yet" in dash.curve_axes.texts[0].get_text()
     dash.run(2)
-    list(measured.run(2))
+    measured.run(2, progress=False)
     assert dash.curve_axes.get_title() == "NashConv estimated by the oracle"
     assert dash.curve_axes.get_yscale() == "linear"
     # with the exact oracle the estimate is the NashConv of iterations 0 and 1, which `measured` measured
