@@ -1,9 +1,9 @@
-"""PPO and DQN on the parameter server learn: BSP PPO is the learner on the combined batch, update by
-update, and two workers (BSP or ASP) lift CartPole far above random play within seconds.
+"""PPO, DQN and MAPPO on the parameter server learn: BSP PPO and BSP MAPPO are the learner on the combined
+batch, update by update, and two workers (BSP or ASP) lift CartPole far above random play within seconds.
 
 Before, a worker returned one gradient per batch and the server took one step where PPO takes
 ``epochs * minibatches`` and DQN ``updates_per_round``: two workers stayed near a random policy's
-return (about 22 on CartPole).
+return (about 22 on CartPole). MARL's jobs had the same fault (MAPPO one epoch of one minibatch a batch).
 """
 
 from __future__ import annotations
@@ -12,6 +12,8 @@ import numpy as np
 import pytest
 
 import pbmarl as pb
+from pbmarl.distributed.control_rounds import get_state, set_state
+from pbmarl.distributed.marl_rounds import Team
 from pbmarl.distributed.server import get_vector
 from pbmarl.distributed.workers import GradientWorker
 from pbmarl.rollout.trajectories import concat_trajectories
@@ -106,3 +108,41 @@ def test_two_gorila_dqn_workers_learn_cartpole_beyond_random_play(cartpole, sync
         best = max(best, _return(learner.step()))
     learner.finish()
     assert best > 100, f"{sync}: best mean return {best:.1f} after {task.env_steps} env steps"
+
+
+def test_bsp_mappo_is_the_learner_on_the_combined_batch_update_by_update() -> None:
+    """Two steps of 2 workers, 2 epochs of 3 minibatches, without advantage or value normalisation and clip:
+    each server update is MAPPO's own minibatch step on the union of the workers' shards (before: one update a step,
+    one epoch of one minibatch)."""
+    game = pb.load_game("pettingzoo:simple_spread_v3", N=2, max_cycles=5)
+    n, epochs, parts = 2, 2, 3
+    options = {"seed": 3, "steps_per_round": 40, "hidden": (16,), "epochs": epochs, "minibatches": parts,
+               "norm_adv": False, "value_norm": False, "max_grad_norm": 1e6}
+    run = pb.MARL(game, {"team": pb.MAPPO(workers=n, sync="bsp", **options)}, seed=0, num_envs=4)
+    single = pb.MAPPO(**options)
+    pb.MARL(game, {"team": single}, seed=0, num_envs=4)  # binds it: the same networks, the same initial weights
+    team, alone = Team(run.learners), Team({"team": single})
+    np.testing.assert_array_equal(get_state(team), get_state(alone))
+    for _ in range(2):
+        state, env_steps = get_state(team), run.env_steps
+        run.step()
+        results = run._rounds.last
+        assert len(results) == n * epochs * parts and all(r.plan == epochs * parts for r in results)
+        assert all(r.env_steps > 0 for r in results[:n]) and not any(r.env_steps for r in results[n:])
+        rows, plans = [], []
+        for w, r in enumerate(results[:n]):  # each worker's batch, collected again at the weights of the step's start
+            worker = run._rounds.executor.inner.workers[w]
+            set_state(worker.team, state)
+            worker._reseed(r.seeds, env_steps)
+            rows.append(worker.run._collect()["team"])
+            order = np.random.default_rng([r.seeds[0], 0])
+            plans.append([p for _ in range(epochs) for p in np.array_split(order.permutation(len(rows[-1])), parts)])
+        data = single.round_data(concat_trajectories(rows), env_steps)
+        offsets = np.cumsum([0] + [len(r) for r in rows])
+        for k in range(epochs * parts):
+            shards = [plans[w][k] for w in range(n)]
+            assert [r.grad.counts["team"] for r in results[k * n:(k + 1) * n]] == [len(s) for s in shards]
+            single.minibatch_step(data, np.concatenate([s + o for s, o in zip(shards, offsets)]))
+        np.testing.assert_allclose(get_state(team), get_state(alone), atol=1e-6)
+    assert run.staleness == [0] * (2 * n * epochs * parts)
+    run.close()

@@ -2,28 +2,37 @@
 
 ``pb.MARL(game, {"team": pb.MAPPO(workers=4, sync="bsp")})``: when the learning groups'
 configs ask for ``workers > 1`` (all the same `ParallelOptions`), one `MARL.step()` is one
-round of `Rounds` (BSP, ASP or BAP) over `MARLWorker` jobs. One job of a worker:
+step of rounds of `Rounds` (BSP, ASP or BAP) over `MARLWorker` jobs, until the jobs make
+`workers` batches' worth of gradients. A worker's job:
 
-1. load the published *state*: every network of every learning group, target networks
+1. loads the published *state*: every network of every learning group, target networks
    and running statistics included, as one flat vector (`get_state` of a `Team`); each
    learner's ``env_steps`` is set to the run's count (QMIX's epsilon follows it);
-2. collect ``steps_per_round`` env steps on its own environments, all groups in the same
-   episodes (the fixed groups too), exactly as `MARL.step` collects;
-3. run every learner's own `train` with its one-gradient options (`GroupLearner.one_gradient`:
-   MAPPO one epoch of one minibatch, QMIX and MADDPG one update) and *recording*
+2. when the worker has no batch in hand, collects ``steps_per_round`` env steps on its own
+   environments, all groups in the same episodes (the fixed groups too), exactly as
+   `MARL.step` collects, and plans the batch's gradients as the single-process `train` takes
+   its updates: MAPPO's ``epochs`` shuffled passes of ``minibatches`` parts, the advantages and
+   returns fixed at the collecting weights (`MAPPO.round_data`); QMIX's and MADDPG's
+   ``updates_per_round`` minibatches of the worker's own replay (Gorila's layout), into which
+   the rows go;
+3. takes the next planned gradient of every group at the state it was sent, with *recording*
    optimisers: each ``opt.step()`` keeps that optimiser's (clipped) gradient instead of
-   stepping. Off-policy learners store the rows in the worker's own replay and draw
-   their batch from it (Gorila's layout); before MADDPG's ``learning_starts`` a job only
-   collects.
+   stepping. Before MADDPG's ``learning_starts`` a job only collects.
+
+(Before, a job was one gradient of a fresh batch: MAPPO took 1 epoch of 1 minibatch a batch
+where the single learner takes ``epochs * minibatches`` (15), QMIX 1 update where it takes 8,
+and two workers learned markedly slower than one learner on the combined batch.)
 
 The server (`MARLServerProcess`, a Ray actor on ``backend="ray"``) holds a copy of the
 learners. An update steps each optimiser on the mean of the gradients that carry it
-(weighted by the jobs' env steps), then runs each trained learner's `_after_update` with
+(weighted by the samples behind each: MAPPO's minibatch rows; replay minibatches equally), then runs each trained learner's `_after_update` with
 the workers' reports: QMIX counts the update and copies its targets every
-``target_update``, MADDPG moves its targets by Polyak, MAPPO's ValueNorm takes the step the
-workers' `train` took, on their pooled return moments. So BSP with one worker is the
-single-process update at the same weights, except that MADDPG's actor loss sees the critic
-before (not after) that update's critic step. After every round the learners pull the
+``target_update``, MADDPG moves its targets by Polyak, MAPPO's ValueNorm takes, once a batch, the step the
+workers' `round_data` took, on their pooled return moments. So under BSP (every worker at the
+same place of its plan) MAPPO with ``norm_adv=False`` and ``value_norm=False`` is the single
+learner on the union of the workers' batches, update by update (with them, each worker
+normalises its own shard's advantages, and a batch's first gradient sees the worker's own
+ValueNorm step); MADDPG's actor loss sees the critic before (not after) that update's critic step. After every round the learners pull the
 server's networks, optimisers and update counts, so `save`, `evaluate` and `policies` see
 the trained weights; the workers' replays stay in the workers.
 
@@ -38,6 +47,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
+from fractions import Fraction
 from typing import Any
 
 import numpy as np
@@ -55,6 +65,7 @@ from pbmarl.distributed.executors import make_executor
 from pbmarl.distributed.modes import Rounds
 from pbmarl.distributed.workers import weighted_means
 from pbmarl.learners.group import GroupLearner
+from pbmarl.learners.mappo import MAPPO, RoundData
 from pbmarl.learners.nets import torch_threads
 
 __all__ = ["MARLResult", "MARLRounds", "MARLServerProcess", "MARLWorker", "Team", "TeamGradient"]
@@ -99,7 +110,8 @@ def _rebuild_run(game: Any, mapping_spec: Any, learners: Mapping[str, LearnerRec
         game = game_from_spec(game)
     built: dict[str, GroupLearner] = {}
     for g, (cls, config, s) in learners.items():
-        options = dict(cls.one_gradient or {}) if one_gradient else {}
+        # a worker's replay learners take one update a `train`; MAPPO's plan reads its own epochs and minibatches
+        options = dict(cls.one_gradient or {}) if one_gradient and not issubclass(cls, MAPPO) else {}
         built[g] = cls(config=replace(config, workers=1, **options), seed=int(s))
     return MARL(game, built, AgentMapping.from_spec(game, mapping_spec), fixed=dict(fixed), seed=int(seed),
                 num_envs=int(num_envs))
@@ -107,10 +119,12 @@ def _rebuild_run(game: Any, mapping_spec: Any, learners: Mapping[str, LearnerRec
 
 @dataclass(frozen=True)
 class TeamGradient:
-    """One job's gradients, one per optimiser that stepped (``"group/name"``), and each learner's report."""
+    """One job's gradients, one per optimiser that stepped (``"group/name"``), each learner's report and the
+    samples behind each group's gradients (the server's weights)."""
 
     grads: dict[str, np.ndarray]
     reports: dict[str, dict[str, float]]
+    counts: dict[str, int]
 
     def trained(self, group: str) -> bool:
         """Whether this job took a gradient of `group`'s learner."""
@@ -126,18 +140,38 @@ class MARLResult:
     version: int
     seeds: tuple[int, ...]
     env_steps: int
+    """Env steps the job collected (0 for a job that took a later gradient of its batch)."""
     returns: np.ndarray
     """``[episodes, agents]``: the returns of the episodes that ended in the job's collection."""
     losses: dict[str, dict[str, float]]
+    plan: int = 1
+    """Gradients the worker planned for the batch behind this job (a step consumes `workers` batches' worth)."""
+    left: int = 0
+    """Gradients of that batch still to come after this job (0: the worker's next job collects)."""
 
     @property
     def count(self) -> int:
-        return 0 if self.grad is None else self.env_steps
+        return 0 if self.grad is None else max(sum(self.grad.counts.values()), 1)
+
+
+@dataclass
+class Batch:
+    """A worker's collected batch and what is left of its plan: per MAPPO group its `RoundData` and
+    minibatches, per replay group the number of updates still due."""
+
+    parts: dict[str, list[np.ndarray]]
+    data: dict[str, RoundData]
+    updates: dict[str, int]
+    planned: int
+
+    @property
+    def left(self) -> int:
+        return max([len(p) for p in self.parts.values()] + list(self.updates.values()), default=0)
 
 
 class MARLWorker:
     """One worker (an ordinary object locally, a Ray actor on Ray): a single-process copy of the run
-    whose learners take one gradient a job and whose optimisers record instead of stepping.
+    whose optimisers record instead of stepping; it keeps one collected batch and its plan (see the module doc).
 
     Args:
         game: the run's game, or what `game_for_worker` sends for it.
@@ -153,34 +187,109 @@ class MARLWorker:
         torch.set_num_threads(1)
         self.run = _rebuild_run(game, mapping_spec, learners, fixed, seed, num_envs, one_gradient=True)
         self.team = Team(self.run.learners)
+        #: each replay learner's updates per batch (its copy here takes one a `train`)
+        self.updates = {g: int(cfg.updates_per_round) for g, (cls, cfg, _) in learners.items()
+                        if not issubclass(cls, MAPPO)}
         self.recorded: dict[str, np.ndarray] = {}
         record_steps(self.team, self.recorded)
+        self.batch: Batch | None = None
 
-    def compute(self, state: np.ndarray, version: int, seeds: Sequence[int], env_steps: int) -> MARLResult:
-        """Load `state` (at `version`), collect one round, one recorded `train` of every learner."""
-        run, seeds = self.run, tuple(int(s) for s in seeds)
-        set_state(self.team, state)
-        self.team.loaded()
-        run.rng = np.random.default_rng(seeds[0])
-        for i, lr in enumerate(run.learners.values()):
+    def _reseed(self, seeds: tuple[int, ...], env_steps: int) -> None:
+        self.run.rng = np.random.default_rng(seeds[0])
+        for i, lr in enumerate(self.run.learners.values()):
             lr.env_steps = int(env_steps)
             lr.rng = np.random.default_rng([seeds[0], i])
             lr.torch_gen.manual_seed((seeds[0] + i) % 2**63)
-        rows = run._collect()
-        first = next(iter(rows.values()))
-        steps = int(first.steps)
+
+    def compute(self, state: np.ndarray, version: int, seeds: Sequence[int], env_steps: int) -> MARLResult:
+        """Load `state` (at `version`); collect and plan a batch when none is in hand; the next planned gradients."""
+        run, seeds = self.run, tuple(int(s) for s in seeds)
+        set_state(self.team, state)
+        self.team.loaded()
+        self._reseed(seeds, env_steps)
         self.recorded.clear()
+        counts: dict[str, int] = {}
+        reports: dict[str, dict[str, float]] = {}
         with torch_threads(1):
-            losses = {g: lr.train(rows[g], int(env_steps) + steps) for g, lr in run.learners.items()}
+            if self.batch is None or self.batch.left == 0:
+                rows = run._collect()
+                first = next(iter(rows.values()))
+                steps, returns = int(first.steps), np.asarray(first.episode_returns, dtype=float)
+                losses = self._start_batch(rows, int(env_steps) + steps, counts, reports)
+            else:
+                steps, returns = 0, np.zeros((0, run.stepped.num_players))
+                losses = self._next_gradients(int(env_steps), counts)
+        batch = self.batch
+        assert batch is not None
         grad = None
         if self.recorded:
             trained = {g for g in run.learners if any(k.startswith(g + "/") for k in self.recorded)}
-            grad = TeamGradient(dict(self.recorded), {g: run.learners[g]._update_report() for g in trained})
-        return MARLResult(grad, int(version), seeds, steps, np.asarray(first.episode_returns, dtype=float),
-                          {g: {k: float(v) for k, v in d.items()} for g, d in losses.items()})
+            grad = TeamGradient(dict(self.recorded), {g: reports.get(g, {}) for g in trained},
+                                {g: counts.get(g, 1) for g in trained})
+        return MARLResult(grad, int(version), seeds, steps, returns,
+                          {g: {k: float(v) for k, v in d.items()} for g, d in losses.items()},
+                          plan=batch.planned, left=batch.left)
+
+    def _start_batch(self, rows: Mapping[str, Any], env_steps: int, counts: dict[str, int],
+                     reports: dict[str, dict[str, float]]) -> dict[str, dict[str, float]]:
+        """Plan the batch `rows` and take its first gradients (the replay learners store the rows)."""
+        parts: dict[str, list[np.ndarray]] = {}
+        data: dict[str, RoundData] = {}
+        updates: dict[str, int] = {}
+        losses = {}
+        for g, lr in self.run.learners.items():
+            if isinstance(lr, MAPPO):
+                data[g] = lr.round_data(rows[g], env_steps)
+                reports[g] = lr._update_report()  # the ValueNorm's step, once a batch
+                parts[g] = [part for _ in range(lr.config.epochs) for part in lr.epoch_parts(data[g], lr.rng)]
+            else:
+                before = set(self.recorded)
+                losses[g] = lr.train(rows[g], env_steps)
+                # before MADDPG's learning_starts nothing is learned: the batch ends with its collection
+                updates[g] = self.updates[g] - 1 if set(self.recorded) - before else 0
+        self.batch = Batch(parts, data, updates, 1)
+        self.batch.planned = max(len(p) for p in parts.values()) if parts else 0
+        self.batch.planned = max(self.batch.planned, max(self.updates.values(), default=1), 1)
+        losses.update(self._mappo_gradients(counts))
+        return losses
+
+    def _next_gradients(self, env_steps: int, counts: dict[str, int]) -> dict[str, dict[str, float]]:
+        """The next planned gradient of every group whose plan is not done (the replay learners on their replay)."""
+        assert self.batch is not None
+        losses = self._mappo_gradients(counts)
+        for g, due in self.batch.updates.items():
+            if due > 0:
+                self.batch.updates[g] -= 1
+                lr = self.run.learners[g]
+                lr._store = _stored_already  # the batch is in the replay already
+                try:
+                    losses[g] = lr.train(_NO_ROWS, env_steps)
+                finally:
+                    del lr._store
+        return losses
+
+    def _mappo_gradients(self, counts: dict[str, int]) -> dict[str, dict[str, float]]:
+        assert self.batch is not None
+        losses = {}
+        for g, parts in self.batch.parts.items():
+            if parts:
+                lr = self.run.learners[g]
+                assert isinstance(lr, MAPPO)
+                part, data = parts.pop(0), self.batch.data[g]
+                losses[g] = lr.minibatch_step(data, part)
+                counts[g] = int(data.seqs[1][part].sum()) if data.seqs is not None else len(part)
+        return losses
 
     def ping(self) -> bool:
         return True
+
+
+#: what a replay learner's `train` is handed when its batch is in its replay already
+_NO_ROWS: Any = None
+
+
+def _stored_already(rows: Any) -> None:
+    """`_store` of a replay learner whose rows went into its replay with the job that collected them."""
 
 
 class MARLServerProcess(StateProcess):
@@ -205,11 +314,12 @@ class MARLServerProcess(StateProcess):
               lr: float | None = None) -> np.ndarray:
         """One update: each optimiser on its gradients' weighted mean, then each trained learner's `_after_update`."""
         for name, opt in named_optimizers(self.team):
-            rows = [(g.grads[name], n) for g, n in zip(grads, counts) if name in g.grads]
+            group = name.split("/", 1)[0]
+            rows = [(g.grads[name], g.counts[group]) for g in grads if name in g.grads]
             if rows:
                 step_on_mean(opt, rows)
         for group, learner in self.team.learners.items():
-            reports = [(g.reports.get(group, {}), n) for g, n in zip(grads, counts) if g.trained(group)]
+            reports = [(g.reports[group], g.counts[group]) for g in grads if g.trained(group)]
             if reports:
                 learner._after_update(reports)
         self.version += 1
@@ -251,6 +361,16 @@ class MARLRounds(Rounds):
         super().__init__(run, server, make_executor(opts.backend, args, opts.workers, MARLWorker),
                          mode=opts.sync, staleness=opts.staleness, workers=opts.workers)
 
+    def _round(self) -> Any:
+        """Rounds of `workers` jobs until they make `workers` batches' worth (each job ``1 / MARLResult.plan``)."""
+        applied = len(self.server.staleness)
+        got: list[MARLResult] = []
+        while sum(Fraction(1, r.plan) for r in got) < self.n:
+            super()._round()
+            got += self.last
+        self.last = got
+        return self._summary(got, self.server.staleness[applied:])
+
     def _count(self, result: MARLResult) -> tuple[int, int]:
         self.learner.env_steps += result.env_steps  # the run's count (its step is all-or-nothing)
         return result.env_steps, result.env_steps
@@ -260,11 +380,12 @@ class MARLRounds(Rounds):
 
     def _summary(self, got: list[MARLResult],
                  staleness: list[int]) -> tuple[np.ndarray, dict[str, dict[str, float]], int, int]:
-        """The returns ``[episodes, agents]`` of the round's episodes, each group's losses (means weighted by
-        the env steps of the jobs that trained it), the round's largest staleness and the run's env steps."""
+        """The returns ``[episodes, agents]`` of the step's episodes, each group's losses (means weighted by
+        the samples behind each gradient), the round's largest staleness and the run's env steps."""
         returns = [r.returns for r in got if len(r.returns)]
         width = self.learner.stepped.num_players
-        losses = {g: weighted_means([(r.losses[g], r.env_steps) for r in got if r.grad is not None and r.grad.trained(g)])
+        losses = {g: weighted_means([(r.losses[g], r.grad.counts[g]) for r in got
+                                     if r.grad is not None and r.grad.trained(g)])
                   for g in self.team.learners}
         return ((np.concatenate(returns) if returns else np.zeros((0, width))), losses, int(max(staleness, default=0)),
                 int(self.learner.env_steps))

@@ -54,8 +54,9 @@ from pbmarl.runs.config import FLAG, NON_NEGATIVE, POSITIVE, POSITIVE_INT, UNIT,
 class MAPPOConfig(ParallelOptions, Config):
     """MAPPO options; defaults are the MAPPO paper's MPE values (Yu et al. 2022, Tables 8-9).
 
-    With ``workers > 1`` (`ParallelOptions`) `pb.MARL` trains it on a parameter server: each job
-    is one epoch of one minibatch over a worker's own ``steps_per_round`` env steps.
+    With ``workers > 1`` (`ParallelOptions`) `pb.MARL` trains it on a parameter server: a worker collects
+    its own ``steps_per_round`` env steps and each of its jobs is the gradient of one of that batch's
+    ``epochs * minibatches`` minibatches (`pbmarl.distributed.marl_rounds`).
     """
 
     hidden: tuple[int, ...] = (64, 64)
@@ -68,6 +69,9 @@ class MAPPOConfig(ParallelOptions, Config):
     """GAE lambda (paper: 0.95)."""
     clip_coef: float = 0.2
     """PPO ratio clip (paper: 0.2)."""
+    norm_adv: bool = True
+    """Normalise the advantages within each minibatch (the paper's code). With ``workers > 1`` each worker
+    normalises its own shard of a minibatch; False makes BSP exactly the update on the union of the shards."""
     epochs: int = 15
     """PPO epochs per round (paper, MPE: 15)."""
     minibatches: int = 1
@@ -136,7 +140,7 @@ class MAPPOConfig(ParallelOptions, Config):
         "gamma": UNIT, "gae_lambda": UNIT, "ent_coef": NON_NEGATIVE, "vf_coef": NON_NEGATIVE,
         "epochs": POSITIVE_INT, "minibatches": POSITIVE_INT, "steps_per_round": POSITIVE_INT,
         "layer_norm": FLAG, "orthogonal_init": FLAG, "team_reward": FLAG, "bootstrap_truncated": FLAG,
-        "value_norm": FLAG, "value_clip": FLAG, "clip_apart": FLAG, "recurrent": FLAG,
+        "value_norm": FLAG, "value_clip": FLAG, "norm_adv": FLAG, "clip_apart": FLAG, "recurrent": FLAG,
         "central": (lambda v: v in ("auto", "state", "concat", "local"), "'auto', 'state', 'concat' or 'local'"),
         "activation": (lambda v: v in ACTIVATIONS, f"one of {sorted(ACTIVATIONS)}"),
         "lr_decay_steps": (lambda v: v is None or (is_int(v) and v >= 1), "a positive int (env steps) or None"),
@@ -226,6 +230,32 @@ class ValueNorm(torch.nn.Module):
     def denormalize(self, x: torch.Tensor) -> torch.Tensor:
         mean, std = self.stats()
         return x * std + mean
+
+
+@dataclass(frozen=True)
+class RoundData:
+    """A round's rows as MAPPO's minibatches read them (`MAPPO.round_data`): tensors ``[T, ...]`` fixed at the
+    weights that collected them (a parameter-server worker keeps one while it takes its minibatches' gradients)."""
+
+    obs: torch.Tensor
+    mask: torch.Tensor
+    action: torch.Tensor
+    old_logp: torch.Tensor
+    adv: torch.Tensor
+    ret: torch.Tensor
+    """Value targets in the reward's units."""
+    x: torch.Tensor
+    """The critic's inputs."""
+    raw: torch.Tensor
+    """The critic's outputs when the round began (``value_clip``)."""
+    seqs: tuple[np.ndarray, np.ndarray] | None
+    """`sequence_grid` of the rows (recurrent MAPPO), else None."""
+    lr: float
+
+    @property
+    def units(self) -> int:
+        """What minibatches split: rows, or whole sequences for the GRU."""
+        return len(self.seqs[0]) if self.seqs is not None else len(self.obs)
 
 
 class MAPPO(GroupLearner):
@@ -326,6 +356,22 @@ class MAPPO(GroupLearner):
 
     def train(self, rows: Trajectories, env_steps: int) -> dict[str, float]:
         cfg = self.config
+        data = self.round_data(rows, env_steps)
+        sums = {"policy_loss": 0.0, "value_loss": 0.0, "entropy": 0.0, "approx_kl": 0.0}
+        n = 0
+        for _ in range(cfg.epochs):
+            for part in self.epoch_parts(data, self.rng):
+                for name, val in self.minibatch_step(data, part).items():
+                    sums[name] += val
+                n += 1
+        self.actor.version += 1  # rollout workers cache policies by version
+        means = {k: v / max(n, 1) for k, v in sums.items()}
+        return means if cfg.lr_decay_steps is None else {**means, "lr": data.lr}
+
+    def round_data(self, rows: Trajectories, env_steps: int) -> RoundData:
+        """What a round's minibatches share, fixed at the current weights: the learning rate, the critic's outputs,
+        GAE advantages and returns (the ValueNorm takes its step on these returns here)."""
+        cfg = self.config
         self.env_steps = int(env_steps)
         lr = self.scheduled_lr()
         for group in self.optimizer.param_groups:
@@ -344,56 +390,56 @@ class MAPPO(GroupLearner):
         if cfg.value_norm:
             self.value_norm.update(ret_t)
         assert rows.log_prob is not None
-        obs, mask = to_tensor(rows.obs.reshape(len(rows), -1)), torch.as_tensor(rows.legal_mask)
-        action, old_logp = torch.as_tensor(rows.action), to_tensor(rows.log_prob)
-        adv_t, x_t = to_tensor(adv), to_tensor(x)
+        return RoundData(obs=to_tensor(rows.obs.reshape(len(rows), -1)), mask=torch.as_tensor(rows.legal_mask),
+                         action=torch.as_tensor(rows.action), old_logp=to_tensor(rows.log_prob), adv=to_tensor(adv),
+                         ret=ret_t, x=to_tensor(x), raw=raw, seqs=seqs, lr=lr)
+
+    def epoch_parts(self, data: RoundData, rng: np.random.Generator) -> list[np.ndarray]:
+        """One epoch's minibatches: a shuffled split of the rows (of whole sequences for the GRU) in ``minibatches``."""
+        units = data.units
+        return np.array_split(rng.permutation(units), min(self.config.minibatches, units))
+
+    def minibatch_step(self, data: RoundData, part: np.ndarray) -> dict[str, float]:
+        """One optimiser step on minibatch `part` of `data` (row or sequence indices) at the current weights:
+        clipped surrogate, value loss, entropy bonus, the gradient-norm clip. Returns the minibatch's statistics."""
+        cfg = self.config
         actor_params, critic_params = list(self.actor.net.parameters()), list(self.critic.parameters())
-        sums = {"policy_loss": 0.0, "value_loss": 0.0, "entropy": 0.0, "approx_kl": 0.0}
-        n = 0
-        units = len(seqs[0]) if seqs is not None else len(rows)  # minibatches of whole sequences for the GRU
-        for _ in range(cfg.epochs):
-            order = self.rng.permutation(units)
-            for part in np.array_split(order, min(cfg.minibatches, units)):
-                if seqs is not None:
-                    assert isinstance(self.actor, RecurrentPolicy) and isinstance(self.critic, RecurrentNet)
-                    grid, valid = seqs[0][part], seqs[1][part]
-                    out, _, rows_k = unroll(self.actor.net, obs, grid, valid)
-                    v, _, _ = unroll(self.critic, x_t, grid, valid)
-                    idx = torch.as_tensor(rows_k)
-                else:
-                    assert isinstance(self.actor, MLPPolicy)
-                    idx = torch.as_tensor(part)
-                    out, v = self.actor.logits(obs[idx]), self.critic(x_t[idx])
-                v = v.squeeze(-1)
-                logits = masked_logits(out, mask[idx])
-                logp_all = torch.log_softmax(logits, dim=-1)
-                logp = logp_all.gather(1, action[idx][:, None]).squeeze(1)
-                p = logp_all.exp()
-                entropy = -torch.where(mask[idx], p * logp_all, torch.zeros_like(p)).sum(-1).mean()
-                a = adv_t[idx]
-                a = (a - a.mean()) / (a.std() + 1e-8) if len(a) > 1 else a
-                log_ratio = logp - old_logp[idx]
-                ratio = log_ratio.exp()
-                pg = torch.max(-a * ratio, -a * ratio.clamp(1 - cfg.clip_coef, 1 + cfg.clip_coef)).mean()
-                target = self.value_norm.normalize(ret_t[idx]) if cfg.value_norm else ret_t[idx]
-                v_loss = value_loss(v, target, cfg.huber_delta, raw[idx] if cfg.value_clip else None, cfg.clip_coef)
-                loss = pg + cfg.vf_coef * v_loss - cfg.ent_coef * entropy
-                self.optimizer.zero_grad()
-                loss.backward()
-                if cfg.clip_apart:
-                    clip_grad_norm(actor_params, cfg.max_grad_norm)
-                    clip_grad_norm(critic_params, cfg.max_grad_norm)
-                else:
-                    clip_grad_norm(actor_params + critic_params, cfg.max_grad_norm)
-                self.optimizer.step()
-                with torch.no_grad():
-                    kl = float(((ratio - 1) - log_ratio).mean())
-                for name, val in zip(sums, (pg.item(), v_loss.item(), entropy.item(), kl)):
-                    sums[name] += val
-                n += 1
-        self.actor.version += 1  # rollout workers cache policies by version
-        means = {k: v / max(n, 1) for k, v in sums.items()}
-        return means if cfg.lr_decay_steps is None else {**means, "lr": lr}
+        if data.seqs is not None:
+            assert isinstance(self.actor, RecurrentPolicy) and isinstance(self.critic, RecurrentNet)
+            grid, valid = data.seqs[0][part], data.seqs[1][part]
+            out, _, rows_k = unroll(self.actor.net, data.obs, grid, valid)
+            v, _, _ = unroll(self.critic, data.x, grid, valid)
+            idx = torch.as_tensor(rows_k)
+        else:
+            assert isinstance(self.actor, MLPPolicy)
+            idx = torch.as_tensor(part)
+            out, v = self.actor.logits(data.obs[idx]), self.critic(data.x[idx])
+        v = v.squeeze(-1)
+        logits = masked_logits(out, data.mask[idx])
+        logp_all = torch.log_softmax(logits, dim=-1)
+        logp = logp_all.gather(1, data.action[idx][:, None]).squeeze(1)
+        p = logp_all.exp()
+        entropy = -torch.where(data.mask[idx], p * logp_all, torch.zeros_like(p)).sum(-1).mean()
+        a = data.adv[idx]
+        if cfg.norm_adv:
+            a = (a - a.mean()) / (a.std() + 1e-8) if len(a) > 1 else a
+        log_ratio = logp - data.old_logp[idx]
+        ratio = log_ratio.exp()
+        pg = torch.max(-a * ratio, -a * ratio.clamp(1 - cfg.clip_coef, 1 + cfg.clip_coef)).mean()
+        target = self.value_norm.normalize(data.ret[idx]) if cfg.value_norm else data.ret[idx]
+        v_loss = value_loss(v, target, cfg.huber_delta, data.raw[idx] if cfg.value_clip else None, cfg.clip_coef)
+        loss = pg + cfg.vf_coef * v_loss - cfg.ent_coef * entropy
+        self.optimizer.zero_grad()
+        loss.backward()
+        if cfg.clip_apart:
+            clip_grad_norm(actor_params, cfg.max_grad_norm)
+            clip_grad_norm(critic_params, cfg.max_grad_norm)
+        else:
+            clip_grad_norm(actor_params + critic_params, cfg.max_grad_norm)
+        self.optimizer.step()
+        with torch.no_grad():
+            kl = float(((ratio - 1) - log_ratio).mean())
+        return {"policy_loss": pg.item(), "value_loss": v_loss.item(), "entropy": entropy.item(), "approx_kl": kl}
 
     def scheduled_lr(self) -> float:
         """The learning rate of a round that ends at ``env_steps``: ``lr``, or its linear decay (``lr_decay_steps``)."""
