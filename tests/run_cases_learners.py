@@ -22,6 +22,8 @@ CASES = {
     "PPO": Case(CARTPOLE, _seeded(pb.PPO), "clip_coeff"),
     "A2C": Case(CARTPOLE, _seeded(pb.A2C), "ent_coeff"),
     "A3C": Case(CARTPOLE, _seeded(pb.A3C, workers=2), "worker"),
+    # ASP PPO: workers hold a batch's minibatch plan between steps (saved and restored with the jobs in flight)
+    "PPO-ASP": Case(CARTPOLE, _seeded(pb.PPO, workers=2, sync="asp", epochs=2, minibatches=2), "sinc"),
     "IMPALA": Case(CARTPOLE, _seeded(pb.IMPALA, actors=2, steps_per_round=32), "rho_barr"),
     "ApeX": Case(CARTPOLE, _seeded(pb.ApeX, actors=2, steps_per_round=32, learning_starts=64, updates_per_round=4,
                                    batch_size=16), "publish_intervall"),

@@ -185,6 +185,27 @@ def test_ctrl_c_mid_round_undoes_the_round_and_the_next_is_the_same(cartpole, ct
     learner.finish()
 
 
+def test_ppo_under_asp_saves_its_workers_place_in_their_batches(cartpole, tmp_path, ctrl_c) -> None:
+    """ASP workers end a step part-way through a batch's minibatch plan: a save keeps each one's collecting job and
+    the gradients taken of it, and a loaded learner, or one whose step was interrupted, goes on as the twin does."""
+    options = {"workers": 2, "sync": "asp", "epochs": 2, "minibatches": 3, "seed": 1, **SMALL}
+    a, twin = pb.PPO(cartpole, **options), pb.PPO(cartpole, **options)
+    a.step(), twin.step()
+    batches = a._rounds.executor.batches
+    assert batches and all(0 < consumed < 6 for _, consumed in batches.values())
+    a.save(tmp_path / "run")
+    ctrl_c(a._rounds.executor.inner, "next", at=3)
+    with pytest.raises(KeyboardInterrupt):
+        a.step()
+    with pb.load_run(tmp_path / "run") as b:
+        rows = [{k: v for k, v in r.step().as_row().items() if k != "wall_time" and not k.startswith("time/")}
+                for r in (a, b, twin)]
+        assert rows[0] == rows[1] == rows[2]
+        np.testing.assert_array_equal(get_vector(_params(a)), get_vector(_params(twin)))
+        np.testing.assert_array_equal(get_vector(_params(b)), get_vector(_params(twin)))
+    a.finish(), twin.finish()
+
+
 def test_bad_parallel_options_are_named(cartpole) -> None:
     with pytest.raises(ValueError, match="workers must be a positive int, got 0"):
         pb.PPO(cartpole, workers=0)

@@ -334,11 +334,11 @@ def test_dqn_behaviour_policy_rebuilds_in_a_fresh_process(tmp_path):
     assert out.stdout.split() == ["EpsilonGreedy", "0.2"]
 
 
-@pytest.mark.parametrize(("cls", "sync"), [("PPO", "bsp"), ("A2C", "asp")])
+@pytest.mark.parametrize(("cls", "sync"), [("PPO", "bsp"), ("PPO", "asp"), ("A2C", "asp")])
 def test_a_learner_on_a_parameter_server_resumes_exactly_after_save_and_load(tmp_path, cls, sync):
     """Issue 48: with workers=2 a loaded PPO did not go on as the saved one (2491 learner steps against 2510).
-    (PPO under ASP is left out: its workers now keep a batch's minibatch plan between rounds, which a save
-    does not hold yet.)"""
+    PPO under ASP ends a step with workers part-way through a batch's minibatch plan: the save keeps each one's
+    collecting job and place in it."""
     options = {"workers": 2, "sync": sync, "steps_per_round": 64, "num_envs": 2, "hidden": (16,)}
     a = getattr(pb, cls)("gym:CartPole-v1", seed=0, **options)
     twin = getattr(pb, cls)("gym:CartPole-v1", seed=0, **options)

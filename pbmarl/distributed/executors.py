@@ -71,6 +71,10 @@ class LocalExecutor:
     def ready(self) -> None:
         """In-process workers are up once built."""
 
+    def call(self, w: int, method: str, *args: Any) -> Any:
+        """Run worker `w`'s `method` now, outside any job, and return what it returns."""
+        return getattr(self.workers[w], method)(*args)
+
     def close(self) -> None:
         self._queue.clear()
 
@@ -126,6 +130,10 @@ class RayExecutor:
         except RayActorError as exc:
             raise RuntimeError(f"a worker failed to start: {exc}") from None
 
+    def call(self, w: int, method: str, *args: Any) -> Any:
+        """Run actor `w`'s `method` (after the jobs handed to it before) and wait for what it returns."""
+        return self.ray.get(getattr(self.actors[w], method).remote(*args))
+
     def replace(self, w: int) -> None:
         """Kill (if still alive) and rebuild worker `w`."""
         try:
@@ -179,6 +187,13 @@ class Restartable:
     def ready(self) -> None:
         """Build the workers if they are not yet, and wait until they are up."""
         self._get().ready()
+
+    def call(self, w: int, method: str, *args: Any) -> Any:
+        """Run worker `w`'s `method` now (building the workers first if need be)."""
+        inner = self._get()
+        if not isinstance(inner, (LocalExecutor, RayExecutor)):
+            raise TypeError(f"call() needs local or Ray workers, got {type(inner).__name__}")
+        return inner.call(w, method, *args)
 
     @property
     def replacements(self) -> int:

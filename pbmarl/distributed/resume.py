@@ -11,8 +11,10 @@ builds a learner's parameter-server rounds (`pbmarl.distributed.modes`) with the
 learner's version and the logged jobs handed out again; `rounds_state` / `set_rounds_state` are
 what the learner's `_task_extra` / `_set_task_extra` keep of them.
 
-A job's result depends only on its arguments (the worker's collection is seeded per job). Two cases
-do not resume exactly: DQN's replay gradient workers (``workers > 1``), whose replays live in the
+A job's result depends only on its arguments and on the batch its worker is taking gradients of (PPO's
+minibatch plan, `pbmarl.distributed.workers`); the log keeps, per worker, the job that collected that batch
+and the gradients received of it, and a rebuilt worker collects it again and skips those
+(`GradientWorker.resume_batch`) before its job in flight goes out again. Two cases do not resume exactly: DQN's replay gradient workers (``workers > 1``), whose replays live in the
 workers (a restored or loaded Gorila DQN task refills them from scratch), and BAP's gradients
 waiting for the next apply, which are not kept.
 """
@@ -30,7 +32,7 @@ from pbmarl.distributed.modes import ParameterRounds, Rounds
 from pbmarl.distributed.server import RemoteServer
 from pbmarl.rollout.worker import game_for_worker
 
-__all__ = ["Job", "JobLog", "jobs_from_state", "jobs_state", "rounds_state", "server_rounds", "set_rounds_state"]
+__all__ = ["Job", "JobLog", "batches_from_state", "jobs_from_state", "jobs_state", "rounds_state", "server_rounds", "set_rounds_state"]
 
 
 @dataclass(frozen=True)
@@ -56,6 +58,8 @@ class JobLog(Restartable):
         super().__init__(make_executor(backend, args, num_workers, worker_class).build, num_workers)
         #: worker -> its job in flight, in the order they were handed out
         self.jobs: dict[int, Job] = {}
+        #: worker -> the job that collected the batch it is taking gradients of, and the gradients received of it
+        self.batches: dict[int, tuple[Job, int]] = {}
 
     @property
     def clock(self) -> float:
@@ -70,8 +74,22 @@ class JobLog(Restartable):
 
     def next(self) -> tuple[int, Any]:
         w, result = super().next()
-        self.jobs.pop(w, None)
+        job = self.jobs.pop(w, None)
+        # a result that leaves gradients of its batch to come (PPO's minibatch plan) keeps the batch in its worker
+        plan, left = int(getattr(result, "plan", 1)), int(getattr(result, "left", 0))
+        if left == 0:
+            self.batches.pop(w, None)
+        elif plan - left == 1 and job is not None:
+            self.batches[w] = (job, 1)
+        elif w in self.batches:
+            self.batches[w] = (self.batches[w][0], plan - left)
         return w, result
+
+    def resume_batches(self, batches: dict[int, tuple[Job, int]]) -> None:
+        """Put each worker back `consumed` gradients into the batch its job collected (`GradientWorker.resume_batch`)."""
+        for w, (job, consumed) in batches.items():
+            self.call(w, "resume_batch", job.weights, job.seeds, consumed)
+        self.batches = dict(batches)
 
     def resubmit(self, jobs: Sequence[Job], clock: float) -> None:
         """Hand `jobs` out again, each at its own clock, then set the clock to `clock`."""
@@ -86,6 +104,7 @@ class JobLog(Restartable):
     def close(self) -> None:
         """Stop the workers; the jobs in flight are forgotten (`jobs_state` keeps them first where they matter)."""
         self.jobs.clear()
+        self.batches.clear()
         super().close()
 
 
@@ -101,6 +120,12 @@ def jobs_state(log: JobLog | None, saved: dict[str, Any] | None = None) -> dict[
         out["jobs"].append({"w": job.w, "version": job.version, "seeds": list(job.seeds), "clock": job.clock,
                             "values": [None if isinstance(v, np.ndarray) else v for v in values]})
         out.update({f"job{i}.{j}": v for j, v in enumerate(values) if isinstance(v, np.ndarray)})
+    out["batches"] = []
+    for i, (job, consumed) in enumerate(log.batches.values()):
+        if not isinstance(job.weights, np.ndarray):  # a Ray reference: the worker starts a new batch instead
+            continue
+        out["batches"].append({"w": job.w, "seeds": list(job.seeds), "consumed": int(consumed)})
+        out[f"batch{i}"] = job.weights
     return out
 
 
@@ -112,6 +137,15 @@ def jobs_from_state(state: dict[str, Any]) -> tuple[list[Job], float]:
         jobs.append(Job(int(job["w"]), values[0], int(job["version"]), tuple(int(s) for s in job["seeds"]),
                         tuple(values[1:]), float(job["clock"])))
     return jobs, float(state.get("clock", 0.0))
+
+
+def batches_from_state(state: dict[str, Any]) -> dict[int, tuple[Job, int]]:
+    """The workers' batches `jobs_state` wrote: worker -> (the job that collected it, gradients taken of it)."""
+    out = {}
+    for i, b in enumerate(state.get("batches", [])):
+        job = Job(int(b["w"]), state[f"batch{i}"], 0, tuple(int(s) for s in b["seeds"]), (), 0.0)
+        out[job.w] = (job, int(b["consumed"]))
+    return out
 
 
 # -- the parameter-server rounds of PPO, A2C, A3C and DQN with workers > 1 --------------------------
@@ -133,6 +167,9 @@ def server_rounds(learner: Any, rounds: Rounds | None) -> Rounds:
     out = ParameterRounds.__new__(ParameterRounds)
     Rounds.__init__(out, learner, server, log, mode=cfg.sync, staleness=cfg.staleness, workers=cfg.workers)
     jobs, clock = jobs_from_state(saved)
+    batches = batches_from_state(saved)
+    if batches:
+        log.resume_batches(batches)  # before the jobs in flight: they take the next gradients of these batches
     log.resubmit(jobs, clock)
     out.inflight = {job.w: job.version for job in jobs}
     return out

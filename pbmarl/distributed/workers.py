@@ -62,6 +62,8 @@ class GradientResult:
     """Samples the gradient averages over when they are not `traj` (a replay or PPO minibatch)."""
     plan: int = 1
     """Gradients the worker planned for the batch behind this one (a learner's step consumes `workers` batches' worth)."""
+    left: int = 0
+    """Gradients of that batch still to come after this one (0: the worker's next job collects)."""
 
     @property
     def count(self) -> int:
@@ -111,21 +113,34 @@ class GradientWorker:
         if self.plan and self.traj is not None:
             traj = empty_like(self.traj)
         else:
-            task = learner.task
-            steps = learner.config.steps_per_round
-            parts = [learner.pool.collect(task.player, learner.actor, task.opponents, steps, seed=int(s))
-                     for s in seeds]
-            traj = self.traj = concat_trajectories(parts)
-            self.batch = learner._prepare(traj)
-            self.plan = self._plan(len(self.batch), np.random.default_rng(int(seeds[0])))
-            self.planned = len(self.plan)
+            traj = self._start_batch(seeds)
         index, epoch_end = self.plan.pop(0)
         loss, stats = self._loss(self.batch.take(index))
         cfg = learner.config
         if epoch_end and getattr(cfg, "target_kl", None) is not None and stats["approx_kl"] > cfg.target_kl:
             self.plan = []  # PPO's early stop, on this worker's shard
         return GradientResult(self._gradient(loss), int(version), tuple(int(s) for s in seeds), traj, stats,
-                              batch=len(index), plan=self.planned)
+                              batch=len(index), plan=self.planned, left=len(self.plan))
+
+    def _start_batch(self, seeds: Sequence[int]) -> Trajectories:
+        """Collect a batch at the weights loaded (one collection per seed) and plan its minibatches."""
+        learner = self.learner
+        task, steps = learner.task, learner.config.steps_per_round
+        parts = [learner.pool.collect(task.player, learner.actor, task.opponents, steps, seed=int(s)) for s in seeds]
+        traj = self.traj = concat_trajectories(parts)
+        self.batch = learner._prepare(traj)
+        self.plan = self._plan(len(self.batch), np.random.default_rng(int(seeds[0])))
+        self.planned = len(self.plan)
+        return traj
+
+    def resume_batch(self, weights: np.ndarray, seeds: Sequence[int], consumed: int) -> None:
+        """Be again where this worker was `consumed` gradients into the batch that the job ``(weights, seeds)``
+        collected: collect it again (a job's collection depends only on its weights and seeds), plan it, and drop
+        the minibatches already taken. What a restored or loaded learner calls before its jobs in flight go out again."""
+        set_vector(self.params, weights)
+        self.learner.actor.version += 1
+        self._start_batch(seeds)
+        del self.plan[:int(consumed)]
 
     def _plan(self, size: int, rng: np.random.Generator) -> list[tuple[np.ndarray, bool]]:
         """The minibatches of a batch of `size` samples: the whole batch for A2C, PPO's epochs of shuffled shards."""
