@@ -16,8 +16,8 @@ history and random state as they were. ``save(folder)`` / ``pb.load_run(folder)`
 read one run folder (`pbmarl.runs.folder`), and a loaded run continues exactly as the unsaved one.
 
 On a parameter server (the learners' ``workers > 1``, `pbmarl.distributed.marl_rounds`) the
-workers keep state of their own (their replays, their place in the job seeds, jobs in flight),
-which neither a save nor an interrupted step keeps: a loaded run, or the step after a Ctrl-C,
+workers keep state of their own (their replays, the batch each is part-way through, their place in the job
+seeds, jobs in flight), which neither a save nor an interrupted step keeps: a loaded run, or the step after a Ctrl-C,
 starts fresh workers and from there on differs from a run that went straight through. Such a
 step says so in its record: ``fresh_workers`` is True on every step that started workers.
 

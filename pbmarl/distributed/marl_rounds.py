@@ -38,9 +38,12 @@ the trained weights; the workers' replays stay in the workers.
 
 A failed or interrupted step (Ctrl-C) stops the workers and the server and leaves the run
 as it was before the step (`MARL.step` is all-or-nothing); the next step starts fresh ones, and so
-does the first step of a loaded run. Fresh workers draw new job seeds from the run's generator and
-start with empty replays, so the run goes on from there, but not as one that went straight through
-would: the record of every step that started workers says ``fresh_workers``.
+does the first step of a loaded run. Fresh workers draw new job seeds from the run's generator, start
+with empty replays and without the batches their predecessors were part-way through, so the run goes
+on from there, but not as one that went straight through would: the record of every step that started
+workers says ``fresh_workers``. (The job log of `pbmarl.distributed.resume`, which resumes PPO exactly,
+would serve MAPPO's batches, which a worker can collect again from a job's state and seeds; QMIX's and
+MADDPG's replays live in the workers, as Gorila DQN's do, and a save does not hold them.)
 """
 
 from __future__ import annotations
