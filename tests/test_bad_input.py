@@ -16,8 +16,8 @@ import numpy as np
 import pytest
 
 import pbmarl as pb
+from pbmarl.config import MAX_LAYERS, MAX_WIDTH, check_int, check_real, check_widths
 from pbmarl.policies.base import ActionOutput
-from pbmarl.runs.config import MAX_LAYERS, MAX_WIDTH, check_int, check_real, check_widths
 
 NAN, INF = math.nan, math.inf
 N_ = pb.noise

@@ -12,8 +12,9 @@ import numpy as np
 import pytest
 
 import pbmarl as pb
+from pbmarl.config import Config, build_config
 from pbmarl.io import read_npz
-from pbmarl.runs import Config, Record, Run, RunFolderError, SavedRun, State, build_config, registry, shared_row
+from pbmarl.runs import Record, Run, RunFolderError, SavedRun, State, registry, shared_row
 from pbmarl.runs import folder as folder_module
 
 

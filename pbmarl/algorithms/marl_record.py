@@ -6,8 +6,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
-from pbmarl.runs import Config, Record, shared_row
-from pbmarl.runs.config import POSITIVE_INT, Rule, is_int
+from pbmarl.config import POSITIVE_INT, Config, Rule, is_int
+from pbmarl.runs import Record, shared_row
 
 __all__ = ["MARLConfig", "MARLRecord"]
 

@@ -177,7 +177,7 @@ def sequence_form_lp(game: Game | str, *, max_nodes: int = 5_000_000,
         ValueError: not two players, general-sum or constant-sum returns, a tree too large.
         RuntimeError: HiGHS reports a failure (named with the LP's size).
     """
-    from pbmarl.runs.config import check_int
+    from pbmarl.config import check_int
 
     max_nodes = check_int("max_nodes", max_nodes, low=1)
     max_sequences = check_int("max_sequences", max_sequences, low=1)

@@ -193,7 +193,7 @@ def as_rng(seed: int | np.random.Generator | None) -> np.random.Generator:
     if isinstance(seed, np.random.Generator):
         return seed
     if seed is not None and not isinstance(seed, (np.random.SeedSequence, np.random.BitGenerator)):
-        from pbmarl.runs.config import is_int
+        from pbmarl.config import is_int
 
         if not is_int(seed) or not 0 <= seed < 2**128:
             raise ValueError(f"rng must be a non-negative int seed, a numpy Generator or None, got {seed!r}")

@@ -29,7 +29,7 @@ from typing import Any
 
 import numpy as np
 
-from pbmarl.runs.config import check_int, check_real, did_you_mean, is_int, is_real
+from pbmarl.config import check_int, check_real, did_you_mean, is_int, is_real
 
 #: the most agents a count parameter may ask for (MPE's world is quadratic in them: N=4000 took 90 s and 2.6 GB)
 MAX_AGENTS = 256

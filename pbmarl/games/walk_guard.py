@@ -5,7 +5,7 @@ times a second. Each check reads the process's resident memory (`resident_memory
 microseconds) and, once it has grown by more than the budget since the walk began, returns
 the refusal to raise: what it measured, the budget, where the budget came from and how to
 raise it (``memory=``). Once the walk has run `PROGRESS_AFTER_SECONDS`, a progress bar
-(`pbmarl.runs.progress_bar`) counts histories against the estimate, with the memory grown
+(`pbmarl.progress.progress_bar`) counts histories against the estimate, with the memory grown
 beside the budget.
 
 Ctrl-C needs no help here: the walk is a Python loop, so KeyboardInterrupt arrives within
@@ -64,7 +64,7 @@ class WalkGuard:
         if self.grown > self.budget:
             return self.refusal(nodes)
         if not self._bar_asked and time.perf_counter() - self.start > PROGRESS_AFTER_SECONDS:
-            from pbmarl.runs import progress_bar
+            from pbmarl.progress import progress_bar
 
             self._bar_asked = True
             self._bar = progress_bar(self.progress, total=max(int(self.expected), 1), desc=f"walking {self.name!r}",

@@ -25,11 +25,11 @@ import numpy as np
 import torch
 from torch import nn
 
+from pbmarl.config import check_real, check_widths, is_real
 from pbmarl.games.base import Game, as_rng
 from pbmarl.policies.base import ActionOutput, Policy
 from pbmarl.policies.neural import build_mlp, full_precision_matmul, seeded_torch
 from pbmarl.policies.noise import AdaptiveParameterNoise, Noise, action_distance, instance_indices, noise_from_state
-from pbmarl.runs.config import check_real, check_widths, is_real
 
 LOG_STD_MIN, LOG_STD_MAX = -20.0, 2.0
 SDE_EPS = 1e-6

@@ -11,9 +11,9 @@ import numpy as np
 import torch
 from torch import nn
 
+from pbmarl.config import check_seed, check_widths
 from pbmarl.games.base import Game
 from pbmarl.policies.base import Policy
-from pbmarl.runs.config import check_seed, check_widths
 
 
 class FullPrecisionLinear(nn.Linear):

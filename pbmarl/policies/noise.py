@@ -25,7 +25,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from pbmarl.runs.config import check_int, check_real
+from pbmarl.config import check_int, check_real
 
 #: the most environment instances a stateful noise keeps a state for (`instance_indices` refuses more)
 MAX_INSTANCES = 1 << 20

@@ -29,10 +29,10 @@ import numpy as np
 import torch
 from torch import nn
 
+from pbmarl.config import MAX_WIDTH, check_int, check_widths
 from pbmarl.games.base import Game
 from pbmarl.policies.neural import seeded_torch
 from pbmarl.policies.stateful import StatefulPolicy
-from pbmarl.runs.config import MAX_WIDTH, check_int, check_widths
 
 
 class RecurrentQNet(nn.Module):

@@ -40,14 +40,14 @@ Example:
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
 import pandas as pd
 
-from pbmarl.runs.config import is_int
+from pbmarl.config import is_int
+from pbmarl.progress import progress_bar
 from pbmarl.runs.records import Record, RecordLike, Records, history_frame, shared_row
 from pbmarl.runs.stop import Stop
 
@@ -57,7 +57,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from pbmarl.rollout.results import EvalResult
     from pbmarl.runs.folder import SavedRun, State
 
-__all__ = ["Record", "Run", "Stop", "progress_bar", "shared_row"]
+__all__ = ["Record", "Run", "Stop", "shared_row"]
 
 
 class Run:
@@ -186,21 +186,3 @@ def _postfix(record: RecordLike) -> str:
     if returns:
         parts.append(f"return {sum(returns) / len(returns):.4g}")
     return ", ".join(parts)
-
-
-def progress_bar(progress: bool | None, *, total: int | None, desc: str, unit: str = "step") -> Any:
-    """A tqdm bar: on when `progress` is True, off when False, and when None on in a notebook or a terminal."""
-    if progress is False:
-        return None
-    if progress is None and not interactive():
-        return None
-    try:
-        from tqdm.auto import tqdm
-    except ImportError:  # pragma: no cover - tqdm is a dependency
-        return None
-    return tqdm(total=total, desc=desc, unit=unit, leave=True)
-
-
-def interactive() -> bool:
-    """A notebook kernel, or a terminal on stderr."""
-    return bool(getattr(sys.stderr, "isatty", lambda: False)()) or "ipykernel" in sys.modules

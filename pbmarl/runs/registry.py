@@ -8,27 +8,27 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
-from pbmarl.runs.config import did_you_mean
+from pbmarl.config import did_you_mean
 
 #: run type -> module that defines it
 RUN_TYPES: dict[str, str] = {
-    "PSRO": "pbmarl.algorithms.psro",
-    "SelfPlay": "pbmarl.algorithms.psro",
-    "FictitiousPlay": "pbmarl.algorithms.psro",
+    "PSRO": "pbmarl.algorithms.psro.psro",
+    "SelfPlay": "pbmarl.algorithms.psro.psro",
+    "FictitiousPlay": "pbmarl.algorithms.psro.psro",
     "XDO": "pbmarl.algorithms.xdo",
     "JPSRO": "pbmarl.algorithms.jpsro",
-    "P2SRO": "pbmarl.algorithms.p2sro",
-    "League": "pbmarl.algorithms.league",
+    "P2SRO": "pbmarl.algorithms.psro.p2sro",
+    "League": "pbmarl.algorithms.league.league",
     "NFSP": "pbmarl.algorithms.nfsp",
     "MARL": "pbmarl.algorithms.marl",
-    "DQN": "pbmarl.learners.dqn",
-    "PPO": "pbmarl.learners.ppo",
-    "A2C": "pbmarl.learners.a2c",
-    "SAC": "pbmarl.learners.sac",
-    "TD3": "pbmarl.learners.td3",
-    "DDPG": "pbmarl.learners.ddpg",
-    "HDDPG": "pbmarl.learners.hddpg",
-    "Rainbow": "pbmarl.learners.rainbow",
+    "DQN": "pbmarl.learners.oracles.dqn",
+    "PPO": "pbmarl.learners.oracles.ppo",
+    "A2C": "pbmarl.learners.oracles.a2c",
+    "SAC": "pbmarl.learners.control.sac",
+    "TD3": "pbmarl.learners.control.td3",
+    "DDPG": "pbmarl.learners.control.ddpg",
+    "HDDPG": "pbmarl.learners.control.hddpg",
+    "Rainbow": "pbmarl.learners.control.rainbow",
     "A3C": "pbmarl.distributed.a3c",
     "IMPALA": "pbmarl.distributed.impala",
     "ApeX": "pbmarl.distributed.apex",

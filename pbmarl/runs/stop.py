@@ -20,7 +20,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, fields
 from typing import Any
 
-from pbmarl.runs.config import is_int, is_real
+from pbmarl.config import is_int, is_real
 
 __all__ = ["Stop"]
 
@@ -69,7 +69,7 @@ class Stop:
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> Stop:
         """A Stop from a dict (a YAML or JSON spec); an unknown key is refused with the accepted ones."""
-        from pbmarl.runs.config import did_you_mean
+        from pbmarl.config import did_you_mean
 
         names = [f.name for f in fields(cls)]
         for key in data:
