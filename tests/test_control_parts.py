@@ -6,9 +6,11 @@ import numpy as np
 import pytest
 import torch
 
-from pbmarl.learners.buffers import PrioritizedReplayBuffer, ReplayBuffer
-from pbmarl.learners.nets import NoisyLinear, RainbowNet, clip_grad_norm, frozen
-from pbmarl.learners.rl_math import Polyak, c51_projection, hysteretic_td_loss, nstep_targets, soft_update
+from pbmarl.learners.common.buffers import PrioritizedReplayBuffer, ReplayBuffer
+from pbmarl.learners.common.nets import NoisyLinear, RainbowNet, clip_grad_norm, frozen
+from pbmarl.rl.multistep import nstep_targets
+from pbmarl.rl.polyak import Polyak, soft_update
+from pbmarl.rl.value_learning import c51_projection, hysteretic_td_loss
 
 
 # -- C51 projection ------------------------------------------------------------------
@@ -234,7 +236,7 @@ def test_clip_grad_norm_gives_torchs_bits(max_norm: float) -> None:
 
 
 def test_lean_adam_equals_torchs_fused_adam_through_schedules_reloads_and_missing_gradients() -> None:
-    from pbmarl.learners.nets import LeanAdam
+    from pbmarl.learners.common.nets import LeanAdam
 
     def torch_adam(params):
         return torch.optim.Adam(params, lr=1e-2, eps=1e-5, fused=True)
@@ -269,7 +271,7 @@ def test_rainbow_burst_batches_the_targets_and_gives_the_bits_of_one_update_at_a
     target network values them in one pass per target sync (48 updates, a sync every 32: two passes in the
     first burst). Weights, losses and the random state equal those of one update at a time, bit for bit."""
     import pbmarl as pb
-    from pbmarl.learners.control import ControlLearner
+    from pbmarl.learners.control.base import ControlLearner
 
     config = dict(hidden=(32, 32), batch_size=16, learning_starts=200, train_freq=64, gradient_steps=48,
                   target_update_interval=32, double=False, noisy=False, prioritized=False, distributional=False,
@@ -301,7 +303,7 @@ def test_rainbow_explores_with_a_numpy_copy_that_follows_every_weight_change(tmp
     """Epsilon-greedy acting reads Q from numpy copies of the weights: the torch network's Q (to float
     rounding) and its argmax, retaken after an optimiser step and after a load."""
     import pbmarl as pb
-    from pbmarl.learners.control import ControlLearner
+    from pbmarl.learners.control.base import ControlLearner
 
     game = pb.load_game("gym:CartPole-v1")
     make = lambda: pb.Rainbow(game, seed=1, noisy=False, prioritized=False, hidden=(16, 16), budget=600,  # noqa: E731

@@ -237,7 +237,7 @@ def test_impala_learns_from_stale_batches_with_exact_step_counts(cartpole) -> No
 
 def test_the_replay_hands_out_prefetched_groups_within_what_the_learner_announced() -> None:
     from pbmarl.distributed.replay import RemoteReplay, ReplayProcess
-    from pbmarl.learners.buffers import PrioritizedReplayBuffer
+    from pbmarl.learners.common.buffers import PrioritizedReplayBuffer
 
     buffer = PrioritizedReplayBuffer(100, (3,), 2)
     data = np.random.default_rng(0)
@@ -438,7 +438,7 @@ def test_apex_ddpg_actors_explore_with_their_own_noise_scale() -> None:
 
 @pytest.mark.parametrize("cls", ["A3C", "IMPALA", "ApeX"])
 def test_distributed_learners_rebuild_from_their_spec(cartpole, cls) -> None:
-    from pbmarl.learners.registry import make_learner
+    from pbmarl.learners.common.registry import make_learner
 
     learner = getattr(pb, cls)(cartpole, seed=2, hidden=(8,), backend="local")
     twin = make_learner(cartpole, learner.spec())

@@ -210,7 +210,7 @@ def test_a_failed_league_step_leaves_the_league_as_it_was(monkeypatch):
 
 def test_ctrl_c_while_a_dqn_oracle_sets_up_its_task_leaves_the_league_usable(monkeypatch):
     """Issue 48: an interrupt inside the oracle's task set-up left the league without learners."""
-    from pbmarl.learners.dqn import DQN
+    from pbmarl.learners.oracles.dqn import DQN
 
     game = pb.load_game("kuhn_poker")
     dqn = pb.DQN(game, seed=0, budget=40, hidden=(8,), steps_per_round=20, learning_starts=20, num_envs=2,

@@ -316,7 +316,7 @@ def test_dqn_behaviour_policy_rebuilds_in_a_fresh_process(tmp_path):
     import sys
     from pathlib import Path
 
-    from pbmarl.learners.nets import EpsilonGreedy
+    from pbmarl.learners.common.nets import EpsilonGreedy
 
     game = pb.load_game("kuhn_poker")
     policy = EpsilonGreedy(game, hidden=(8,), epsilon=0.2)

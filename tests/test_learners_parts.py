@@ -10,10 +10,11 @@ import torch
 
 import pbmarl as pb
 from pbmarl.learners import A2CConfig, DQNConfig, PPOConfig, make_learner
-from pbmarl.learners.buffers import PrioritizedReplayBuffer, ReplayBuffer
-from pbmarl.learners.nets import EpsilonGreedy, masked_max_q, seeded, tempered_policy
-from pbmarl.learners.returns import discounted_returns, gae, learner_returns
+from pbmarl.learners.common.buffers import PrioritizedReplayBuffer, ReplayBuffer
+from pbmarl.learners.common.nets import EpsilonGreedy, masked_max_q, seeded, tempered_policy
+from pbmarl.learners.oracles.base import learner_returns
 from pbmarl.policies.neural import build_mlp
+from pbmarl.rl.multistep import discounted_returns, gae
 from pbmarl.rollout.trajectories import Trajectories
 
 

@@ -14,8 +14,8 @@ from run_checks import marl_straight_and_resumed
 
 import pbmarl as pb
 from pbmarl.games.matrix_env import CLIMBING
-from pbmarl.learners.group import joint_steps
-from pbmarl.learners.mixers import VDN, QMixer, mixing_gradient
+from pbmarl.learners.multiagent.group import joint_steps
+from pbmarl.learners.multiagent.mixers import VDN, QMixer, mixing_gradient
 
 
 def untimed(run: pb.MARL) -> pd.DataFrame:
@@ -268,7 +268,7 @@ def test_bad_input_gets_clear_errors(climbing: pb.MatrixGame) -> None:
     with pytest.raises(TypeError, match="multi-agent learner"):
         pb.MARL(climbing, {"team": pb.PPO(climbing)})  # type: ignore[dict-item]
     # a turn-based game without a global state cannot feed a centralised critic
-    from pbmarl.learners.group import central_source
+    from pbmarl.learners.multiagent.group import central_source
 
     kuhn = pb.load_game("kuhn_poker")
     with pytest.raises(ValueError, match="turn-based with no global state"):

@@ -8,11 +8,11 @@ import torch
 from run_checks import marl_straight_and_resumed
 
 import pbmarl as pb
-from pbmarl.learners.episode_batch import episode_grid, unroll_q
-from pbmarl.learners.group import joint_steps
-from pbmarl.learners.independent import Independent, independent_learners
-from pbmarl.learners.mixers import wqmix_weights
-from pbmarl.learners.nets import masked_argmax
+from pbmarl.learners.common.nets import masked_argmax
+from pbmarl.learners.multiagent.episode_batch import episode_grid, unroll_q
+from pbmarl.learners.multiagent.group import joint_steps
+from pbmarl.learners.multiagent.independent import Independent, independent_learners
+from pbmarl.learners.multiagent.mixers import wqmix_weights
 
 
 @pytest.fixture(scope="module")
@@ -191,7 +191,7 @@ def test_mappo_tanh_networks_take_tanhs_gain_and_export_with_it(spread: pb.Game)
 
 def test_clipped_value_loss_stops_a_prediction_that_moved_past_the_clip_towards_its_target() -> None:
     """The MAPPO authors' clipped value loss: per sample the larger of the plain and the clipped Huber loss."""
-    from pbmarl.learners.mappo import value_loss
+    from pbmarl.learners.multiagent.mappo import value_loss
 
     target, old = torch.tensor([1.0, 1.0, 1.0]), torch.tensor([0.0, 0.0, 0.0])
     # moved 0.1 (inside the clip), 0.5 towards the target (past the clip), 0.5 away from it
@@ -239,7 +239,7 @@ def test_mappo_team_reward_and_truncation_bootstrap_set_the_value_targets(spread
     """``team_reward=True`` (the MAPPO paper's ``shared_reward``): each row's reward becomes the sum over the
     group's agents at that step. ``bootstrap_truncated=False`` (the paper code's time limit): a row cut by
     ``max_cycles`` adds no ``gamma * V(s')``. The value targets `train` normalises are the GAE returns of that."""
-    from pbmarl.learners.returns import gae
+    from pbmarl.rl.multistep import gae
 
     mapping = pb.AgentMapping.shared(spread, agent_id=True)
     pool = pb.RolloutPool(spread, envs_per_worker=2)

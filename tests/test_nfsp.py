@@ -7,7 +7,7 @@ import pytest
 from scipy import stats
 
 from pbmarl.algorithms.nfsp import NFSP, NFSPConfig
-from pbmarl.learners.reservoir import ReservoirBuffer
+from pbmarl.learners.common.reservoir import ReservoirBuffer
 
 TINY = dict(episodes_per_step=150, min_buffer=64, batch_size=32, learn_every=16, hidden=(16,))
 

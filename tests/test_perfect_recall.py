@@ -9,7 +9,7 @@ import pytest
 
 import pbmarl as pb
 from pbmarl.evaluation.cfr import CFRPlus
-from pbmarl.learners.exact import ExactBestResponse
+from pbmarl.learners.oracles.exact import ExactBestResponse
 
 
 def _goofspiel(n: int) -> pb.Game:

@@ -11,11 +11,11 @@ import pytest
 import torch
 from test_control_learners import TINY, BoxDMDP
 
-from pbmarl.learners.critics import Critic, Critics, EnsembleMLP
-from pbmarl.learners.ddpg import DDPG
-from pbmarl.learners.nets import build_mlp, seeded
-from pbmarl.learners.sac import SAC
-from pbmarl.learners.td3 import TD3
+from pbmarl.learners.common.nets import build_mlp, seeded
+from pbmarl.learners.control.critics import Critic, Critics, EnsembleMLP
+from pbmarl.learners.control.ddpg import DDPG
+from pbmarl.learners.control.sac import SAC
+from pbmarl.learners.control.td3 import TD3
 
 
 def _members(k: int, hidden: tuple[int, ...] = (16, 8)) -> list[Critic]:
@@ -67,7 +67,7 @@ def test_stacking_holds_exactly_the_members_the_learner_seeded(cls: Any, monkeyp
             built.append(copy.deepcopy(module))
         return module
 
-    monkeypatch.setattr("pbmarl.learners.sac.seeded" if cls is SAC else "pbmarl.learners.ddpg.seeded", recording)
+    monkeypatch.setattr("pbmarl.learners.control.sac.seeded" if cls is SAC else "pbmarl.learners.control.ddpg.seeded", recording)
     learner = cls(BoxDMDP(), seed=5, **TINY)
     assert len(built) == len(learner.critics) == (1 if cls is DDPG else 2)
     linears = [m for m in built[0].net if isinstance(m, torch.nn.Linear)]

@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from pbmarl.learners.returns import discounted_returns
-from pbmarl.learners.vtrace import vtrace
+from pbmarl.rl.multistep import discounted_returns
+from pbmarl.rl.vtrace import vtrace
 
 
 def reference(log_rhos, disc, r, v, v_next, gamma, rho_bar, c_bar, pg_bar, lam):

@@ -48,7 +48,7 @@ def rng_from_state(state: dict[str, Any]) -> np.random.Generator:
 def learner_copy(learner: Any, offset: int) -> Any:
     """A learner like `learner` with its own random stream: an RL `Learner` is rebuilt from its
     config with ``seed + offset`` (sharing its pool); a stateless oracle (exact BR) is shared."""
-    from pbmarl.learners.base import Learner
+    from pbmarl.learners.oracles.base import Learner
 
     if isinstance(learner, Learner):
         return type(learner)(learner.game, config=learner.config, seed=learner.seed + offset, pool=learner.pool)

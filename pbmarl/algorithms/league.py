@@ -188,7 +188,7 @@ class League(Run):
         return [Target(p, against(p, opp), f"{name} vs {opponent}") for p in range(2)]
 
     def _train(self, name: str, opponent: str) -> int:
-        from pbmarl.learners.base import Learner
+        from pbmarl.learners.oracles.base import Learner
 
         learner = self.learners[name]
         new, steps, episodes = [], 0, 0

@@ -44,8 +44,8 @@ import numpy as np
 from pbmarl.algorithms.marl_record import MARLConfig, MARLRecord
 from pbmarl.distributed.on_server import OnServer
 from pbmarl.games.base import Game
-from pbmarl.learners.group import GroupLearner
-from pbmarl.learners.nets import torch_threads
+from pbmarl.learners.multiagent.group import GroupLearner
+from pbmarl.learners.common.nets import torch_threads
 from pbmarl.policies.base import Policy, new_policy_from_state
 from pbmarl.policies.mixture import Mixture
 from pbmarl.rollout.mapping import AgentMapping
@@ -56,10 +56,10 @@ from pbmarl.runs.transaction import all_or_nothing
 
 #: the group learners by their registry name (what a run folder and the command line name): module, class
 GROUP_LEARNERS: dict[str, tuple[str, str]] = {
-    "mappo": ("pbmarl.learners.mappo", "MAPPO"), "rmappo": ("pbmarl.learners.mappo", "RMAPPO"),
-    "ippo": ("pbmarl.learners.mappo", "IPPO"), "qmix": ("pbmarl.learners.qmix", "QMIX"),
-    "iql": ("pbmarl.learners.qmix", "IQL"), "vdn": ("pbmarl.learners.qmix", "VDNLearner"),
-    "maddpg": ("pbmarl.learners.maddpg", "MADDPG"), "independent": ("pbmarl.learners.independent", "Independent"),
+    "mappo": ("pbmarl.learners.multiagent.mappo", "MAPPO"), "rmappo": ("pbmarl.learners.multiagent.mappo", "RMAPPO"),
+    "ippo": ("pbmarl.learners.multiagent.mappo", "IPPO"), "qmix": ("pbmarl.learners.multiagent.qmix", "QMIX"),
+    "iql": ("pbmarl.learners.multiagent.qmix", "IQL"), "vdn": ("pbmarl.learners.multiagent.qmix", "VDNLearner"),
+    "maddpg": ("pbmarl.learners.multiagent.maddpg", "MADDPG"), "independent": ("pbmarl.learners.multiagent.independent", "Independent"),
 }
 
 

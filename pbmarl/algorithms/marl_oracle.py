@@ -18,7 +18,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from pbmarl.games.base import Game
-from pbmarl.learners.group import GroupLearner
+from pbmarl.learners.multiagent.group import GroupLearner
 from pbmarl.protocols import BestResponse, Opponents
 from pbmarl.rollout.mapping import AgentMapping
 from pbmarl.runs.stop import Stop

@@ -37,9 +37,9 @@ import torch.nn.functional as F
 
 from pbmarl.games.base import Game
 from pbmarl.games.registry import game_spec, load_game
-from pbmarl.learners.buffers import ReplayBuffer
-from pbmarl.learners.nets import build_mlp, masked_max_q, obs_dim, seeded, to_tensor
-from pbmarl.learners.reservoir import ReservoirBuffer
+from pbmarl.learners.common.buffers import ReplayBuffer
+from pbmarl.learners.common.nets import build_mlp, masked_max_q, obs_dim, seeded, to_tensor
+from pbmarl.learners.common.reservoir import ReservoirBuffer
 from pbmarl.policies.neural import MLPPolicy, masked_logits
 from pbmarl.rollout.results import EvalResult
 from pbmarl.rollout.trajectories import Trajectories
@@ -352,7 +352,7 @@ class NFSP(Run):
 
         All or nothing: if anything raises (a ``KeyboardInterrupt`` included), the run is left as before.
         """
-        from pbmarl.learners.nets import torch_threads
+        from pbmarl.learners.common.nets import torch_threads
 
         t0 = time.perf_counter()
         self._losses = {"rl": [], "sl": []}

@@ -82,7 +82,7 @@ class Level:
         return all(self.trained) or self.cycles > 0
 
     def _rl(self) -> bool:
-        from pbmarl.learners.base import Learner
+        from pbmarl.learners.oracles.base import Learner
 
         return isinstance(self.learner, Learner)
 

@@ -111,7 +111,7 @@ class LevelWorker:
                  initial: Sequence[Policy]) -> None:
         from pbmarl.algorithms.p2sro import Level
         from pbmarl.games.registry import game_from_spec
-        from pbmarl.learners.registry import make_learner
+        from pbmarl.learners.common.registry import make_learner
 
         self.game = game_from_spec(game_spec)
         self.level = Level(index, make_learner(self.game, learner_spec), initial)

@@ -45,7 +45,7 @@ class OracleWorker:
 
     def __init__(self, game_spec: dict[str, Any], learner_spec: dict[str, Any]) -> None:
         from pbmarl.games.registry import game_from_spec
-        from pbmarl.learners.registry import make_learner
+        from pbmarl.learners.common.registry import make_learner
 
         self.game = game_from_spec(game_spec)
         self.learner = make_learner(self.game, learner_spec)
@@ -126,7 +126,7 @@ class ParallelOracle:
         self._shippers: list[TargetShipper] = []
         self._token = 0
         if backend == "local":
-            from pbmarl.learners.registry import make_learner
+            from pbmarl.learners.common.registry import make_learner
 
             self._local = [make_learner(game, s) for s in self.copy_specs]
         else:
@@ -268,7 +268,7 @@ class ParallelOracle:
 
 def _load_copy(learner: Any, folder: Path) -> Any:
     """A copy's saved state: a learner that is a run is loaded anew from its run folder (sharing the copy's pool)."""
-    from pbmarl.learners.base import Learner
+    from pbmarl.learners.oracles.base import Learner
     from pbmarl.runs import load_run
 
     if isinstance(learner, Learner):

@@ -56,7 +56,7 @@ def make_oracle(game: Game, learner: Oracle | str | None, evaluator: Evaluator, 
     if learner is None or learner == "exact":
         return _default_learner(game, evaluator)
     if isinstance(learner, str):
-        from pbmarl.learners.registry import LEARNERS, make_learner
+        from pbmarl.learners.common.registry import LEARNERS, make_learner
 
         if learner not in LEARNERS:
             raise ValueError(f"unknown learner {learner!r}; pass one of {', '.join(map(repr, LEARNERS))} "
@@ -95,7 +95,7 @@ def _default_learner(game: Game, evaluator: Evaluator) -> Oracle:
             "pass learner=pb.DQN(game) or pb.PPO(game) (command line: --oracle dqn or ppo)"
         )
     from pbmarl.evaluation import ExactEvaluator
-    from pbmarl.learners.exact import ExactBestResponse
+    from pbmarl.learners.oracles.exact import ExactBestResponse
 
     # sharing the evaluator shares its cache of realisation plans with the oracle
     return ExactBestResponse(game, evaluator=evaluator if isinstance(evaluator, ExactEvaluator) else None)
@@ -151,7 +151,7 @@ def rebuild_learner(game: Game, spec: Any) -> Oracle:
     if not isinstance(spec, Mapping):
         raise ValueError(f"a saved learner must be a spec object, got {spec!r}")
     if spec.get("name") == "exact":
-        from pbmarl.learners.exact import ExactBestResponse
+        from pbmarl.learners.oracles.exact import ExactBestResponse
 
         return ExactBestResponse(game)
     if spec.get("name") == "parallel":

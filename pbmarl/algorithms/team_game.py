@@ -35,8 +35,8 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from pbmarl.games.base import Game, State
-from pbmarl.learners.group import GroupLearner
-from pbmarl.learners.nets import torch_threads
+from pbmarl.learners.multiagent.group import GroupLearner
+from pbmarl.learners.common.nets import torch_threads
 from pbmarl.policies.base import Policy
 from pbmarl.rollout.mapping import AgentMapping
 

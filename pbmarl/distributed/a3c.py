@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from pbmarl.learners.a2c import A2C, A2CConfig
+from pbmarl.learners.oracles.a2c import A2C, A2CConfig
 
 __all__ = ["A3C", "A3CConfig"]
 

@@ -40,9 +40,9 @@ from pbmarl.distributed.replay import RemoteReplay
 from pbmarl.distributed.resume import JobLog, jobs_from_state, jobs_state
 from pbmarl.distributed.server import get_vector, set_vector
 from pbmarl.games.base import Game
-from pbmarl.learners.base import Task
-from pbmarl.learners.dqn import DQN, DQNConfig
-from pbmarl.learners.nets import EpsilonGreedy
+from pbmarl.learners.oracles.base import Task
+from pbmarl.learners.oracles.dqn import DQN, DQNConfig
+from pbmarl.learners.common.nets import EpsilonGreedy
 from pbmarl.rollout.trajectories import Trajectories, concat_trajectories
 from pbmarl.rollout.worker import game_for_worker
 from pbmarl.runs.config import POSITIVE, POSITIVE_INT, UNIT, Rule

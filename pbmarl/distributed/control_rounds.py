@@ -368,7 +368,7 @@ def server_round(learner: Any) -> tuple[list[float], dict[str, list[float]]]:
     """One `ControlLearner.step` on the parameter server: rounds of `workers` jobs until ``steps_per_round`` env
     steps (or the rest of the budget); the returns of the episodes that ended and the rounds' losses. The
     server (built by the first call) hands its networks, optimisers and ``updates`` back at the end."""
-    from pbmarl.learners.nets import torch_threads
+    from pbmarl.learners.common.nets import torch_threads
 
     cfg = learner.config
     start = learner.env_steps

@@ -7,7 +7,7 @@ step per actor batch on
 
     -rho_pg * (r + gamma v_{s+1} - V(x)) * log pi(a|x) + vf_coef * 0.5 (V(x) - v_s)^2 - ent_coef * H
 
-with the V-trace targets ``v_s`` of `pbmarl.learners.vtrace`, then sends that actor the
+with the V-trace targets ``v_s`` of `pbmarl.rl.vtrace`, then sends that actor the
 newest weights. Under the local backend actors come back in a simulated order in which
 actor ``i`` is ``1 + i`` times slower than a fast one, so their data is really stale;
 `staleness` records by how many versions.
@@ -34,10 +34,10 @@ import torch
 from pbmarl.distributed.options import ACTORS_NOT_WORKERS
 from pbmarl.distributed.resume import JobLog, jobs_from_state, jobs_state
 from pbmarl.distributed.workers import GradientWorker
-from pbmarl.learners.a2c import A2C, A2CConfig, A2CRecord
-from pbmarl.learners.base import Task
-from pbmarl.learners.nets import to_tensor
-from pbmarl.learners.vtrace import vtrace
+from pbmarl.learners.oracles.a2c import A2C, A2CConfig, A2CRecord
+from pbmarl.learners.oracles.base import Task
+from pbmarl.learners.common.nets import to_tensor
+from pbmarl.rl.vtrace import vtrace
 from pbmarl.rollout.trajectories import Trajectories, concat_trajectories
 from pbmarl.rollout.worker import game_for_worker
 from pbmarl.runs.config import POSITIVE, POSITIVE_INT, Rule

@@ -67,9 +67,9 @@ from pbmarl.distributed.control_rounds import (
 from pbmarl.distributed.executors import make_executor
 from pbmarl.distributed.modes import Rounds
 from pbmarl.distributed.workers import weighted_means
-from pbmarl.learners.group import GroupLearner
-from pbmarl.learners.mappo import MAPPO, RoundData
-from pbmarl.learners.nets import torch_threads
+from pbmarl.learners.common.nets import torch_threads
+from pbmarl.learners.multiagent.group import GroupLearner
+from pbmarl.learners.multiagent.mappo import MAPPO, RoundData
 
 __all__ = ["MARLResult", "MARLRounds", "MARLServerProcess", "MARLWorker", "Team", "TeamGradient"]
 

@@ -28,7 +28,7 @@ from typing import Any
 import numpy as np
 
 from pbmarl.distributed.hosting import Hosted
-from pbmarl.learners.buffers import Batch, ReplayBuffer
+from pbmarl.learners.common.buffers import Batch, ReplayBuffer
 from pbmarl.rollout.trajectories import Trajectories
 
 __all__ = ["RemoteReplay", "ReplayProcess"]

@@ -144,7 +144,7 @@ class GradientWorker:
 
     def _plan(self, size: int, rng: np.random.Generator) -> list[tuple[np.ndarray, bool]]:
         """The minibatches of a batch of `size` samples: the whole batch for A2C, PPO's epochs of shuffled shards."""
-        from pbmarl.learners.ppo import PPOConfig
+        from pbmarl.learners.oracles.ppo import PPOConfig
 
         cfg = self.learner.config
         if not isinstance(cfg, PPOConfig):
@@ -158,7 +158,7 @@ class GradientWorker:
 
     def _loss(self, mb: Any) -> tuple[torch.Tensor, dict[str, float]]:
         """The learner's loss on minibatch `mb` at the current weights: PPO's clipped surrogate, A2C's policy gradient."""
-        from pbmarl.learners.ppo import PPOConfig
+        from pbmarl.learners.oracles.ppo import PPOConfig
 
         learner, cfg = self.learner, self.learner.config
         logp, entropy, value = learner._evaluate(mb)

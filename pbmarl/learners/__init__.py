@@ -15,33 +15,33 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
-from pbmarl.learners.exact import ExactBestResponse as ExactBestResponse
+from pbmarl.learners.oracles.exact import ExactBestResponse as ExactBestResponse
 
 #: public name -> module that defines it (loaded lazily)
 _LAZY: dict[str, str] = {
-    "Learner": "pbmarl.learners.base",
-    "LearnerConfig": "pbmarl.learners.base",
-    "LearnerRecord": "pbmarl.learners.config",
-    "StepRecord": "pbmarl.learners.base",
-    "DQN": "pbmarl.learners.dqn",
-    "DQNConfig": "pbmarl.learners.dqn",
-    "DQNRecord": "pbmarl.learners.dqn",
-    "PPO": "pbmarl.learners.ppo",
-    "PPOConfig": "pbmarl.learners.ppo",
-    "PPORecord": "pbmarl.learners.ppo",
-    "A2C": "pbmarl.learners.a2c",
-    "A2CConfig": "pbmarl.learners.a2c",
-    "A2CRecord": "pbmarl.learners.a2c",
-    "ReplayBuffer": "pbmarl.learners.buffers",
-    "PrioritizedReplayBuffer": "pbmarl.learners.buffers",
-    "make_learner": "pbmarl.learners.registry",
-    "ControlLearner": "pbmarl.learners.control",
-    "SAC": "pbmarl.learners.sac",
-    "TD3": "pbmarl.learners.td3",
-    "DDPG": "pbmarl.learners.ddpg",
-    "HDDPG": "pbmarl.learners.hddpg",
-    "Rainbow": "pbmarl.learners.rainbow",
-    "LEARNERS": "pbmarl.learners.registry",
+    "Learner": "pbmarl.learners.oracles.base",
+    "LearnerConfig": "pbmarl.learners.oracles.base",
+    "LearnerRecord": "pbmarl.learners.common.config",
+    "StepRecord": "pbmarl.learners.oracles.base",
+    "DQN": "pbmarl.learners.oracles.dqn",
+    "DQNConfig": "pbmarl.learners.oracles.dqn",
+    "DQNRecord": "pbmarl.learners.oracles.dqn",
+    "PPO": "pbmarl.learners.oracles.ppo",
+    "PPOConfig": "pbmarl.learners.oracles.ppo",
+    "PPORecord": "pbmarl.learners.oracles.ppo",
+    "A2C": "pbmarl.learners.oracles.a2c",
+    "A2CConfig": "pbmarl.learners.oracles.a2c",
+    "A2CRecord": "pbmarl.learners.oracles.a2c",
+    "ReplayBuffer": "pbmarl.learners.common.buffers",
+    "PrioritizedReplayBuffer": "pbmarl.learners.common.buffers",
+    "make_learner": "pbmarl.learners.common.registry",
+    "ControlLearner": "pbmarl.learners.control.base",
+    "SAC": "pbmarl.learners.control.sac",
+    "TD3": "pbmarl.learners.control.td3",
+    "DDPG": "pbmarl.learners.control.ddpg",
+    "HDDPG": "pbmarl.learners.control.hddpg",
+    "Rainbow": "pbmarl.learners.control.rainbow",
+    "LEARNERS": "pbmarl.learners.common.registry",
 }
 
 __all__ = sorted(["ExactBestResponse", *_LAZY])

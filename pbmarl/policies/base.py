@@ -10,7 +10,8 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from pbmarl.games.base import Game, as_rng
+from pbmarl.games.base import Game
+from pbmarl.games.state import as_rng
 
 #: kind name -> Policy subclass, filled by `Policy.__init_subclass__`; used to load policies back.
 POLICY_KINDS: dict[str, type[Policy]] = {}
@@ -196,7 +197,7 @@ def new_policy_from_state(game: Game, arrays: dict[str, np.ndarray], meta: dict[
         # torch-backed kinds register themselves when their module is imported
         module = {
             "mlp": "pbmarl.policies.neural",
-            "epsilon_greedy_q": "pbmarl.learners.nets",
+            "epsilon_greedy_q": "pbmarl.learners.common.nets",
             "recurrent_q": "pbmarl.policies.recurrent",
             "recurrent": "pbmarl.policies.recurrent",
             "gaussian": "pbmarl.policies.continuous",

@@ -26,11 +26,11 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from pbmarl.games.base import Game
-from pbmarl.learners.nets import torch_threads
+from pbmarl.learners.common.nets import torch_threads
 from pbmarl.protocols import BestResponse
 
 if TYPE_CHECKING:
-    from pbmarl.learners.control import ControlLearner
+    from pbmarl.learners.control.base import ControlLearner
 
 __all__ = ["answer_in_seat", "control_best_response", "respond_in_seat", "seat_game"]
 
@@ -62,7 +62,7 @@ def respond_in_seat(learner: ControlLearner, player: int, opponents: Sequence[An
         budget: env steps of training (whole rounds of ``steps_per_round``, so a few more).
         seed: seeds the fresh learner, the rollouts and the evaluation.
     """
-    from pbmarl.learners.independent import Independent, IndependentConfig
+    from pbmarl.learners.multiagent.independent import Independent, IndependentConfig
     from pbmarl.rollout.mapping import AgentMapping
     from pbmarl.rollout.parallel_engine import run_parallel
     from pbmarl.rollout.pool import RolloutPool

@@ -18,9 +18,9 @@ from typing import ClassVar
 
 import torch
 
-from pbmarl.learners.ddpg import DDPG, DDPGConfig
-from pbmarl.learners.rl_math import hysteretic_td_loss
-from pbmarl.runs.config import POSITIVE, Rule
+from pbmarl.config import POSITIVE, Rule
+from pbmarl.learners.control.ddpg import DDPG, DDPGConfig
+from pbmarl.rl.value_learning import hysteretic_td_loss
 
 
 @dataclass(frozen=True)

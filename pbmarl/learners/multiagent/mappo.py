@@ -5,7 +5,7 @@ One round (`pb.MARL` collects it with `behaviour()`):
 1. the critic values every row: MAPPO from the global state (``game.has_global_state``)
    or the group's observations concatenated, plus the agent's one-hot id; IPPO from
    the agent's own observation;
-2. GAE advantages per agent (`pbmarl.learners.returns.gae`), bootstrapping from the
+2. GAE advantages per agent (`pbmarl.rl.multistep.gae`), bootstrapping from the
    next state's value where an episode was truncated (``max_cycles``);
 3. value targets are normalised by running statistics (the MAPPO paper's ValueNorm);
 4. ``epochs`` passes in ``minibatches``: clipped surrogate, Huber value loss, entropy bonus.
@@ -27,9 +27,11 @@ from typing import Any, ClassVar
 import numpy as np
 import torch
 
+from pbmarl.config import FLAG, NON_NEGATIVE, POSITIVE, POSITIVE_INT, UNIT, Config, Rule, is_int
 from pbmarl.distributed.options import ParallelOptions
-from pbmarl.learners.episode_batch import episode_grid
-from pbmarl.learners.group import (
+from pbmarl.learners.common.nets import build_mlp, clip_grad_norm, masked_logits, to_tensor
+from pbmarl.learners.multiagent.episode_batch import episode_grid
+from pbmarl.learners.multiagent.group import (
     HIDDEN,
     GroupLearner,
     agent_onehot,
@@ -39,15 +41,13 @@ from pbmarl.learners.group import (
     check_discrete,
     joint_steps,
 )
-from pbmarl.learners.nets import build_mlp, clip_grad_norm, masked_logits, to_tensor
-from pbmarl.learners.returns import gae
-from pbmarl.learners.rl_math import linear_schedule
 from pbmarl.policies.base import Policy
 from pbmarl.policies.neural import ACTIVATIONS, MLPPolicy, orthogonal_init_
 from pbmarl.policies.recurrent import RecurrentNet, RecurrentPolicy
+from pbmarl.rl.multistep import gae
+from pbmarl.rl.schedules import linear_schedule
 from pbmarl.rollout.mapping import GroupGame
 from pbmarl.rollout.trajectories import Trajectories
-from pbmarl.runs.config import FLAG, NON_NEGATIVE, POSITIVE, POSITIVE_INT, UNIT, Config, Rule, is_int
 
 
 @dataclass(frozen=True)

@@ -6,7 +6,7 @@ returns minus the critic's baseline) and takes ONE Adam step on the whole batch:
 ``-(advantage * log pi(a|s)) + vf_coef * value loss - ent_coef * entropy``.
 
 It is `PPO` without the ratio clipping, the epochs and the minibatches: networks,
-collection, advantage estimation and export are shared with `pbmarl.learners.ppo`.
+collection, advantage estimation and export are shared with `pbmarl.learners.oracles.ppo`.
 
 Example:
     >>> br = pb.A2C(game, seed=0, budget=200).best_response(0, pop.mixture(sigma))   # 50_000 to learn
@@ -17,11 +17,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import ClassVar
 
+from pbmarl.config import Rule
 from pbmarl.distributed.options import ParallelOptions
-from pbmarl.learners.base import Task
-from pbmarl.learners.config import LearnerConfig, LearnerRecord
-from pbmarl.learners.ppo import ACTOR_CRITIC_CHECKS, PPO, RolloutBatch
-from pbmarl.runs.config import Rule
+from pbmarl.learners.common.config import LearnerConfig, LearnerRecord
+from pbmarl.learners.oracles.base import Task
+from pbmarl.learners.oracles.ppo import ACTOR_CRITIC_CHECKS, PPO, RolloutBatch
 
 
 @dataclass(frozen=True)

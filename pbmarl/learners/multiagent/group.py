@@ -23,11 +23,11 @@ from typing import Any, ClassVar
 import numpy as np
 import torch
 
+from pbmarl.config import Rule, build_config, check_seed, is_int
 from pbmarl.games.base import Game
 from pbmarl.policies.base import Policy
 from pbmarl.rollout.mapping import AgentMapping, GroupGame
 from pbmarl.rollout.trajectories import Trajectories
-from pbmarl.runs.config import Rule, build_config, check_seed, is_int
 
 #: the rule of ``hidden`` (layer widths): a tuple or list of positive ints, never a string or a float
 HIDDEN: Rule = (lambda v: isinstance(v, tuple) and all(is_int(h) and h >= 1 for h in v),
@@ -159,7 +159,7 @@ class GroupLearner(abc.ABC):
     #: parameter-server worker, `pbmarl.distributed.marl_rounds`); None: no parameter-server mode
     one_gradient: ClassVar[dict[str, int] | None] = None
 
-    #: the config dataclass of the learner (a `pbmarl.runs.Config`)
+    #: the config dataclass of the learner (a `pbmarl.config.Config`)
     config_class: ClassVar[type]
     #: option defaults of this class where they differ from its config's (IPPO's local critic)
     defaults: ClassVar[dict[str, Any]] = {}

@@ -14,19 +14,19 @@ from typing import TYPE_CHECKING, Any
 from pbmarl.games.base import Game
 
 if TYPE_CHECKING:  # pragma: no cover
-    from pbmarl.learners.base import LearnerConfig
+    from pbmarl.learners.oracles.base import LearnerConfig
 
 #: learner name -> (module, class)
 LEARNERS: dict[str, tuple[str, str]] = {
-    "dqn": ("pbmarl.learners.dqn", "DQN"),
-    "ppo": ("pbmarl.learners.ppo", "PPO"),
-    "a2c": ("pbmarl.learners.a2c", "A2C"),
-    "exact": ("pbmarl.learners.exact", "ExactBestResponse"),
-    "sac": ("pbmarl.learners.sac", "SAC"),
-    "td3": ("pbmarl.learners.td3", "TD3"),
-    "ddpg": ("pbmarl.learners.ddpg", "DDPG"),
-    "hddpg": ("pbmarl.learners.hddpg", "HDDPG"),
-    "rainbow": ("pbmarl.learners.rainbow", "Rainbow"),
+    "dqn": ("pbmarl.learners.oracles.dqn", "DQN"),
+    "ppo": ("pbmarl.learners.oracles.ppo", "PPO"),
+    "a2c": ("pbmarl.learners.oracles.a2c", "A2C"),
+    "exact": ("pbmarl.learners.oracles.exact", "ExactBestResponse"),
+    "sac": ("pbmarl.learners.control.sac", "SAC"),
+    "td3": ("pbmarl.learners.control.td3", "TD3"),
+    "ddpg": ("pbmarl.learners.control.ddpg", "DDPG"),
+    "hddpg": ("pbmarl.learners.control.hddpg", "HDDPG"),
+    "rainbow": ("pbmarl.learners.control.rainbow", "Rainbow"),
     "a3c": ("pbmarl.distributed.a3c", "A3C"),
     "impala": ("pbmarl.distributed.impala", "IMPALA"),
     "apex": ("pbmarl.distributed.apex", "ApeX"),
@@ -79,7 +79,7 @@ def make_learner(game: Game, spec: str | Mapping[str, Any]) -> Any:
 
 def make_config(cls: type[LearnerConfig], config: LearnerConfig | None, options: dict[str, Any], *,
                 owner: str) -> LearnerConfig:
-    """`config` (default ``cls()``) with keyword `options` replacing its fields (`pbmarl.runs.config.build_config`)."""
-    from pbmarl.runs.config import build_config
+    """`config` (default ``cls()``) with keyword `options` replacing its fields (`pbmarl.config.build_config`)."""
+    from pbmarl.config import build_config
 
     return build_config(cls, config, options, owner=owner)

@@ -21,8 +21,8 @@ from typing import ClassVar
 
 import torch
 
-from pbmarl.learners.ddpg import DDPG, DDPGConfig
-from pbmarl.runs.config import NON_NEGATIVE, POSITIVE_INT, Rule
+from pbmarl.config import NON_NEGATIVE, POSITIVE_INT, Rule
+from pbmarl.learners.control.ddpg import DDPG, DDPGConfig
 
 
 @dataclass(frozen=True)

@@ -38,16 +38,16 @@ import numpy as np
 import torch
 from torch import nn
 
-from pbmarl.learners.buffers import Batch
-from pbmarl.learners.control import ControlConfig, ControlLearner, ControlRecord
-from pbmarl.learners.critics import Critic, Critics, EnsembleMLP
-from pbmarl.learners.nets import adam, build_mlp, frozen, seeded, to_tensor
-from pbmarl.learners.rl_math import Polyak
+from pbmarl.config import FLAG, POSITIVE, Rule
+from pbmarl.config import is_int as _is_int
+from pbmarl.config import is_real as _is_real
+from pbmarl.learners.common.buffers import Batch
+from pbmarl.learners.common.nets import adam, build_mlp, frozen, seeded, to_tensor
+from pbmarl.learners.control.base import ControlConfig, ControlLearner, ControlRecord
+from pbmarl.learners.control.critics import Critic, Critics, EnsembleMLP
 from pbmarl.policies.continuous import GaussianPolicy
 from pbmarl.policies.neural import MLPPolicy
-from pbmarl.runs.config import FLAG, POSITIVE, Rule
-from pbmarl.runs.config import is_int as _is_int
-from pbmarl.runs.config import is_real as _is_real
+from pbmarl.rl.polyak import Polyak
 
 
 @dataclass(frozen=True)

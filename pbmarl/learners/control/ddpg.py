@@ -26,14 +26,14 @@ from typing import Any, ClassVar
 import numpy as np
 import torch
 
-from pbmarl.learners.buffers import Batch
-from pbmarl.learners.control import ControlConfig, ControlLearner, ControlRecord, PrioritizedOptions
-from pbmarl.learners.critics import Critic, Critics
-from pbmarl.learners.nets import adam, frozen, seeded, to_tensor
-from pbmarl.learners.rl_math import Polyak
+from pbmarl.config import NON_NEGATIVE, POSITIVE, Rule
+from pbmarl.learners.common.buffers import Batch
+from pbmarl.learners.common.nets import adam, frozen, seeded, to_tensor
+from pbmarl.learners.control.base import ControlConfig, ControlLearner, ControlRecord, PrioritizedOptions
+from pbmarl.learners.control.critics import Critic, Critics
 from pbmarl.policies.continuous import DeterministicPolicy
 from pbmarl.policies.noise import Noise, Normal, OrnsteinUhlenbeck
-from pbmarl.runs.config import NON_NEGATIVE, POSITIVE, Rule
+from pbmarl.rl.polyak import Polyak
 
 NOISES = ("normal", "ornstein_uhlenbeck", "none")
 

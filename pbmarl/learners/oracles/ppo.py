@@ -5,7 +5,7 @@ One round of `PPO.step()`:
 1. collect ``steps_per_round`` learner transitions with the current policy (an
    `MLPPolicy`, masked to the legal actions, so illegal actions are never taken);
 2. value the observations with the critic and compute GAE advantages and
-   returns (`pbmarl.learners.returns.gae`);
+   returns (`pbmarl.rl.multistep.gae`);
 3. ``epochs`` passes over the data in ``minibatches`` shuffled minibatches,
    each one Adam step on ``-clipped surrogate + vf_coef * value loss - ent_coef * entropy``
    (the entropy is over the legal actions only), stopping early if the
@@ -29,10 +29,10 @@ from typing import Any, ClassVar
 import numpy as np
 import torch
 
+from pbmarl.config import FLAG, NON_NEGATIVE, POSITIVE, POSITIVE_INT, UNIT, Rule
 from pbmarl.distributed.options import ParallelOptions
-from pbmarl.learners.base import Learner, Task
-from pbmarl.learners.config import LearnerConfig, LearnerRecord
-from pbmarl.learners.nets import (
+from pbmarl.learners.common.config import LearnerConfig, LearnerRecord
+from pbmarl.learners.common.nets import (
     adam,
     build_mlp,
     clip_grad_norm,
@@ -42,10 +42,10 @@ from pbmarl.learners.nets import (
     tempered_policy,
     to_tensor,
 )
-from pbmarl.learners.returns import gae
+from pbmarl.learners.oracles.base import Learner, Task
 from pbmarl.policies.neural import MLPPolicy
+from pbmarl.rl.multistep import gae
 from pbmarl.rollout.trajectories import Trajectories
-from pbmarl.runs.config import FLAG, NON_NEGATIVE, POSITIVE, POSITIVE_INT, UNIT, Rule
 
 #: checks of the fields PPO and A2C share
 ACTOR_CRITIC_CHECKS: dict[str, Rule] = {

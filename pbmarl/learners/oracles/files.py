@@ -23,7 +23,7 @@ import numpy as np
 from pbmarl.runs.folder import RunFolderError, SavedRun, State
 
 if TYPE_CHECKING:  # pragma: no cover
-    from pbmarl.learners.base import Learner
+    from pbmarl.learners.oracles.base import Learner
     from pbmarl.policies.mixture import Mixture
 
 __all__ = ["learner_from_state", "learner_state"]
@@ -68,7 +68,7 @@ def learner_state(learner: Learner) -> State:
 
 def learner_from_state(cls: type[Learner], saved: SavedRun, **overrides: Any) -> Learner:
     """Rebuild a learner of `cls` from its folder; `overrides`: ``pool=``, or config options to change."""
-    from pbmarl.learners.task import Life, Task
+    from pbmarl.learners.oracles.task import Life, Task
 
     data = saved.data
     where = f"state.json in {str(saved.state_dir)!r}"

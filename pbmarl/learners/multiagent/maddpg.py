@@ -3,7 +3,7 @@
 For agent ``i`` of the group, the critic ``Q_i(o_1..o_n, a_1..a_n)`` is trained on
 ``y_i = r_i + gamma * (1 - term_i) * Q'_i(o'_1..o'_n, mu'(o'_1)..mu'(o'_n))`` and the
 actor follows ``grad E[Q_i(o, a_1..mu(o_i)..a_n)]`` with the other agents' actions
-from replay. Target networks are Polyak-averaged (`pbmarl.learners.rl_math.Polyak`).
+from replay. Target networks are Polyak-averaged (`pbmarl.rl.polyak.Polyak`).
 The group's agents share one actor (give each agent a group of its own for separate
 actors). Box actions use a `DeterministicPolicy` with Gaussian exploration noise;
 Discrete actions use a softmax actor trained through the straight-through
@@ -24,17 +24,17 @@ from typing import Any, ClassVar
 import numpy as np
 import torch
 
+from pbmarl.config import NON_NEGATIVE, NON_NEGATIVE_INT, POSITIVE, POSITIVE_INT, UNIT, Config, Rule, is_real
 from pbmarl.distributed.options import ParallelOptions
-from pbmarl.learners.group import HIDDEN, GroupLearner, as_widths, joint_steps
-from pbmarl.learners.nets import build_mlp, clip_grad_norm, masked_logits
-from pbmarl.learners.rl_math import Polyak
+from pbmarl.learners.common.nets import build_mlp, clip_grad_norm, masked_logits
+from pbmarl.learners.multiagent.group import HIDDEN, GroupLearner, as_widths, joint_steps
 from pbmarl.policies.base import Policy
 from pbmarl.policies.continuous import DeterministicPolicy
 from pbmarl.policies.neural import MLPPolicy
 from pbmarl.policies.noise import Normal
+from pbmarl.rl.polyak import Polyak
 from pbmarl.rollout.mapping import GroupGame
 from pbmarl.rollout.trajectories import Trajectories
-from pbmarl.runs.config import NON_NEGATIVE, NON_NEGATIVE_INT, POSITIVE, POSITIVE_INT, UNIT, Config, Rule, is_real
 
 
 @dataclass(frozen=True)

@@ -12,9 +12,9 @@ import math
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
+from pbmarl.config import FLAG, NON_NEGATIVE_INT, POSITIVE, POSITIVE_INT, UNIT, Rule
 from pbmarl.distributed.options import ParallelOptions
-from pbmarl.learners.config import LearnerConfig
-from pbmarl.runs.config import FLAG, NON_NEGATIVE_INT, POSITIVE, POSITIVE_INT, UNIT, Rule
+from pbmarl.learners.common.config import LearnerConfig
 from pbmarl.runs.records import Record, shared_row
 
 __all__ = ["MAX_BUFFER", "PRECISIONS", "TAU", "ControlConfig", "ControlRecord", "PrioritizedOptions"]
@@ -35,7 +35,7 @@ class ControlConfig(LearnerConfig, ParallelOptions):
 
     `budget` and `steps_per_round` count environment steps here; the plateau stop is not
     used by the step-by-step loop, and `num_envs` only by a best response on a game of
-    several seats (`pbmarl.learners.seat_oracle`).
+    several seats (`pbmarl.learners.control.seat_oracle`).
     """
 
     hidden: tuple[int, ...] = (256, 256)

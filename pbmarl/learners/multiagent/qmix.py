@@ -8,7 +8,7 @@ through a mixer ``Q_tot = f(Q_1(o_1, a_1), ..., Q_n(o_n, a_n); s)``:
 
 with target networks ``Q'``, ``f'`` (hard copies every ``target_update`` updates) and
 double Q (the online network picks the next action, the target values it). ``f`` is
-`pbmarl.learners.mixers.QMixer` (monotonic, over the global state or the concatenated
+`pbmarl.learners.multiagent.mixers.QMixer` (monotonic, over the global state or the concatenated
 observations), `VDN` (a sum), or nothing (``mixer="none"``: each agent learns its own
 Q from its own reward, i.e. independent Q-learning).
 
@@ -18,7 +18,7 @@ agent network is recurrent (`pbmarl.policies.recurrent`): in play its hidden sta
 runs through each episode per environment instance and agent, and in replay each
 sampled episode is unrolled from ``t = 0`` with a zero state, so the Q-values trained
 are the ones the agents acted on. ``weighting="ow"``/``"cw"`` turns on Weighted QMIX
-(`pbmarl.learners.mixers.wqmix_weights`).
+(`pbmarl.learners.multiagent.mixers.wqmix_weights`).
 
 Rashid et al. 2018, "QMIX: Monotonic Value Function Factorisation for Deep Multi-Agent
 RL" (ICML); the defaults are the paper's where they apply (gamma 0.99, eps 1 -> 0.05,
@@ -35,9 +35,11 @@ from typing import Any, ClassVar
 import numpy as np
 import torch
 
+from pbmarl.config import FLAG, POSITIVE, POSITIVE_INT, UNIT, Config, Rule, is_real
 from pbmarl.distributed.options import ParallelOptions
-from pbmarl.learners.episode_batch import episode_grid, unroll_q
-from pbmarl.learners.group import (
+from pbmarl.learners.common.nets import clip_grad_norm, masked_argmax
+from pbmarl.learners.multiagent.episode_batch import episode_grid, unroll_q
+from pbmarl.learners.multiagent.group import (
     HIDDEN,
     GroupLearner,
     as_widths,
@@ -46,14 +48,12 @@ from pbmarl.learners.group import (
     check_discrete,
     joint_steps,
 )
-from pbmarl.learners.mixers import CentralQ, make_mixer, wqmix_weights
-from pbmarl.learners.nets import clip_grad_norm, masked_argmax
-from pbmarl.learners.rl_math import linear_schedule
+from pbmarl.learners.multiagent.mixers import CentralQ, make_mixer, wqmix_weights
 from pbmarl.policies.neural import MLPPolicy
 from pbmarl.policies.recurrent import RecurrentQNet, RecurrentQPolicy
+from pbmarl.rl.schedules import linear_schedule
 from pbmarl.rollout.mapping import GroupGame
 from pbmarl.rollout.trajectories import Trajectories
-from pbmarl.runs.config import FLAG, POSITIVE, POSITIVE_INT, UNIT, Config, Rule, is_real
 
 
 @dataclass(frozen=True)

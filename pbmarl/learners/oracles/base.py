@@ -39,20 +39,7 @@ from typing import Any, ClassVar, cast
 
 import numpy as np
 
-from pbmarl.distributed.on_server import OnServer
-from pbmarl.games.base import Game
-from pbmarl.learners.config import LearnerConfig, LearnerRecord, StepRecord
-from pbmarl.learners.learner_files import learner_from_state, learner_state
-from pbmarl.learners.recorded import Recorded
-from pbmarl.learners.returns import learner_returns
-from pbmarl.learners.task import Life, Task
-from pbmarl.policies.base import Policy
-from pbmarl.policies.mixture import Mixture
-from pbmarl.protocols import BestResponse
-from pbmarl.rollout.results import EvalResult
-from pbmarl.rollout.trajectories import Trajectories
-from pbmarl.runs import Run, SavedRun, State, check_seed
-from pbmarl.runs.config import (  # the rules' home is pbmarl.runs.config; other families still import them here
+from pbmarl.config import (  # the rules' home is pbmarl.config; other families still import them here
     FLAG,
     NON_NEGATIVE,
     NON_NEGATIVE_INT,
@@ -60,8 +47,21 @@ from pbmarl.runs.config import (  # the rules' home is pbmarl.runs.config; other
     POSITIVE_INT,
     UNIT,
     Rule,
+    check_seed,
 )
-from pbmarl.runs.config import is_int as _is_int  # still imported from here by league_rules and sac
+from pbmarl.config import is_int as _is_int  # still imported from here by league_rules and sac
+from pbmarl.distributed.on_server import OnServer
+from pbmarl.games.base import Game
+from pbmarl.learners.common.config import LearnerConfig, LearnerRecord, StepRecord
+from pbmarl.learners.common.recorded import Recorded
+from pbmarl.learners.oracles.files import learner_from_state, learner_state
+from pbmarl.learners.oracles.task import Life, Task
+from pbmarl.policies.base import Policy
+from pbmarl.policies.mixture import Mixture
+from pbmarl.protocols import BestResponse
+from pbmarl.rollout.results import EvalResult
+from pbmarl.rollout.trajectories import Trajectories
+from pbmarl.runs import Run, SavedRun, State
 from pbmarl.runs.transaction import all_or_nothing
 
 __all__ = ["FLAG", "NON_NEGATIVE", "NON_NEGATIVE_INT", "POSITIVE", "POSITIVE_INT", "UNIT", "Learner", "LearnerConfig",
@@ -72,6 +72,11 @@ def _check(ok: bool, name: str, value: Any, accepted: str) -> None:
     """Raise ValueError naming `name`, `value` and what is accepted unless `ok` (nfsp and league_rules use it)."""
     if not ok:
         raise ValueError(f"{name} must be {accepted}, got {value!r}")
+
+
+def learner_returns(traj: Trajectories) -> np.ndarray:
+    """The learning seat's return in every collected episode ``[E]``."""
+    return np.asarray(traj.episode_returns, dtype=float)[:, traj.player]
 
 
 class Learner(Run, Recorded, OnServer, abc.ABC):
@@ -107,7 +112,7 @@ class Learner(Run, Recorded, OnServer, abc.ABC):
         if not isinstance(game, Game):
             raise TypeError(f"game must be a pbmarl Game or a game name, got {type(game).__name__}: {game!r}")
         self.game = game
-        from pbmarl.runs.config import build_config
+        from pbmarl.config import build_config
 
         self.config = build_config(self.config_class, config, options, owner=type(self).__name__)
         self._check_game()
@@ -265,7 +270,7 @@ class Learner(Run, Recorded, OnServer, abc.ABC):
     @all_or_nothing
     def step(self) -> LearnerRecord:
         """One round of the open task (the first opens the learner's own); returns its record."""
-        from pbmarl.learners.nets import torch_threads
+        from pbmarl.learners.common.nets import torch_threads
 
         t0 = time.perf_counter()
         if self.task is None:
@@ -423,7 +428,7 @@ class Learner(Run, Recorded, OnServer, abc.ABC):
         """Stop the task's workers and actors, if any (idempotent; the next step starts fresh ones)."""
         self._close_workers()
 
-    # -- files (the layout is `pbmarl.runs.folder`'s; what goes in, `pbmarl.learners.learner_files`) ----
+    # -- files (the layout is `pbmarl.runs.folder`'s; what goes in, `pbmarl.learners.oracles.files`) ----
     def state(self) -> State:
         return learner_state(self)
 

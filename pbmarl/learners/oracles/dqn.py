@@ -39,11 +39,11 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
+from pbmarl.config import FLAG, NON_NEGATIVE_INT, POSITIVE, POSITIVE_INT, UNIT, Rule
 from pbmarl.distributed.options import ParallelOptions
-from pbmarl.learners.base import Learner, Task
-from pbmarl.learners.buffers import PrioritizedReplayBuffer, ReplayBuffer
-from pbmarl.learners.config import LearnerConfig, LearnerRecord
-from pbmarl.learners.nets import (
+from pbmarl.learners.common.buffers import PrioritizedReplayBuffer, ReplayBuffer
+from pbmarl.learners.common.config import LearnerConfig, LearnerRecord
+from pbmarl.learners.common.nets import (
     EpsilonGreedy,
     adam,
     build_mlp,
@@ -54,9 +54,9 @@ from pbmarl.learners.nets import (
     tempered_policy,
     to_tensor,
 )
+from pbmarl.learners.oracles.base import Learner, Task
 from pbmarl.policies.neural import MLPPolicy
 from pbmarl.rollout.trajectories import Trajectories
-from pbmarl.runs.config import FLAG, NON_NEGATIVE_INT, POSITIVE, POSITIVE_INT, UNIT, Rule
 
 LOSSES = ("huber", "mse")
 

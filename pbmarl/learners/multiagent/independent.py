@@ -36,14 +36,14 @@ from typing import Any, ClassVar
 import numpy as np
 import torch
 
+from pbmarl.config import POSITIVE_INT, Config, Rule, did_you_mean
 from pbmarl.games.base import Game
-from pbmarl.learners.control import ControlLearner
-from pbmarl.learners.group import GroupLearner
+from pbmarl.learners.control.base import ControlLearner
+from pbmarl.learners.multiagent.group import GroupLearner
 from pbmarl.policies.base import ActionOutput, Policy
 from pbmarl.policies.continuous import BoxPolicy
 from pbmarl.rollout.mapping import AgentMapping, GroupGame
 from pbmarl.rollout.trajectories import Trajectories
-from pbmarl.runs.config import POSITIVE_INT, Config, Rule, did_you_mean
 
 #: the single-agent learners `Independent` wraps (their registry names)
 CONTROL_ALGOS = ("sac", "ddpg", "td3", "hddpg", "rainbow")
@@ -76,7 +76,7 @@ class IndependentConfig(Config):
 
     def __post_init__(self) -> None:
         super().__post_init__()
-        from pbmarl.learners.registry import learner_class
+        from pbmarl.learners.common.registry import learner_class
 
         inner: Any = learner_class(self.algo)
         fields = [f.name for f in dataclasses.fields(inner.config_class)]
@@ -161,7 +161,7 @@ class Independent(GroupLearner):
         super().__init__(game, seed=seed, config=config, **own)
 
     def _build(self, view: GroupGame) -> None:
-        from pbmarl.learners.registry import learner_class
+        from pbmarl.learners.common.registry import learner_class
 
         cls = learner_class(self.config.algo)
         self.inner: ControlLearner = cls(SeatGame(view), seed=self.seed, **self.config.options)

@@ -1,7 +1,7 @@
 """The options and the round record every RL oracle learner shares.
 
-`LearnerConfig` is the frozen config dataclass each algorithm extends (a `pbmarl.runs.Config`:
-a class lists its fields' rules in ``checks``, see `pbmarl.runs.config`). `LearnerRecord` is
+`LearnerConfig` is the frozen config dataclass each algorithm extends (a `pbmarl.config.Config`:
+a class lists its fields' rules in ``checks``, see `pbmarl.config`). `LearnerRecord` is
 one round's record: the shared history columns (`pbmarl.runs.records`) and then the learner's own.
 
 Example:
@@ -21,7 +21,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from pbmarl.runs.config import (
+from pbmarl.config import (
     FLAG,
     NON_NEGATIVE,
     NON_NEGATIVE_INT,
@@ -143,7 +143,7 @@ class LearnerRecord(Record):
 
 @dataclass(frozen=True)
 class StepRecord:
-    """The old round record, kept while the control learners (`pbmarl.learners.control_config`) still extend it."""
+    """The old round record, kept while the control learners (`pbmarl.learners.control.config`) still extend it."""
 
     task: int
     """Which best response (0, 1, ...) of this learner the round belongs to."""
