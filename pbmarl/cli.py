@@ -130,7 +130,7 @@ def _check_out(out: Path, game_name: str) -> None:
 
 def _describe(run: Any) -> str:
     """One line: what runs (algorithm, game; for PSRO and its relatives, solver, oracle, evaluator)."""
-    from pbmarl.algorithms.psro import PSRO
+    from pbmarl.algorithms.psro.psro import PSRO
 
     game = getattr(run, "game", None)
     where = f"{type(run).__name__} on {game.name}" if game is not None else type(run).__name__
@@ -223,7 +223,7 @@ def _write_plot(run: Any, out: Path) -> bool:
 
 
 def _exact_capable(game: Any) -> bool:
-    from pbmarl.algorithms.psro import _exact_capable as capable
+    from pbmarl.algorithms.psro.psro import _exact_capable as capable
 
     return capable(game)
 
@@ -258,7 +258,7 @@ def set_up_in(out: Path) -> Iterator[None]:
 
 def _set_up_psro(args: argparse.Namespace, argv: Sequence[str], game: Any, out: Path) -> tuple[Any, list[str]]:
     import pbmarl as pb
-    from pbmarl.algorithms.psro import PSRO
+    from pbmarl.algorithms.psro.psro import PSRO
     from pbmarl.io import write_json
 
     notes = []

@@ -82,7 +82,7 @@ def test_item2_unwritable_run_folder_is_found_before_the_work(tmp_path, monkeypa
     out = tmp_path / "cli"
     assert cli(["psro", "--game", "kuhn_poker", "--iterations", "1", "--out", str(out), "--quiet"]) == 0
     monkeypatch.setattr("pbmarl.io.ensure_writable_folder", refuse)
-    monkeypatch.setattr("pbmarl.algorithms.psro.PSRO.load", lambda *a, **k: pytest.fail("loaded before the check"))
+    monkeypatch.setattr("pbmarl.algorithms.psro.psro.PSRO.load", lambda *a, **k: pytest.fail("loaded before the check"))
     assert cli(["resume", str(out), "--iterations", "1", "--quiet"]) == 2
 
 

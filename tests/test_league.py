@@ -6,10 +6,10 @@ import numpy as np
 import pytest
 
 import pbmarl as pb
-from pbmarl.algorithms.league import League
-from pbmarl.algorithms.league_rules import LeagueConfig, Matchmaker, Member
-from pbmarl.algorithms.pfsp import pfsp, remove_monotonic_suffix
-from pbmarl.algorithms.win_rates import WinRateTable
+from pbmarl.algorithms.league.league import League
+from pbmarl.algorithms.league.pfsp import pfsp, remove_monotonic_suffix
+from pbmarl.algorithms.league.rules import LeagueConfig, Matchmaker, Member
+from pbmarl.algorithms.league.win_rates import WinRateTable
 
 GAME = [[3, -2], [-2, 1]]
 

@@ -7,7 +7,7 @@ import pytest
 from inprocess_ray import InProcessRay as _InProcessRay
 
 import pbmarl as pb
-from pbmarl.algorithms.p2sro import P2SRO
+from pbmarl.algorithms.psro.p2sro import P2SRO
 
 DQN_TINY = dict(budget=200, steps_per_round=50, num_envs=16, learning_starts=50, hidden=(16,),
                 updates_per_round=4, batch_size=32)
@@ -119,7 +119,7 @@ def test_ray_backend_logic_with_in_process_actors(tmp_path, monkeypatch):
 def test_a_level_actor_receives_each_target_policy_once_and_drops_it_with_the_targets():
     import pickle
 
-    from pbmarl.algorithms.p2sro_ray import TargetShipper, unpack
+    from pbmarl.algorithms.psro.shipping import TargetShipper, unpack
     from pbmarl.policies.mixture import Mixture
 
     game = pb.load_game("kuhn_poker")
@@ -166,7 +166,7 @@ def test_level_cpus_reach_the_actors_and_bad_values_are_refused(monkeypatch):
 
 
 def test_an_interrupted_step_leaves_the_levels_as_they_were(monkeypatch):
-    from pbmarl.algorithms.p2sro import Level
+    from pbmarl.algorithms.psro.levels import Level
 
     game = pb.load_game("kuhn_poker")
     run = P2SRO(game, learner=_dqn(game), active=2, refresh_every=1, seed=0)
@@ -230,7 +230,7 @@ def _check_ladder_log(claimed, bad, events, start, n):
 
 
 def test_manager_claims_and_freezes_atomically_across_threads():
-    from pbmarl.algorithms.p2sro_manager import LadderManager
+    from pbmarl.algorithms.psro.ladder import LadderManager
 
     ladder = LadderManager(fixed=2)
     claimed, bad, events = _hammer(ladder)
@@ -239,7 +239,7 @@ def test_manager_claims_and_freezes_atomically_across_threads():
 
 
 def test_manager_refuses_all_but_the_lowest_rung_and_bad_states():
-    from pbmarl.algorithms.p2sro_manager import LadderManager
+    from pbmarl.algorithms.psro.ladder import LadderManager
 
     ladder = LadderManager(fixed=1)
     assert [ladder.claim() for _ in range(3)] == [1, 2, 3]
@@ -265,7 +265,7 @@ def test_run_freezes_through_its_manager_and_the_ladder_matches_the_table():
 
 @pytest.mark.ray
 def test_ray_manager_is_one_actor_and_atomic(ray_session):
-    from pbmarl.algorithms.p2sro_manager import RemoteLadder
+    from pbmarl.algorithms.psro.ladder import RemoteLadder
 
     ladder = RemoteLadder(fixed=1)
     try:

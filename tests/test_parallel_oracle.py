@@ -8,7 +8,7 @@ import pytest
 from inprocess_ray import InProcessRay
 
 import pbmarl as pb
-from pbmarl.algorithms.parallel_oracle import ParallelOracle
+from pbmarl.algorithms.psro.parallel_oracle import ParallelOracle
 from pbmarl.protocols import BatchOracle, BestResponse, Oracle
 
 DQN_TINY = dict(budget=200, steps_per_round=50, num_envs=16, learning_starts=50, hidden=(16,),

@@ -1,6 +1,10 @@
-"""The outer loops: PSRO and its relatives, composed of solvers, learners and evaluators."""
+"""The outer loops (drivers): PSRO and its relatives, composed of solvers, learners and evaluators.
 
-from pbmarl.algorithms.psro import PSRO, FictitiousPlay, SelfPlay
-from pbmarl.algorithms.records import IterationRecord
+Families in folders: `psro/` (PSRO, P2SRO, ParallelOracle, targets), `league/` (League, PFSP,
+win rates); single drivers `nfsp.py`, `xdo.py`, `jpsro.py`; multi-agent teams `marl.py`, `team_game.py`.
+"""
+
+from pbmarl.algorithms.psro.psro import PSRO, FictitiousPlay, SelfPlay
+from pbmarl.algorithms.psro.records import IterationRecord
 
 __all__ = ["PSRO", "FictitiousPlay", "IterationRecord", "SelfPlay"]

@@ -32,7 +32,8 @@ from typing import Any, ClassVar, cast
 
 import numpy as np
 
-from pbmarl.algorithms.records import _fmt
+from pbmarl.algorithms.psro.records import _fmt
+from pbmarl.config import Config, build_config, check_seed, is_int, is_real
 from pbmarl.evaluation.engine import best_response_values, nash_conv
 from pbmarl.evaluation.exact import ExactEvaluator
 from pbmarl.evaluation.realization import terminal_reach
@@ -43,8 +44,7 @@ from pbmarl.policies.simple import RandomPolicy
 from pbmarl.policies.tabular import TabularPolicy
 from pbmarl.population import Population
 from pbmarl.rollout.results import EvalResult
-from pbmarl.runs import Config, Record, Run, RunFolderError, SavedRun, State, build_config, check_seed, shared_row
-from pbmarl.runs.config import is_int, is_real
+from pbmarl.runs import Record, Run, RunFolderError, SavedRun, State, shared_row
 from pbmarl.runs.transaction import all_or_nothing
 from pbmarl.solvers.metasolver import MetaSolver
 from pbmarl.solvers.metastrategy import MetaStrategy

@@ -42,16 +42,16 @@ from typing import Any
 import numpy as np
 
 from pbmarl.algorithms.marl_record import MARLConfig, MARLRecord
+from pbmarl.config import build_config, check_seed, is_int
 from pbmarl.distributed.on_server import OnServer
 from pbmarl.games.base import Game
-from pbmarl.learners.multiagent.group import GroupLearner
 from pbmarl.learners.common.nets import torch_threads
+from pbmarl.learners.multiagent.group import GroupLearner
 from pbmarl.policies.base import Policy, new_policy_from_state
 from pbmarl.policies.mixture import Mixture
 from pbmarl.rollout.mapping import AgentMapping
 from pbmarl.rollout.results import EvalResult
-from pbmarl.runs import Run, SavedRun, State, build_config, check_seed
-from pbmarl.runs.config import is_int
+from pbmarl.runs import Run, SavedRun, State
 from pbmarl.runs.transaction import all_or_nothing
 
 #: the group learners by their registry name (what a run folder and the command line name): module, class
@@ -67,7 +67,7 @@ def group_learner_class(name: str) -> type[GroupLearner]:
     """The group learner registered as `name`; an unknown name raises ValueError with a did-you-mean."""
     import importlib
 
-    from pbmarl.runs.config import did_you_mean
+    from pbmarl.config import did_you_mean
 
     if name not in GROUP_LEARNERS:
         raise ValueError(f"unknown multi-agent learner {name!r}{did_you_mean(name, GROUP_LEARNERS)} "

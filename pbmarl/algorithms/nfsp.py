@@ -35,6 +35,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
+from pbmarl.config import FLAG, POSITIVE, POSITIVE_INT, UNIT, Config, Rule, build_config, check_seed
 from pbmarl.games.base import Game
 from pbmarl.games.registry import game_spec, load_game
 from pbmarl.learners.common.buffers import ReplayBuffer
@@ -43,8 +44,7 @@ from pbmarl.learners.common.reservoir import ReservoirBuffer
 from pbmarl.policies.neural import MLPPolicy, masked_logits
 from pbmarl.rollout.results import EvalResult
 from pbmarl.rollout.trajectories import Trajectories
-from pbmarl.runs import Config, Record, Run, RunFolderError, SavedRun, State, build_config, check_seed, shared_row
-from pbmarl.runs.config import FLAG, POSITIVE, POSITIVE_INT, UNIT, Rule
+from pbmarl.runs import Record, Run, RunFolderError, SavedRun, State, shared_row
 from pbmarl.runs.transaction import all_or_nothing
 
 #: the largest hidden layer, and the most items a buffer (or one step's episodes) may hold
@@ -186,7 +186,7 @@ class NFSP(Run):
     history_columns: ClassVar[tuple[str, ...]] = ("exploitability", "nash_conv", "loss/rl", "loss/sl", "epsilon")
 
     def __init__(self, game: Game | str, *, seed: int = 0, config: NFSPConfig | None = None, **options: Any) -> None:
-        from pbmarl.algorithms.psro_parts import exact_capable
+        from pbmarl.algorithms.psro.parts import exact_capable
 
         self.config: NFSPConfig = build_config(NFSPConfig, config, options, owner="NFSP")
         self.seed = check_seed(seed)
@@ -383,7 +383,7 @@ class NFSP(Run):
 
         The run is unchanged (a pool of its own plays them, seeded by `seed`).
         """
-        from pbmarl.algorithms.league_records import play_profile
+        from pbmarl.algorithms.league.records import play_profile
 
         return cast(EvalResult, play_profile(self.game, self.average_policies(), episodes, seed=seed,
                                              deterministic=deterministic))

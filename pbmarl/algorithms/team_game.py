@@ -34,14 +34,15 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from pbmarl.games.base import Game, State
-from pbmarl.learners.multiagent.group import GroupLearner
+from pbmarl.games.base import Game
+from pbmarl.games.state import State
 from pbmarl.learners.common.nets import torch_threads
+from pbmarl.learners.multiagent.group import GroupLearner
 from pbmarl.policies.base import Policy
 from pbmarl.rollout.mapping import AgentMapping
 
 if TYPE_CHECKING:  # pragma: no cover
-    from pbmarl.algorithms.psro import PSRO
+    from pbmarl.algorithms.psro.psro import PSRO
     from pbmarl.payoffs import PayoffTable
 
 
@@ -181,7 +182,7 @@ def team_psro(game: Game, mapping: AgentMapping, make: Callable[[int], GroupLear
         >>> psro = team_psro(game, mapping, lambda s: pb.MAPPO(seed=s), steps=20_000)  # doctest: +SKIP
     """
     from pbmarl.algorithms.marl_oracle import GroupOracle
-    from pbmarl.algorithms.psro import PSRO
+    from pbmarl.algorithms.psro.psro import PSRO
 
     team = TeamGame(game, mapping)
     oracle = GroupOracle(team, make, steps=steps, eval_episodes=eval_episodes, seed=seed, num_envs=num_envs)

@@ -44,8 +44,9 @@ from typing import Any, ClassVar, cast
 
 import numpy as np
 
-from pbmarl.algorithms.psro_parts import learner_reader, learner_spec, learner_writer, oracle_episodes, rebuild_learner
-from pbmarl.algorithms.records import _fmt
+from pbmarl.algorithms.psro.parts import learner_reader, learner_spec, learner_writer, oracle_episodes, rebuild_learner
+from pbmarl.algorithms.psro.records import _fmt
+from pbmarl.config import POSITIVE, POSITIVE_INT, Config, build_config, check_seed, is_int, is_real
 from pbmarl.evaluation.cfr import CFRPlus
 from pbmarl.evaluation.engine import best_response_values, nash_conv, opponent_reach
 from pbmarl.evaluation.realization import behaviour_from_plan, policy_tables, realization_plans
@@ -57,8 +58,7 @@ from pbmarl.policies.tabular import TabularPolicy
 from pbmarl.population import Population
 from pbmarl.protocols import Oracle, Restorable, respond_all
 from pbmarl.rollout.results import EvalResult
-from pbmarl.runs import Config, Record, Run, RunFolderError, SavedRun, State, build_config, check_seed, shared_row
-from pbmarl.runs.config import POSITIVE, POSITIVE_INT, is_int, is_real
+from pbmarl.runs import Record, Run, RunFolderError, SavedRun, State, shared_row
 from pbmarl.runs.transaction import all_or_nothing
 
 SOLVERS = ("cfr+", "lp")

@@ -49,7 +49,7 @@ class IterationRecord(Record):
         br_values: value each new best response achieved against its opponents.
         solver: the meta-solver's name.
         br_gains: per new policy, its gain over the meta-strategy it answered, read from the
-            payoff table (`pbmarl.algorithms.progress.br_gains`): a sampled progress measure.
+            payoff table (`pbmarl.algorithms.psro.gains.br_gains`): a sampled progress measure.
         br_gain_stderr: the standard error of each gain (0 where the table is exact).
     """
 

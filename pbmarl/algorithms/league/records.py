@@ -180,8 +180,8 @@ def play_profile(game: Game, profile: Sequence[Policy | Mixture], episodes: int,
     A local `RolloutPool` of its own plays them, seeded by `seed`: nothing of the caller's changes.
     `deterministic` plays every member's most likely legal action.
     """
+    from pbmarl.config import FLAG, POSITIVE_INT, check_seed
     from pbmarl.rollout import RolloutPool
-    from pbmarl.runs.config import FLAG, POSITIVE_INT, check_seed
 
     if not POSITIVE_INT[0](episodes):
         raise ValueError(f"episodes must be a positive int, got {episodes!r}")

@@ -29,7 +29,7 @@ from typing import Any
 
 import pandas as pd
 
-from pbmarl.algorithms.p2sro_ray import Packed, TargetShipper, check_actor_cpus, place_actor, unpack
+from pbmarl.algorithms.psro.shipping import Packed, TargetShipper, check_actor_cpus, place_actor, unpack
 from pbmarl.games.base import Game
 from pbmarl.policies.base import Policy
 from pbmarl.policies.mixture import Mixture

@@ -18,7 +18,7 @@ from typing import Any, ClassVar, cast
 
 import numpy as np
 
-from pbmarl.algorithms.psro_parts import (
+from pbmarl.algorithms.psro.parts import (
     evaluator_spec,
     exact_capable,
     learner_reader,
@@ -34,9 +34,11 @@ from pbmarl.algorithms.psro_parts import (
     solver_name,
     solver_spec,
 )
-from pbmarl.algorithms.records import IterationRecord
-from pbmarl.games.base import Game, as_rng
+from pbmarl.algorithms.psro.records import IterationRecord
+from pbmarl.config import FLAG, POSITIVE_INT, Config, build_config, check_seed, is_int, is_real
+from pbmarl.games.base import Game
 from pbmarl.games.registry import game_spec, load_game
+from pbmarl.games.state import as_rng
 from pbmarl.payoffs import PayoffTable
 from pbmarl.policies.base import Policy
 from pbmarl.population import Population
@@ -50,8 +52,7 @@ from pbmarl.protocols import (
     respond_all,
 )
 from pbmarl.rollout.results import EvalResult
-from pbmarl.runs import Config, Run, RunFolderError, SavedRun, State, build_config, check_seed
-from pbmarl.runs.config import FLAG, POSITIVE_INT, is_int, is_real
+from pbmarl.runs import Run, RunFolderError, SavedRun, State
 from pbmarl.runs.transaction import all_or_nothing
 
 # kept under their old names for the drivers that build their parts the same way (League, NFSP)
@@ -310,7 +311,7 @@ class PSRO(Run):
         """Each new policy's gain over the meta-strategy it answered (before it is re-solved)."""
         if self.meta_strategy is None or not new_ids:
             return [], []
-        from pbmarl.algorithms.progress import br_gains
+        from pbmarl.algorithms.psro.gains import br_gains
 
         members = [(m.player, m.index) for m in map(self.population.member, new_ids)]
         return br_gains(self.table.values, self.table.stderr, list(self.meta_strategy), members)
@@ -375,7 +376,7 @@ class PSRO(Run):
 
     def close(self) -> None:
         """End what the run's parts keep running (a `ParallelOracle`'s actors); idempotent."""
-        from pbmarl.algorithms.parallel_oracle import ParallelOracle
+        from pbmarl.algorithms.psro.parallel_oracle import ParallelOracle
 
         if isinstance(self.learner, ParallelOracle):
             self.learner.close()

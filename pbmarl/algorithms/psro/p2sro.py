@@ -13,7 +13,7 @@ level starts on top.
 `IterationRecord`, exactly like a `PSRO` iteration; with ``active=1`` the run *is* PSRO
 (same seed, same history). `levels` shows the active levels; `level_history` has one row
 per refresh period. Claiming a rung and freezing one go through one manager
-(`pbmarl.algorithms.p2sro_manager`): a Ray actor with ``backend="ray"``, where each active
+(`pbmarl.algorithms.psro.ladder`): a Ray actor with ``backend="ray"``, where each active
 level is a learner actor too; the same manager in-process with ``backend="local"``. Either
 way the calls are atomic and the fixed set is always members ``0..k``.
 
@@ -26,22 +26,18 @@ Example:
 
 from __future__ import annotations
 
-import math
 import time
-from collections.abc import Sequence
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any, ClassVar, cast
 
-import numpy as np
 import pandas as pd
 
-from pbmarl.algorithms.driver_io import learner_copy
-from pbmarl.algorithms.p2sro_manager import Ladder, LadderManager, make_ladder
-from pbmarl.algorithms.psro import PSRO, PSROConfig, _default_initial
-from pbmarl.algorithms.psro_parts import learner_reader, learner_writer, oracle_episodes
-from pbmarl.algorithms.records import IterationRecord
-from pbmarl.algorithms.targets import Target, against
+from pbmarl.algorithms.psro.ladder import Ladder, LadderManager, make_ladder
+from pbmarl.algorithms.psro.levels import Level, RemoteLevel
+from pbmarl.algorithms.psro.parts import learner_copy, learner_writer, oracle_episodes
+from pbmarl.algorithms.psro.psro import PSRO, PSROConfig, _default_initial
+from pbmarl.algorithms.psro.records import IterationRecord
+from pbmarl.config import POSITIVE, POSITIVE_INT
 from pbmarl.games.base import Game
 from pbmarl.payoffs import PayoffTable
 from pbmarl.policies.base import Policy
@@ -49,120 +45,7 @@ from pbmarl.policies.mixture import Mixture
 from pbmarl.population import Population
 from pbmarl.protocols import Restorable, Specified
 from pbmarl.runs import RunFolderError, SavedRun, State
-from pbmarl.runs.config import POSITIVE, POSITIVE_INT
 from pbmarl.runs.transaction import all_or_nothing
-
-
-class Level:
-    """One active level: a learner training one policy per player against its target mixtures.
-
-    With an RL `Learner` the players train one after the other, a task each, `rounds` learner
-    rounds per `advance`; a level that is not the lowest starts again (warm) when it has
-    finished, so it keeps improving until it is the lowest. A level that has finished once is
-    `done`: when it becomes the lowest it freezes at once with each player's latest finished
-    policy, and the cycle it had begun is dropped (waiting for that cycle to end made every
-    freeze cost a whole extra cycle of all levels: on Leduc, 3 iterations in 8 minutes where
-    PSRO made 7). An exact oracle answers every player at every `advance`.
-    """
-
-    def __init__(self, index: int, learner: Any, initial: Sequence[Policy]) -> None:
-        self.index = index
-        """The rung: this level's policies will be member `index` of every player's population."""
-        self.learner = learner
-        self.policies: list[Policy] = list(initial)
-        self.values = [math.nan] * len(initial)
-        self.trained = [False] * len(initial)
-        self.player = 0
-        self.cycles = 0
-        self.targets: list[Mixture] = []
-
-    @property
-    def done(self) -> bool:
-        """Every player's training has ended at least once: the level may freeze."""
-        return all(self.trained) or self.cycles > 0
-
-    def _rl(self) -> bool:
-        from pbmarl.learners.oracles.base import Learner
-
-        return isinstance(self.learner, Learner)
-
-    def retarget(self, targets: list[Mixture]) -> None:
-        """Train against `targets` (one mixture per player) from now on, the running task included."""
-        self.targets = targets
-        task = getattr(self.learner, "task", None) if self._rl() else None
-        if task is not None:
-            task.opponents = [None if q == task.player else t for q, t in enumerate(targets)]
-
-    def select(self, rng: np.random.Generator | None = None) -> list[Target]:
-        """The level's targets (a `TargetSelector`): each player against the others' mixtures."""
-        return [Target(p, against(p, self.targets), f"level {self.index}") for p in range(len(self.targets))]
-
-    def advance(self, rounds: int) -> int:
-        """Train for `rounds` learner rounds (an exact oracle: one answer per player); returns env steps."""
-        if not self._rl():
-            spent = 0
-            for t in self.select():
-                answer = self.learner.respond(t.player, t.opponents)
-                self.policies[t.player], self.values[t.player] = answer.policy, float(answer.value)
-                spent += int(answer.env_steps)
-            self.trained = [True] * len(self.trained)
-            return spent
-        learner, spent = self.learner, 0
-        for _ in range(rounds):
-            if all(self.trained):
-                self.trained = [False] * len(self.trained)
-                self.cycles += 1
-            p = self.player
-            if learner.task is None:
-                learner.start(p, self.select()[p].opponents, warm_start=True if self.cycles else None)
-            before = learner.task.env_steps
-            learner.step()
-            if learner.done:  # env steps counted per round, so a cycle dropped at a freeze is counted too
-                self.policies[p], self.values[p] = learner.finish()
-                spent += int(learner.last_env_steps) - before
-                self.trained[p] = True
-                self.player = (p + 1) % len(self.trained)
-                if all(self.trained):
-                    break
-            else:
-                spent += int(learner.task.env_steps) - before
-        return spent
-
-    def reset(self, index: int, initial: Sequence[Policy]) -> Level:
-        """A fresh level at rung `index` that reuses this level's learner (a frozen level's learner moves up).
-
-        A cycle begun after the level's last finished one is dropped unfinished; its networks stay
-        until the next task replaces them, so an interrupted step can still restore it.
-        """
-        if self._rl() and self.learner.task is not None:
-            self.learner.task = None
-        return Level(index, self.learner, initial)
-
-    def set_state(self, state: dict[str, Any]) -> None:
-        self.index, self.policies, self.values = int(state["index"]), list(state["policies"]), list(state["values"])
-        self.trained, self.player, self.cycles = list(state["trained"]), int(state["player"]), int(state["cycles"])
-
-    def save_learner(self, folder: Path) -> None:
-        """Write the level's learner state into `folder` (`pbmarl.algorithms.psro_parts.learner_writer`)."""
-        keeper = learner_writer(self.learner)
-        if keeper is None:
-            raise ValueError(f"the level's learner {self.learner!r} keeps no state to save")
-        keeper[1](folder)
-
-    def load_learner(self, folder: Path) -> None:
-        """Read back what `save_learner` wrote (a learner that is a run is replaced by the one loaded)."""
-        keeper = learner_writer(self.learner)
-        self.learner = learner_reader(keeper and keeper[0], folder, self.learner)
-
-    def close(self) -> None:
-        """Nothing to end: the learner lives in this process."""
-
-    def current(self, player: int) -> Policy:
-        """The level's policy for `player` now (a copy of the one in training, if it is training)."""
-        task = getattr(self.learner, "task", None) if self._rl() else None
-        if task is not None and task.player == player:
-            return cast(Policy, self.learner.policy())
-        return self.policies[player]
 
 
 @dataclass(frozen=True)
@@ -222,8 +105,6 @@ class P2SRO(PSRO):
 
     def _level(self, index: int, learner: Any, initial: list[Policy]) -> Any:
         if self.config.backend == "ray":
-            from pbmarl.algorithms.p2sro_ray import RemoteLevel
-
             return RemoteLevel(self.game, learner, index, initial, num_cpus=self.config.level_cpus)
         return Level(index, learner, initial)
 

@@ -34,20 +34,21 @@ from typing import Any, ClassVar, cast
 import numpy as np
 import pandas as pd
 
-from pbmarl.algorithms import driver_io as io
-from pbmarl.algorithms.league_records import LeagueRecord, MainPolicy, MatchRecord, matches_frame, play_profile
-from pbmarl.algorithms.league_rules import LeagueConfig, Matchmaker, Member, payoff_scale, win_probability
-from pbmarl.algorithms.psro_parts import (
+from pbmarl.algorithms.league.records import LeagueRecord, MainPolicy, MatchRecord, matches_frame, play_profile
+from pbmarl.algorithms.league.rules import LeagueConfig, Matchmaker, Member, payoff_scale, win_probability
+from pbmarl.algorithms.league.win_rates import STATS, WinRateTable
+from pbmarl.algorithms.psro.parts import (
     evaluator_spec,
     exact_capable,
     learner_spec,
     make_evaluator,
+    make_factory,
     make_oracle,
     rebuild_evaluator,
     rebuild_learner,
 )
-from pbmarl.algorithms.targets import Target, against
-from pbmarl.algorithms.win_rates import STATS, WinRateTable
+from pbmarl.algorithms.psro.targets import Target, against
+from pbmarl.config import build_config, check_seed
 from pbmarl.games.base import Game
 from pbmarl.games.registry import game_spec, load_game
 from pbmarl.payoffs import PayoffTable
@@ -56,7 +57,7 @@ from pbmarl.policies.mixture import Mixture
 from pbmarl.population import Population
 from pbmarl.protocols import Checkpointed, Oracle, Restorable
 from pbmarl.rollout.results import EvalResult
-from pbmarl.runs import Run, SavedRun, State, build_config, check_seed
+from pbmarl.runs import Run, SavedRun, State
 from pbmarl.runs.folder import RunFolderError
 from pbmarl.runs.transaction import all_or_nothing
 
@@ -89,7 +90,7 @@ class League(Run):
         self.evaluator: Any = make_evaluator(self.game, evaluator, self.seed)
         self.learner: Any = (learner if callable(learner) and not isinstance(learner, Oracle)
                              else make_oracle(self.game, learner, self.evaluator, self.seed))
-        self._factory: Callable[[int], Any] = io.make_factory(self.learner)
+        self._factory: Callable[[int], Any] = make_factory(self.learner)
         self._exact_ok = exact_capable(self.game)
         self.measure = self._exact_ok if self.config.measure is None else bool(self.config.measure)
         self.rng = np.random.default_rng(self.seed)

@@ -15,8 +15,8 @@ from typing import Any
 from pbmarl.games.base import Game
 from pbmarl.protocols import Checkpointed, Evaluator, MetaSolverLike, Oracle, Specified
 
-__all__ = ["evaluator_spec", "exact_capable", "exact_refusal", "learner_reader", "learner_spec", "learner_writer",
-           "make_evaluator", "make_oracle", "make_solver", "rebuild_evaluator", "rebuild_learner", "rebuild_solver",
+__all__ = ["evaluator_spec", "exact_capable", "exact_refusal", "learner_reader", "learner_copy", "learner_spec", "learner_writer",
+           "make_evaluator", "make_factory", "make_oracle", "make_solver", "rebuild_evaluator", "rebuild_learner", "rebuild_solver",
            "solver_name", "solver_spec"]
 
 
@@ -113,6 +113,27 @@ def _default_evaluator(game: Game) -> Evaluator:
     return ExactEvaluator(game)
 
 
+# -- copies: one learner per level or league agent, each with its own random stream ---------------
+def learner_copy(learner: Any, offset: int) -> Any:
+    """A learner like `learner` with its own random stream: an RL `Learner` is rebuilt from its
+    config with ``seed + offset`` (sharing its pool); a stateless oracle (exact BR) is shared."""
+    from pbmarl.learners.oracles.base import Learner
+
+    if isinstance(learner, Learner):
+        return type(learner)(learner.game, config=learner.config, seed=learner.seed + offset, pool=learner.pool)
+    return learner
+
+
+def make_factory(learner: Any) -> Callable[[int], Any]:
+    """``offset -> learner``: `learner` itself if it is a callable factory, else copies of it."""
+    if isinstance(learner, Oracle):
+        return lambda offset: learner_copy(learner, offset)
+    if callable(learner):
+        return learner
+    raise TypeError(f"learner must be an Oracle (with respond(player, opponents)) or a factory offset -> Oracle, "
+                    f"got {type(learner).__name__}: {learner!r}")
+
+
 # -- specs: what a run folder says about its parts --------------------------------------------
 def solver_spec(solver: Any) -> dict[str, Any]:
     """``{"name", "options"}`` of a `MetaSolver`; a solver without a name cannot be saved."""
@@ -155,7 +176,7 @@ def rebuild_learner(game: Game, spec: Any) -> Oracle:
 
         return ExactBestResponse(game)
     if spec.get("name") == "parallel":
-        from pbmarl.algorithms.parallel_oracle import ParallelOracle
+        from pbmarl.algorithms.psro.parallel_oracle import ParallelOracle
 
         return ParallelOracle.from_spec(game, spec)
     try:

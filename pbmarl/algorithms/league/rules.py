@@ -25,10 +25,10 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from pbmarl.algorithms.pfsp import pfsp, remove_monotonic_suffix
-from pbmarl.algorithms.win_rates import WinRateTable
+from pbmarl.algorithms.league.pfsp import pfsp, remove_monotonic_suffix
+from pbmarl.algorithms.league.win_rates import WinRateTable
+from pbmarl.config import FLAG, NON_NEGATIVE_INT, POSITIVE_INT, UNIT, Config, Rule, is_real
 from pbmarl.games.base import Game
-from pbmarl.runs.config import FLAG, NON_NEGATIVE_INT, POSITIVE_INT, UNIT, Config, Rule, is_real
 
 ROLES = ("main", "main_exploiter", "league_exploiter")
 #: the most learner steps or episodes one match may ask for

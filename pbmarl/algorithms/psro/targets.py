@@ -5,9 +5,9 @@ learns and against which opponents (one Policy or Mixture per seat). The drivers
 mostly here, so a new driver reuses the loop by writing a selector:
 
 - `MetaStrategyTargets`: PSRO's, one target per player against the meta-strategy.
-- `Level` (`pbmarl.algorithms.p2sro`): P2SRO's, an active level against the meta-Nash of
+- `Level` (`pbmarl.algorithms.psro.p2sro`): P2SRO's, an active level against the meta-Nash of
   the levels below it (``level.select(rng)``).
-- `Matchmaker` (`pbmarl.algorithms.league_rules`): the league's PFSP opponents; ``match(agent,
+- `Matchmaker` (`pbmarl.algorithms.league.rules`): the league's PFSP opponents; ``match(agent,
   rng)`` draws one per agent and `League.targets` turns the match into targets.
 
 Example:
