@@ -115,7 +115,7 @@ _EXPORTS: dict[str, str] = {
     "independent_learners": "pbmarl.learners.multiagent.independent",
     "TeamGame": "pbmarl.algorithms.team_game",
     "TeamEvaluator": "pbmarl.algorithms.team_game",
-    "team_psro": "pbmarl.algorithms.team_game",
+    "team_psro": "pbmarl.algorithms.marl_oracle",
     "A3C": "pbmarl.distributed.a3c",
     "IMPALA": "pbmarl.distributed.impala",
     "IMPALAConfig": "pbmarl.distributed.impala",

@@ -6,7 +6,7 @@ and answers the trained policy with its evaluated return. Each seat keeps its ow
 population in PSRO, so on a game whose seats are the members of groups this is one
 population per seat. On a `pbmarl.algorithms.team_game.TeamGame` the players are the
 groups of its mapping: the learner trains one group (all its agents) against the other
-groups' mixtures, and PSRO keeps one population per group.
+groups' mixtures, and PSRO keeps one population per group; `team_psro` builds that PSRO.
 
 Example:
     >>> oracle = GroupOracle(lambda seed: pb.IPPO(seed=seed, steps_per_round=256), steps=2048)  # doctest: +SKIP
@@ -16,12 +16,17 @@ Example:
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
+from pbmarl.algorithms.team_game import TeamEvaluator, TeamGame
 from pbmarl.games.base import Game
 from pbmarl.learners.multiagent.group import GroupLearner
 from pbmarl.protocols import BestResponse, Opponents
 from pbmarl.rollout.mapping import AgentMapping
 from pbmarl.runs.stop import Stop
+
+if TYPE_CHECKING:  # pragma: no cover
+    from pbmarl.algorithms.psro.psro import PSRO
 
 
 class GroupOracle:
@@ -50,7 +55,6 @@ class GroupOracle:
 
     def respond(self, player: int, opponents: Opponents) -> BestResponse:
         from pbmarl.algorithms.marl import MARL
-        from pbmarl.algorithms.team_game import TeamGame
 
         player = self.game.check_player(player)
         if isinstance(self.game, TeamGame):  # players are the groups of the team game's mapping
@@ -75,3 +79,19 @@ class GroupOracle:
         value = float(marl.evaluate(self.eval_episodes, seed=seed + 7919).mean[agents[player]])
         policy = marl.learners[agents[player]].policy()
         return BestResponse(policy, value, marl.env_steps)
+
+
+def team_psro(game: Game, mapping: AgentMapping, make: Callable[[int], GroupLearner], *, steps: int = 10_000,
+              eval_episodes: int = 100, solver: str = "nash", seed: int = 0, num_envs: int = 32) -> PSRO:
+    """PSRO over the groups of `mapping`: one population per group, each grown by a fresh `make(seed)` learner.
+
+    Example:
+        >>> psro = team_psro(game, mapping, lambda s: pb.MAPPO(seed=s), steps=20_000)  # doctest: +SKIP
+    """
+    from pbmarl.algorithms.psro.psro import PSRO
+
+    team = TeamGame(game, mapping)
+    oracle = GroupOracle(team, make, steps=steps, eval_episodes=eval_episodes, seed=seed, num_envs=num_envs)
+    return PSRO(team, solver=solver, learner=oracle, evaluator=TeamEvaluator(team, num_envs=num_envs),
+                initial_policies=team.random_policies(), eval_episodes=eval_episodes, seed=seed,
+                stop_exploitability=None)

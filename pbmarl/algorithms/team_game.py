@@ -10,7 +10,7 @@ the sum of its agents' episode returns (what `pb.MARL` reports as ``return/{grou
   profile for sampled episodes in the same parallel engine `pb.MARL` trains with;
 - `pb.GroupOracle` on a `TeamGame` trains a group learner (MAPPO, QMIX, ...) for one
   group against the other groups' meta-strategy mixtures;
-- `team_psro` puts the three into a `pb.PSRO`.
+- `team_psro` (`pbmarl.algorithms.marl_oracle`) puts the three into a `pb.PSRO`.
 
 A `TeamGame` describes no states (the rollout layer steps the game it wraps); its
 ``new_initial_state`` is an already-finished placeholder, so `Population.add` checks a
@@ -28,7 +28,6 @@ Example:
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -37,12 +36,10 @@ import numpy as np
 from pbmarl.games.base import Game
 from pbmarl.games.state import State
 from pbmarl.learners.common.nets import torch_threads
-from pbmarl.learners.multiagent.group import GroupLearner
 from pbmarl.policies.base import Policy
 from pbmarl.rollout.mapping import AgentMapping
 
 if TYPE_CHECKING:  # pragma: no cover
-    from pbmarl.algorithms.psro.psro import PSRO
     from pbmarl.payoffs import PayoffTable
 
 
@@ -172,20 +169,3 @@ class TeamEvaluator:
         for cell, r in done:
             table.update(cell, r)
         return TeamFill(len(done), len(done) * int(episodes), steps, time.perf_counter() - t0)
-
-
-def team_psro(game: Game, mapping: AgentMapping, make: Callable[[int], GroupLearner], *, steps: int = 10_000,
-              eval_episodes: int = 100, solver: str = "nash", seed: int = 0, num_envs: int = 32) -> PSRO:
-    """PSRO over the groups of `mapping`: one population per group, each grown by a fresh `make(seed)` learner.
-
-    Example:
-        >>> psro = team_psro(game, mapping, lambda s: pb.MAPPO(seed=s), steps=20_000)  # doctest: +SKIP
-    """
-    from pbmarl.algorithms.marl_oracle import GroupOracle
-    from pbmarl.algorithms.psro.psro import PSRO
-
-    team = TeamGame(game, mapping)
-    oracle = GroupOracle(team, make, steps=steps, eval_episodes=eval_episodes, seed=seed, num_envs=num_envs)
-    return PSRO(team, solver=solver, learner=oracle, evaluator=TeamEvaluator(team, num_envs=num_envs),
-                initial_policies=team.random_policies(), eval_episodes=eval_episodes, seed=seed,
-                stop_exploitability=None)
