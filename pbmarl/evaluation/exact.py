@@ -135,7 +135,7 @@ class ExactEvaluator:
 
     def __init__(self, game: Game, *, max_nodes: int | None = None, memory: float | None = None,
                  progress: bool | None = None) -> None:
-        from pbmarl.games.tree import game_tree
+        from pbmarl.games.tree_cache import game_tree
 
         if not isinstance(game, Game):
             raise TypeError(f"expected a pbmarl Game, got {type(game).__name__}: {game!r}")

@@ -1,43 +1,27 @@
 """The `Game` abstraction: what every adapter (OpenSpiel, matrix, PettingZoo) provides.
 
-A game hands out *states* that follow the small, pyspiel-like protocol below and
-describes them; it does not step them. One stepper in the rollout layer
-(`pbmarl.rollout.stepper`: `VecEnv` and the runner's state engine) and one tree builder
-(`pbmarl.games.tree`) serve every adapter whose states support it.
+A game hands out *states* that follow the small, pyspiel-like protocol of
+`pbmarl.games.state` and describes them; it does not step them. One stepper
+(`pbmarl.games.stepper`: `VecEnv`, and the functions the rollout layer's state engine
+steps through) and one tree builder (`pbmarl.games.tree`, kept by `pbmarl.games.tree_cache`)
+serve every adapter whose states support it. Both need only `pbmarl.games.state`, so
+`Game.tree()` and `Game.vec_env()` call down into them.
 """
 
 from __future__ import annotations
 
 import abc
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from pbmarl.games.stepper import VecEnv
+from pbmarl.games.tree_cache import game_tree
+
 if TYPE_CHECKING:  # pragma: no cover
+    from pbmarl.games.state import State
     from pbmarl.games.tree import GameTree
-    from pbmarl.rollout.stepper import VecEnv
-
-#: `current_player()` values, the same numbers OpenSpiel uses.
-SIMULTANEOUS = -2
-CHANCE = -1
-TERMINAL = -4
-
-
-class State(Protocol):
-    """The pyspiel-like state protocol a game's states follow."""
-
-    def is_terminal(self) -> bool: ...
-    def is_chance_node(self) -> bool: ...
-    def is_simultaneous_node(self) -> bool: ...
-    def current_player(self) -> int: ...
-    def chance_outcomes(self) -> list[tuple[int, float]]: ...
-    def legal_actions(self, player: int) -> list[int]: ...
-    def apply_action(self, action: int) -> None: ...
-    def apply_actions(self, actions: list[int]) -> None: ...
-    def rewards(self) -> list[float]: ...
-    def returns(self) -> list[float]: ...
-    def clone(self) -> State: ...
 
 
 class Game(abc.ABC):
@@ -151,9 +135,13 @@ class Game(abc.ABC):
         Refused, with the reason, for games outside the exact engine and for trees whose
         estimated memory exceeds what is available (or with more than `max_nodes` histories).
         """
-        from pbmarl.games.tree import game_tree
-
         return game_tree(self, max_nodes=max_nodes)
+
+    def tree_identity(self) -> dict[str, str] | None:
+        """What names this game's tree in the disk cache (`pbmarl.games.tree_cache`); None: never cached.
+
+        A game whose tree is a pure function of a name and a library version says so here."""
+        return None
 
     def legal_mask(self, state: State, player: int) -> np.ndarray:
         mask = np.zeros(self.num_actions, dtype=bool)
@@ -161,9 +149,7 @@ class Game(abc.ABC):
         return mask
 
     def vec_env(self, num_envs: int, *, seed: int | np.random.Generator | None = None) -> VecEnv:
-        """`num_envs` game instances stepped together; see `pbmarl.rollout.stepper.VecEnv`."""
-        from pbmarl.rollout.stepper import VecEnv
-
+        """`num_envs` game instances stepped together; see `pbmarl.games.stepper.VecEnv`."""
         return VecEnv(self, num_envs, seed=seed)
 
     def check_player(self, player: int) -> int:
@@ -184,17 +170,3 @@ class Game(abc.ABC):
             f"{type(self).__name__}({self.name!r}: {self.num_players} players, "
             f"{self.num_actions or 'continuous'} actions, obs {self.observation_shape}, {kind}, {payoff})"
         )
-
-
-def as_rng(seed: int | np.random.Generator | None) -> np.random.Generator:
-    """A Generator from a seed, an existing Generator (used as is) or None (fresh entropy).
-
-    Anything else (a string, a bool, a float, a negative int) raises ValueError naming it."""
-    if isinstance(seed, np.random.Generator):
-        return seed
-    if seed is not None and not isinstance(seed, (np.random.SeedSequence, np.random.BitGenerator)):
-        from pbmarl.config import is_int
-
-        if not is_int(seed) or not 0 <= seed < 2**128:
-            raise ValueError(f"rng must be a non-negative int seed, a numpy Generator or None, got {seed!r}")
-    return np.random.default_rng(seed)

@@ -29,9 +29,10 @@ from typing import Any
 
 import numpy as np
 
-from pbmarl.games.base import TERMINAL, Game
+from pbmarl.games.base import Game
 from pbmarl.games.params import check_params, signature_of
 from pbmarl.games.spaces import check_action, flat_observation_space, flatten_observation
+from pbmarl.games.state import TERMINAL
 
 GYM_PREFIX = "gym:"
 #: keywords ``gymnasium.make`` takes itself, on the way to the environment

@@ -7,7 +7,8 @@ from typing import Any
 
 import numpy as np
 
-from pbmarl.games.base import SIMULTANEOUS, TERMINAL, Game
+from pbmarl.games.base import Game
+from pbmarl.games.state import SIMULTANEOUS, TERMINAL
 
 
 def _as_payoff_array(payoffs: Any) -> np.ndarray:

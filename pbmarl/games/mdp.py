@@ -36,7 +36,8 @@ from typing import Any
 import gymnasium
 import numpy as np
 
-from pbmarl.games.base import CHANCE, TERMINAL, Game
+from pbmarl.games.base import Game
+from pbmarl.games.state import CHANCE, TERMINAL
 
 MDP_PREFIX = "mdp:"
 END = "end"

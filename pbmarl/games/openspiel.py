@@ -6,7 +6,8 @@ from typing import Any, cast
 
 import numpy as np
 
-from pbmarl.games.base import Game, State
+from pbmarl.games.base import Game
+from pbmarl.games.state import State
 
 
 class OpenSpielGame(Game):
@@ -49,6 +50,12 @@ class OpenSpielGame(Game):
                 f"{base!r} is OpenSpiel's deliberately imperfect-recall variant (players forget their past), and "
                 f"the exact engine needs perfect recall: use {base[:-3]!r}, or a sampling evaluator (pb.RolloutPool)"
             )
+
+    def tree_identity(self) -> dict[str, str]:
+        """The name and OpenSpiel's version: the tree of a pyspiel game depends on nothing else."""
+        import pyspiel
+
+        return {"game": self.name, "openspiel": str(getattr(pyspiel, "__version__", "unknown"))}
 
     def new_initial_state(self) -> State:
         return cast(State, self.pyspiel_game.new_initial_state())

@@ -32,8 +32,9 @@ from typing import Any
 
 import numpy as np
 
-from pbmarl.games.base import SIMULTANEOUS, TERMINAL, Game
+from pbmarl.games.base import Game
 from pbmarl.games.params import FINITE, check_params, signature_of
+from pbmarl.games.state import SIMULTANEOUS, TERMINAL
 
 #: MPE lives in its own package, outside PettingZoo's registry
 MPE_PACKAGE = "mpe2"

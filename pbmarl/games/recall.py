@@ -20,7 +20,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # pragma: no cover
-    from pbmarl.games.base import Game, State
+    from pbmarl.games.base import Game
+    from pbmarl.games.state import State
 
 #: between a decision's string and the action taken there
 SEPARATOR = "\n|a={action}|\n"

@@ -1,6 +1,7 @@
 """The whole game tree of a small game as flat arrays (sequence form).
 
-Built once per game by one walk (or loaded from the disk cache, `pbmarl.games.tree_cache`).
+Built once per game by one walk (`build_tree`); `pbmarl.games.tree_cache.game_tree` keeps it on the game
+and on disk.
 What it keeps is what every exact computation needs and nothing per history: for each
 player, the information states (key, observation tensor, legal mask, the player's own
 previous sequence); and for each terminal history, the chance probability of reaching
@@ -29,15 +30,14 @@ from __future__ import annotations
 
 import itertools
 import sys
-import time
 import warnings
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from pbmarl.games.base import CHANCE, SIMULTANEOUS, TERMINAL
 from pbmarl.games.recall import extend_key, first_key
+from pbmarl.games.state import CHANCE, SIMULTANEOUS, TERMINAL
 from pbmarl.games.tree_size import SizeEstimate, available_memory, estimate_memory, estimate_size, estimate_spread
 from pbmarl.games.walk_guard import CHECK_EVERY, WalkGuard
 
@@ -47,8 +47,6 @@ if TYPE_CHECKING:  # pragma: no cover
 #: share of the memory available when a walk begins that it may use by default: the rest is left to
 #: the notebook or program around it (at 0.8 a 15 GB walk was accepted on a 23 GB machine)
 MEMORY_SHARE = 0.5
-#: trees that take longer than this to walk are written to the disk cache
-CACHE_AFTER_SECONDS = 1.0
 #: histories a second the walk manages (66k on goofspiel(num_cards=5), 210k on 3-player Leduc,
 #: one core of the benchmark machine): used to say how long a large walk will take
 WALK_RATE = 100_000.0
@@ -342,38 +340,6 @@ def build_tree(game: Game, *, max_nodes: int | None = None, memory: float | None
     game.__dict__["_recall_reason"] = f"the string {key!r} of player {player}"
     game.recall_keys = True
     return _walk(game, True, max_nodes, guard())
-
-
-def game_tree(game: Game, *, max_nodes: int | None = None, memory: float | None = None,
-              progress: bool | None = None) -> GameTree:
-    """The tree of `game`, kept on the game object; loaded from the disk cache when a valid entry
-    exists, else walked (`build_tree`, with its `memory` budget and `progress` bar) and cached when the
-    walk took more than `CACHE_AFTER_SECONDS`."""
-    from pbmarl.games.tree_cache import load_cached_tree, save_cached_tree
-
-    tree: GameTree | None = game.__dict__.get("_tree_cache")
-    if tree is None:
-        check_exact(game)
-        tree = load_cached_tree(game)
-        if tree is None:
-            start = time.perf_counter()
-            tree = build_tree(game, max_nodes=max_nodes, memory=memory, progress=progress)
-            if time.perf_counter() - start > CACHE_AFTER_SECONDS:
-                save_cached_tree(game, tree)
-        if tree.recall_keys:
-            where = game.__dict__.get("_recall_reason", "its strings (the cached tree says so)")
-            warnings.warn(
-                f"{game.name!r}: information-state strings lack perfect recall ({where} is reached after different "
-                "own histories or names another player's state too); information sets are keyed by each player's "
-                "action-observation history instead (game.recall_keys = True)",
-                stacklevel=3,
-            )
-        game.recall_keys = tree.recall_keys
-        game.__dict__["_tree_cache"] = tree
-    if max_nodes is not None and tree.num_nodes > max_nodes:
-        raise NotExact(f"game {game.name!r} is too large for the exact engine: {tree.num_nodes:,} histories, more "
-                       f"than max_nodes={max_nodes:,}; use a sampling evaluator (pb.RolloutPool) instead")
-    return tree
 
 
 def estimate_tree_size(game: Game, *, probes: int = 4096, seed: int = 0) -> float:

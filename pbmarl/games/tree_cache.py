@@ -1,11 +1,13 @@
-"""A disk cache of built game trees, so a notebook's second run loads its tree in milliseconds.
+"""Where built game trees are kept: on the game object, and in a disk cache so a notebook's second
+run loads its tree in milliseconds. `game_tree` (what `Game.tree()` calls) asks the game, then the
+disk, and only then walks (`pbmarl.games.tree.build_tree`).
 
 An entry is one uncompressed `.npz` (written atomically, read without pickles) named by a
 hash of the game string, the OpenSpiel version and the tree format. Its ``meta`` array
 holds those three again plus a CRC-32 of every array; an entry that does not match
 the game asking, or fails its checksums or shapes, is ignored (and rebuilt), never
 trusted. The folder is ``$PBMARL_TREE_CACHE`` (``0`` or ``off`` switches the cache off),
-by default ``~/.cache/pbmarl/trees``. Only OpenSpiel games are cached.
+by default ``~/.cache/pbmarl/trees``. Only games with a `Game.tree_identity` (OpenSpiel's) are cached.
 """
 
 from __future__ import annotations
@@ -13,6 +15,8 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import time
+import warnings
 import zlib
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -20,14 +24,16 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from pbmarl.games.recall import extend_key, first_key
+from pbmarl.games.tree import GameTree, NotExact, build_tree, check_exact, make_infosets
 from pbmarl.io import read_npz, write_npz
 
 if TYPE_CHECKING:  # pragma: no cover
     from pbmarl.games.base import Game
-    from pbmarl.games.tree import GameTree
 
 #: bump when the arrays or their meaning change
 FORMAT = 3
+#: trees that take longer than this to walk are written to the disk cache
+CACHE_AFTER_SECONDS = 1.0
 _SEP = "\x1e"
 
 
@@ -40,13 +46,8 @@ def cache_folder() -> Path | None:
 
 
 def _identity(game: Game) -> dict[str, str | int] | None:
-    from pbmarl.games.openspiel import OpenSpielGame
-
-    if not isinstance(game, OpenSpielGame):
-        return None
-    import pyspiel
-
-    return {"game": game.name, "openspiel": str(getattr(pyspiel, "__version__", "unknown")), "format": FORMAT}
+    ident = game.tree_identity()
+    return None if ident is None else {**ident, "format": FORMAT}
 
 
 def cache_path(game: Game) -> Path | None:
@@ -119,8 +120,6 @@ def save_cached_tree(game: Game, tree: GameTree) -> Path | None:
 
 def load_cached_tree(game: Game) -> GameTree | None:
     """The cached tree of `game` if a valid entry exists; None otherwise (missing, stale or damaged)."""
-    from pbmarl.games.tree import GameTree, make_infosets
-
     path, ident = cache_path(game), _identity(game)
     if path is None or ident is None or not path.is_file():
         return None
@@ -160,3 +159,33 @@ def load_cached_tree(game: Game) -> GameTree | None:
     return GameTree(num_players=P, num_actions=A, infosets=tuple(infosets), chance_reach=arrays["chance_reach"],
                     returns=arrays["returns"], terminal_seq=seq, num_nodes=int(meta["num_nodes"]),
                     recall_keys=bool(meta["recall_keys"]))
+
+
+def game_tree(game: Game, *, max_nodes: int | None = None, memory: float | None = None,
+              progress: bool | None = None) -> GameTree:
+    """The tree of `game`, kept on the game object; loaded from the disk cache when a valid entry
+    exists, else walked (`build_tree`, with its `memory` budget and `progress` bar) and cached when the
+    walk took more than `CACHE_AFTER_SECONDS`."""
+    tree: GameTree | None = game.__dict__.get("_tree_cache")
+    if tree is None:
+        check_exact(game)
+        tree = load_cached_tree(game)
+        if tree is None:
+            start = time.perf_counter()
+            tree = build_tree(game, max_nodes=max_nodes, memory=memory, progress=progress)
+            if time.perf_counter() - start > CACHE_AFTER_SECONDS:
+                save_cached_tree(game, tree)
+        if tree.recall_keys:
+            where = game.__dict__.get("_recall_reason", "its strings (the cached tree says so)")
+            warnings.warn(
+                f"{game.name!r}: information-state strings lack perfect recall ({where} is reached after different "
+                "own histories or names another player's state too); information sets are keyed by each player's "
+                "action-observation history instead (game.recall_keys = True)",
+                stacklevel=3,
+            )
+        game.recall_keys = tree.recall_keys
+        game.__dict__["_tree_cache"] = tree
+    if max_nodes is not None and tree.num_nodes > max_nodes:
+        raise NotExact(f"game {game.name!r} is too large for the exact engine: {tree.num_nodes:,} histories, more "
+                       f"than max_nodes={max_nodes:,}; use a sampling evaluator (pb.RolloutPool) instead")
+    return tree

@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from pbmarl.games.base import CHANCE, SIMULTANEOUS, TERMINAL
+from pbmarl.games.state import CHANCE, SIMULTANEOUS, TERMINAL
 
 try:
     _PAGE = os.sysconf("SC_PAGE_SIZE")

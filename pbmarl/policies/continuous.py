@@ -26,7 +26,8 @@ import torch
 from torch import nn
 
 from pbmarl.config import check_real, check_widths, is_real
-from pbmarl.games.base import Game, as_rng
+from pbmarl.games.base import Game
+from pbmarl.games.state import as_rng
 from pbmarl.policies.base import ActionOutput, Policy
 from pbmarl.policies.neural import build_mlp, full_precision_matmul, seeded_torch
 from pbmarl.policies.noise import AdaptiveParameterNoise, Noise, action_distance, instance_indices, noise_from_state

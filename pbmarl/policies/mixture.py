@@ -6,7 +6,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from pbmarl.games.base import as_rng
+from pbmarl.games.state import as_rng
 from pbmarl.policies.base import Policy
 
 

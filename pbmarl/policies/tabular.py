@@ -7,7 +7,8 @@ from typing import Any
 
 import numpy as np
 
-from pbmarl.games.base import Game, as_rng
+from pbmarl.games.base import Game
+from pbmarl.games.state import as_rng
 from pbmarl.policies.base import Policy, masked_normalize
 
 

@@ -28,7 +28,8 @@ from typing import Any
 
 import numpy as np
 
-from pbmarl.games.base import Game, State
+from pbmarl.games.base import Game
+from pbmarl.games.state import State
 
 
 @dataclass(frozen=True)

@@ -1,6 +1,6 @@
 """The runner's engine over game states (any game following the state protocol).
 
-It steps states through `pbmarl.rollout.stepper`, the same functions `VecEnv` uses.
+It steps states through `pbmarl.games.stepper`, the same functions `VecEnv` uses.
 
 Each step gathers, for every distinct policy, the observations, legal masks (and
 info keys, where the policy needs them) of all instances and seats it acts in,
@@ -16,9 +16,9 @@ from typing import Any
 
 import numpy as np
 
+from pbmarl.games import stepper
 from pbmarl.games.base import Game
 from pbmarl.policies.base import Policy, sample_actions
-from pbmarl.rollout import stepper
 from pbmarl.rollout.records import EpisodeBook, RunOutput, Seat
 from pbmarl.rollout.trajectories import TransitionBuffer
 

@@ -1,6 +1,6 @@
 """The one stepper over game states: chance resolution, who acts, applying actions, and `VecEnv`.
 
-Games only describe states (the pyspiel-like `State` protocol of `pbmarl.games.base`);
+Games only describe states (the pyspiel-like `State` protocol of `pbmarl.games.state`);
 stepping them lives here. The runner's state engine (`pbmarl.rollout.state_engine`)
 and `VecEnv`, the public many-instances-at-once stepper, both step through the
 functions below, so the two cannot drift apart.
@@ -10,11 +10,14 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from pbmarl.games.base import Game, State, as_rng
+from pbmarl.games.state import State, as_rng
+
+if TYPE_CHECKING:  # pragma: no cover
+    from pbmarl.games.base import Game
 
 
 def draw_chance(state: State, uniform: Callable[[], float]) -> int:
