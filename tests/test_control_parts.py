@@ -8,54 +8,11 @@ import torch
 
 from pbmarl.learners.common.buffers import PrioritizedReplayBuffer, ReplayBuffer
 from pbmarl.learners.common.nets import NoisyLinear, RainbowNet, clip_grad_norm, frozen
-from pbmarl.rl.multistep import nstep_targets
-from pbmarl.rl.polyak import Polyak, soft_update
-from pbmarl.rl.value_learning import c51_projection, hysteretic_td_loss
-
 
 # -- C51 projection ------------------------------------------------------------------
-def test_c51_projection_conserves_mass_and_matches_hand_values() -> None:
-    support = torch.linspace(-2.0, 2.0, 5)  # atoms -2 -1 0 1 2, dz = 1
-    gen = torch.Generator().manual_seed(0)
-    probs = torch.softmax(torch.randn(64, 5, generator=gen), -1)
-    reward = torch.randn(64, generator=gen) * 3  # many fall outside the support and are clipped
-    discount = torch.rand(64, generator=gen) * (torch.rand(64, generator=gen) > 0.3)
-    out = c51_projection(support, probs, reward, discount)
-    assert torch.allclose(out.sum(-1), torch.ones(64), atol=1e-6)
-    assert (out >= 0).all()
-    # terminal transition: all mass on the reward, split between neighbours
-    one = c51_projection(support, torch.full((1, 5), 0.2), torch.tensor([0.25]), torch.tensor([0.0]))
-    assert torch.allclose(one, torch.tensor([[0.0, 0.0, 0.75, 0.25, 0.0]]))
-    # exact atom (l == u) keeps all its mass; shift by +1 with discount 1
-    shifted = c51_projection(support, torch.tensor([[0.1, 0.2, 0.3, 0.4, 0.0]]), torch.tensor([1.0]),
-                             torch.tensor([1.0]))
-    assert torch.allclose(shifted, torch.tensor([[0.0, 0.1, 0.2, 0.3, 0.4]]))
-    # the mean of the projection equals r + d * mean when nothing is clipped
-    p = torch.tensor([[0.0, 0.3, 0.4, 0.3, 0.0]])
-    proj = c51_projection(support, p, torch.tensor([0.3]), torch.tensor([0.5]))
-    assert float((proj * support).sum()) == pytest.approx(0.3 + 0.5 * float((p * support).sum()))
-
-
-def test_c51_projection_rejects_bad_shapes() -> None:
-    with pytest.raises(ValueError, match="probs"):
-        c51_projection(torch.zeros(5), torch.zeros(3, 4), torch.zeros(3), torch.zeros(3))
 
 
 # -- n-step returns --------------------------------------------------------------------
-def test_nstep_targets_by_hand() -> None:
-    # two episodes: [1, 2, 3] (terminated), [4, 5] (truncated: bootstraps)
-    reward = np.array([1.0, 2.0, 3.0, 4.0, 5.0])
-    done = np.array([False, False, True, False, False])
-    end = np.array([False, False, True, False, True])
-    g = 0.5
-    ret, disc, nxt = nstep_targets(reward, done, n=2, gamma=g, end=end)
-    assert np.allclose(ret, [1 + g * 2, 2 + g * 3, 3, 4 + g * 5, 5])
-    assert np.allclose(disc, [g**2, 0.0, 0.0, g**2, g])
-    assert nxt.tolist() == [1, 2, 2, 4, 4]
-    one, d1, _ = nstep_targets(reward, done, n=1, gamma=g, end=end)
-    assert np.allclose(one, reward) and np.allclose(d1, [g, g, 0, g, g])
-    with pytest.raises(ValueError, match="n must be a positive int"):
-        nstep_targets(reward, done, n=0, gamma=g)
 
 
 # -- prioritised replay ------------------------------------------------------------------
@@ -141,37 +98,6 @@ def test_dueling_heads_average_advantage_out() -> None:
     assert torch.allclose(net(x)[..., 0], net.value(h) + adv - adv.mean(1, keepdim=True), atol=1e-6)
 
 
-def test_soft_update_is_polyak_and_tau_one_copies() -> None:
-    a, b = torch.nn.Linear(2, 2), torch.nn.Linear(2, 2)
-    wa, wb = a.weight.detach().clone(), b.weight.detach().clone()
-    soft_update(a, b, 0.25)
-    assert torch.allclose(a.weight, 0.75 * wa + 0.25 * wb)
-    soft_update(a, b, 1.0)
-    assert torch.equal(a.weight, b.weight)
-    with pytest.raises(ValueError, match="tau"):
-        soft_update(a, b, 0.0)
-
-
-def test_polyak_keeps_its_lists_across_loads_and_refuses_mismatched_pairs() -> None:
-    """A `Polyak` built once averages the weights a later ``load_state_dict`` put in place (the same tensors),
-    BatchNorm-style buffers are copied, and a pair of different architectures is refused by its shapes."""
-    torch.manual_seed(0)
-    a = torch.nn.Sequential(torch.nn.Linear(2, 3), torch.nn.BatchNorm1d(3))
-    b = torch.nn.Sequential(torch.nn.Linear(2, 3), torch.nn.BatchNorm1d(3))
-    polyak = Polyak(a, b)
-    fresh = torch.nn.Sequential(torch.nn.Linear(2, 3), torch.nn.BatchNorm1d(3))
-    fresh[1].running_mean.fill_(7.0)
-    b.load_state_dict(fresh.state_dict())
-    wa = a[0].weight.detach().clone()
-    polyak(0.5)
-    assert torch.allclose(a[0].weight, 0.5 * wa + 0.5 * fresh[0].weight)
-    assert torch.equal(a[1].running_mean, torch.full((3,), 7.0))
-    with pytest.raises(ValueError, match="tau"):
-        polyak(1.5)
-    with pytest.raises(ValueError, match=r"same architecture.*\(3, 2\).*\(4, 2\)"):
-        Polyak(torch.nn.Linear(2, 3), torch.nn.Linear(2, 4))
-
-
 def test_frozen_accepts_a_parameter_list_and_restores_only_what_it_froze() -> None:
     net = torch.nn.Linear(2, 2)
     net.bias.requires_grad_(False)
@@ -181,14 +107,6 @@ def test_frozen_accepts_a_parameter_list_and_restores_only_what_it_froze() -> No
 
 
 # -- hysteretic loss ------------------------------------------------------------------
-def test_hysteretic_loss_applies_the_smaller_rate_to_negative_td_errors() -> None:
-    td = torch.tensor([2.0, -2.0, 1.0, -1.0], requires_grad=True)
-    loss = hysteretic_td_loss(td, increase_rate=1.0, decrease_rate=0.1)
-    assert float(loss.detach()) == pytest.approx((4 + 0.4 + 1 + 0.1) / 4)
-    loss.backward()
-    assert td.grad is not None
-    # d/d td of rate * td^2 / 4: negative errors pull ten times less
-    assert torch.allclose(td.grad, torch.tensor([1.0, -0.1, 0.5, -0.05]))
 
 
 def _adam_run(make_opt, *, steps: int = 30, switch_at: int | None = None):

@@ -11,10 +11,9 @@ import torch
 import pbmarl as pb
 from pbmarl.learners import A2CConfig, DQNConfig, PPOConfig, make_learner
 from pbmarl.learners.common.buffers import PrioritizedReplayBuffer, ReplayBuffer
-from pbmarl.learners.common.nets import EpsilonGreedy, masked_max_q, seeded, tempered_policy
+from pbmarl.learners.common.nets import EpsilonGreedy, seeded, tempered_policy
 from pbmarl.learners.oracles.base import learner_returns
 from pbmarl.policies.neural import build_mlp
-from pbmarl.rl.multistep import discounted_returns, gae
 from pbmarl.rollout.trajectories import Trajectories
 
 
@@ -36,27 +35,6 @@ def hand_made(rewards, dones, obs_dim=3, num_actions=2):
 
 
 # -- returns -------------------------------------------------------------------
-def test_discounted_returns_reset_at_episode_ends():
-    ret = discounted_returns(np.array([1.0, 2.0, 3.0, 4.0, 5.0]), np.array([0, 0, 1, 0, 1], bool), gamma=0.5)
-    assert np.allclose(ret, [1 + 0.5 * 2 + 0.25 * 3, 2 + 0.5 * 3, 3, 4 + 0.5 * 5, 5])
-
-
-def test_gae_limits_are_td_and_monte_carlo():
-    rng = np.random.default_rng(0)
-    reward = rng.normal(size=6)
-    done = np.array([0, 0, 1, 0, 0, 1], bool)
-    value = rng.normal(size=6)
-    next_value = np.where(done, 0.0, np.roll(value, -1))
-    adv0, _ = gae(reward, done, value, next_value, gamma=0.9, lam=0.0)
-    assert np.allclose(adv0, reward + 0.9 * next_value * ~done - value)
-    adv1, ret1 = gae(reward, done, value, next_value, gamma=0.9, lam=1.0)
-    assert np.allclose(ret1, discounted_returns(reward, done, gamma=0.9))
-    assert np.allclose(adv1, ret1 - value)
-
-
-def test_gae_refuses_a_cut_episode():
-    with pytest.raises(ValueError, match="whole episodes"):
-        gae(np.ones(2), np.array([True, False]), np.zeros(2), np.zeros(2), gamma=1.0, lam=0.9)
 
 
 def test_learner_returns_reads_the_learning_seat():
@@ -89,12 +67,6 @@ def test_prioritised_replay_prefers_large_td_errors():
 
 
 # -- masking -------------------------------------------------------------------
-def test_bootstrap_ignores_illegal_and_terminal_next_actions():
-    q = torch.tensor([[5.0, 1.0, 2.0], [5.0, 1.0, 2.0], [0.0, 0.0, 0.0]])
-    mask = torch.tensor([[False, True, True], [True, True, True], [False, False, False]])
-    assert masked_max_q(q, q, mask).tolist() == [2.0, 5.0, 0.0]
-    q_eval = torch.tensor([[9.0, 7.0, 3.0]] * 3)  # double DQN: selected by q, valued by q_eval
-    assert masked_max_q(q, q_eval, mask).tolist() == [3.0, 9.0, 0.0]
 
 
 def test_epsilon_greedy_and_greedy_export_never_pick_illegal_actions():

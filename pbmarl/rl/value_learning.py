@@ -2,7 +2,7 @@
 
 Pure functions over tensors, each with its equation, its source and shape checks on entry, tested on
 their own (tests/test_rl_value_learning.py). `Rainbow` calls `c51_projection`, `HDDPG` calls
-`hysteretic_td_loss`, `DQN` calls `double_q_targets`.
+`hysteretic_td_loss`, `DQN` and `NFSP` call `masked_max_q`.
 
 Example:
     >>> import torch
@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import torch
 
-__all__ = ["c51_projection", "hysteretic_td_loss"]
+__all__ = ["c51_projection", "hysteretic_td_loss", "masked_max_q"]
 
 
 
@@ -75,3 +75,27 @@ def hysteretic_td_loss(td_error: torch.Tensor, *, increase_rate: float, decrease
     if weight is not None:
         per = weight * per
     return per.mean()
+
+
+def masked_max_q(q_select: torch.Tensor, q_eval: torch.Tensor, legal_mask: torch.Tensor) -> torch.Tensor:
+    """Double-Q bootstrap over the legal actions: ``q_eval[s', argmax_{a' legal} q_select(s', a')]``, 0 on rows
+    with no legal action (van Hasselt, Guez & Silver 2016, eq. 4: select with the online network, evaluate
+    with the target network; ``q_select = q_eval`` gives the plain max of Mnih et al. 2015).
+
+    Rows with no legal action are terminal transitions (`Trajectories.next_legal_mask` is all False
+    there), so they never bootstrap.
+
+    Args:
+        q_select: ``[B, A]`` values that pick the action (the online network for double Q).
+        q_eval: ``[B, A]`` values read at the picked action (the target network).
+        legal_mask: ``[B, A]`` bool, the legal actions of the next state.
+
+    Returns:
+        ``[B]`` the bootstrap values.
+    """
+    if q_select.ndim != 2 or q_select.shape != q_eval.shape or q_select.shape != legal_mask.shape:
+        raise ValueError(f"q_select, q_eval and legal_mask must be [B, A] alike, got {tuple(q_select.shape)}, "
+                         f"{tuple(q_eval.shape)} and {tuple(legal_mask.shape)}")
+    best = q_select.masked_fill(~legal_mask, torch.finfo(q_select.dtype).min).argmax(dim=-1)
+    value = q_eval.gather(1, best[:, None]).squeeze(1)
+    return torch.where(legal_mask.any(dim=1), value, torch.zeros_like(value))

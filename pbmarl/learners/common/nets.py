@@ -3,7 +3,7 @@
 Every network is a plain `build_mlp` (the same builder `MLPPolicy` uses), so a
 learner's actor or Q-network can become an `MLPPolicy` by copying a state dict.
 Illegal actions are handled here once: `masked_logits` for policies,
-`masked_max_q` / `masked_argmax` for values (never bootstrap from an illegal action).
+`masked_argmax` (and `pbmarl.rl.value_learning.masked_max_q`) for values (never bootstrap from an illegal action).
 """
 
 from __future__ import annotations
@@ -31,7 +31,7 @@ from pbmarl.policies.neural import (
 )
 
 __all__ = [
-    "EpsilonGreedy", "adam", "build_mlp", "tempered_policy", "masked_argmax", "masked_logits", "masked_max_q",
+    "EpsilonGreedy", "adam", "build_mlp", "tempered_policy", "masked_argmax", "masked_logits",
     "obs_dim", "seeded", "to_tensor", "torch_threads",
     "NoisyLinear", "RainbowNet", "frozen", "LeanAdam",
 ]
@@ -189,17 +189,6 @@ def to_tensor(array: np.ndarray, dtype: torch.dtype | None = torch.float32) -> t
 def masked_argmax(q: torch.Tensor, legal_mask: torch.Tensor) -> torch.Tensor:
     """Index of the best legal action per row (rows without legal actions give 0)."""
     return masked_logits(q, legal_mask).argmax(dim=-1)
-
-
-def masked_max_q(q_select: torch.Tensor, q_eval: torch.Tensor, legal_mask: torch.Tensor) -> torch.Tensor:
-    """Double-DQN bootstrap: ``q_eval[argmax_legal q_select]``, 0 on rows with no legal action.
-
-    Rows with no legal action are terminal transitions (`Trajectories.next_legal_mask`
-    is all False there), so they never bootstrap.
-    """
-    best = masked_argmax(q_select, legal_mask)
-    value = q_eval.gather(1, best[:, None]).squeeze(1)
-    return torch.where(legal_mask.any(dim=1), value, torch.zeros_like(value))
 
 
 def tempered_policy(net: nn.Sequential, game: Game, hidden: Sequence[int], *, temperature: float) -> MLPPolicy:

@@ -37,8 +37,8 @@ __all__ = ["answer_in_seat", "control_best_response", "respond_in_seat", "seat_g
 
 def seat_game(game: Game, *, who: str = "a control learner") -> Game:
     """`game` as the multi-agent rollout layer steps it (a `MatrixGame` becomes a Parallel env of the same name)."""
+    from pbmarl.envs.instances import parallel_capable
     from pbmarl.games.matrix import MatrixGame
-    from pbmarl.rollout.env_instances import parallel_capable
 
     if isinstance(game, MatrixGame):
         from pbmarl.games.matrix_env import parallel_matrix_game

@@ -31,19 +31,21 @@ import dataclasses
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 import torch
 
 from pbmarl.config import POSITIVE_INT, Config, Rule, did_you_mean
 from pbmarl.games.base import Game
-from pbmarl.learners.control.base import ControlLearner
 from pbmarl.learners.multiagent.group import GroupLearner
 from pbmarl.policies.base import ActionOutput, Policy
 from pbmarl.policies.continuous import BoxPolicy
 from pbmarl.rollout.mapping import AgentMapping, GroupGame
 from pbmarl.rollout.trajectories import Trajectories
+
+if TYPE_CHECKING:  # the wrapped learner's type only: control imports this module (seat_oracle), not back
+    from pbmarl.learners.control.base import ControlLearner
 
 #: the single-agent learners `Independent` wraps (their registry names)
 CONTROL_ALGOS = ("sac", "ddpg", "td3", "hddpg", "rainbow")

@@ -45,6 +45,7 @@ from pbmarl.policies.base import Policy
 from pbmarl.policies.neural import ACTIVATIONS, MLPPolicy, orthogonal_init_
 from pbmarl.policies.recurrent import RecurrentNet, RecurrentPolicy
 from pbmarl.rl.multistep import gae
+from pbmarl.rl.policy_gradients import clipped_surrogate_loss
 from pbmarl.rl.schedules import linear_schedule
 from pbmarl.rollout.mapping import GroupGame
 from pbmarl.rollout.trajectories import Trajectories
@@ -425,7 +426,7 @@ class MAPPO(GroupLearner):
             a = (a - a.mean()) / (a.std() + 1e-8) if len(a) > 1 else a
         log_ratio = logp - data.old_logp[idx]
         ratio = log_ratio.exp()
-        pg = torch.max(-a * ratio, -a * ratio.clamp(1 - cfg.clip_coef, 1 + cfg.clip_coef)).mean()
+        pg = clipped_surrogate_loss(a, ratio, cfg.clip_coef)
         target = self.value_norm.normalize(data.ret[idx]) if cfg.value_norm else data.ret[idx]
         v_loss = value_loss(v, target, cfg.huber_delta, data.raw[idx] if cfg.value_clip else None, cfg.clip_coef)
         loss = pg + cfg.vf_coef * v_loss - cfg.ent_coef * entropy

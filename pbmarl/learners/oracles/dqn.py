@@ -48,7 +48,6 @@ from pbmarl.learners.common.nets import (
     adam,
     build_mlp,
     clip_grad_norm,
-    masked_max_q,
     obs_dim,
     seeded,
     tempered_policy,
@@ -56,6 +55,7 @@ from pbmarl.learners.common.nets import (
 )
 from pbmarl.learners.oracles.base import Learner, Task
 from pbmarl.policies.neural import MLPPolicy
+from pbmarl.rl.value_learning import masked_max_q
 from pbmarl.rollout.trajectories import Trajectories
 
 LOSSES = ("huber", "mse")

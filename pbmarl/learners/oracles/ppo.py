@@ -45,6 +45,7 @@ from pbmarl.learners.common.nets import (
 from pbmarl.learners.oracles.base import Learner, Task
 from pbmarl.policies.neural import MLPPolicy
 from pbmarl.rl.multistep import gae
+from pbmarl.rl.policy_gradients import clipped_surrogate_loss
 from pbmarl.rollout.trajectories import Trajectories
 
 #: checks of the fields PPO and A2C share
@@ -253,7 +254,7 @@ class PPO(Learner):
                 log_ratio = logp - mb.old_logp
                 ratio = log_ratio.exp()
                 adv = self._advantage(mb)
-                pg_loss = torch.max(-adv * ratio, -adv * ratio.clamp(1 - cfg.clip_coef, 1 + cfg.clip_coef)).mean()
+                pg_loss = clipped_surrogate_loss(adv, ratio, cfg.clip_coef)
                 v_loss = 0.5 * (value - mb.returns).pow(2).mean()
                 ent = entropy.mean()
                 loss = pg_loss + cfg.vf_coef * v_loss - cfg.ent_coef * ent
