@@ -65,7 +65,7 @@ import numpy as np
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 
-from pbmarl.learners.control.base.config import PRECISIONS  # noqa: E402  (the checkout on the path first)
+from pbmarl.learners.control.config import PRECISIONS  # noqa: E402  (the checkout on the path first)
 
 HEADER = ["date", "commit", "command", "env", "algo", "seed", "budget", "pbmarl_return", "sb3_return",
           "pbmarl_seconds_per_1000", "sb3_seconds_per_1000", "time_ratio", "pbmarl_cpu_per_1000", "sb3_cpu_per_1000",

@@ -42,7 +42,7 @@ import torch  # noqa: E402
 import torch.nn.functional as F  # noqa: E402
 
 from pbmarl.learners.common.nets import RainbowNet, adam, build_mlp, clip_grad_norm  # noqa: E402
-from pbmarl.learners.control.base.critics import Critic, Critics  # noqa: E402
+from pbmarl.learners.control.critics import Critic, Critics  # noqa: E402
 from pbmarl.learners.multiagent.mappo import value_loss  # noqa: E402
 
 RESULTS = Path(__file__).resolve().parent / "results" / "gpu_scaling.csv"

@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from pbmarl.fmt import fmt
-from pbmarl.learners.control.base.config import PRECISIONS
+from pbmarl.learners.control.config import PRECISIONS
 
 ALGOS = ("sac", "td3", "ddpg", "hddpg", "rainbow")
 MARKER = "train.json"
@@ -73,7 +73,7 @@ def cmd_train(args: argparse.Namespace, argv: Sequence[str]) -> int:
     import pbmarl as pb
     from pbmarl.io import ensure_writable_folder, write_json
     from pbmarl.learners.common.registry import make_learner
-    from pbmarl.learners.control.base.base import ControlLearner
+    from pbmarl.learners.control.base import ControlLearner
 
     game = pb.load_game(args.game)
     slug = re.sub(r"[^A-Za-z0-9_.=-]+", "_", args.game.split(":")[-1]).strip("_")

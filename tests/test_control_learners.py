@@ -17,12 +17,12 @@ import pbmarl as pb
 from pbmarl.games.mdp import MDPGame
 from pbmarl.learners.common.buffers import Batch
 from pbmarl.learners.common.nets import torch_threads
-from pbmarl.learners.control.base.base import ControlLearner
-from pbmarl.learners.control.base.ddpg import DDPG
-from pbmarl.learners.control.base.hddpg import HDDPG
-from pbmarl.learners.control.base.rainbow import Rainbow
-from pbmarl.learners.control.base.sac import SAC
-from pbmarl.learners.control.base.td3 import TD3
+from pbmarl.learners.control.base import ControlLearner
+from pbmarl.learners.control.ddpg import DDPG
+from pbmarl.learners.control.hddpg import HDDPG
+from pbmarl.learners.control.rainbow import Rainbow
+from pbmarl.learners.control.sac import SAC
+from pbmarl.learners.control.td3 import TD3
 from pbmarl.policies.base import new_policy_from_state
 from pbmarl.protocols import Oracle
 

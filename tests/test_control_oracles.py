@@ -1,4 +1,4 @@
-"""Control learners as PSRO oracles on games of several seats (`pbmarl.learners.control.base.seat_oracle`), tiny budgets."""
+"""Control learners as PSRO oracles on games of several seats (`pbmarl.learners.control.seat_oracle`), tiny budgets."""
 
 from __future__ import annotations
 
@@ -8,10 +8,10 @@ import numpy as np
 import pytest
 
 import pbmarl as pb
-from pbmarl.learners.control.base.ddpg import DDPG
-from pbmarl.learners.control.base.rainbow import Rainbow
-from pbmarl.learners.control.base.sac import SAC
-from pbmarl.learners.control.base.td3 import TD3
+from pbmarl.learners.control.ddpg import DDPG
+from pbmarl.learners.control.rainbow import Rainbow
+from pbmarl.learners.control.sac import SAC
+from pbmarl.learners.control.td3 import TD3
 from pbmarl.protocols import Oracle
 
 TINY = {"hidden": (16,), "batch_size": 16, "learning_starts": 20, "buffer_size": 1_000, "num_envs": 2}

@@ -12,10 +12,10 @@ import torch
 from test_control_learners import TINY, BoxDMDP
 
 from pbmarl.learners.common.nets import build_mlp, seeded
-from pbmarl.learners.control.base.critics import Critic, Critics, EnsembleMLP
-from pbmarl.learners.control.base.ddpg import DDPG
-from pbmarl.learners.control.base.sac import SAC
-from pbmarl.learners.control.base.td3 import TD3
+from pbmarl.learners.control.critics import Critic, Critics, EnsembleMLP
+from pbmarl.learners.control.ddpg import DDPG
+from pbmarl.learners.control.sac import SAC
+from pbmarl.learners.control.td3 import TD3
 
 
 def _members(k: int, hidden: tuple[int, ...] = (16, 8)) -> list[Critic]:
@@ -67,7 +67,7 @@ def test_stacking_holds_exactly_the_members_the_learner_seeded(cls: Any, monkeyp
             built.append(copy.deepcopy(module))
         return module
 
-    monkeypatch.setattr("pbmarl.learners.control.base.sac.seeded" if cls is SAC else "pbmarl.learners.control.base.ddpg.seeded", recording)
+    monkeypatch.setattr("pbmarl.learners.control.sac.seeded" if cls is SAC else "pbmarl.learners.control.ddpg.seeded", recording)
     learner = cls(BoxDMDP(), seed=5, **TINY)
     assert len(built) == len(learner.critics) == (1 if cls is DDPG else 2)
     linears = [m for m in built[0].net if isinstance(m, torch.nn.Linear)]

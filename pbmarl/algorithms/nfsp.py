@@ -39,7 +39,8 @@ from pbmarl.config import FLAG, POSITIVE, POSITIVE_INT, UNIT, Config, Rule, buil
 from pbmarl.games.base import Game
 from pbmarl.games.registry import game_spec, load_game
 from pbmarl.learners.common.buffers import ReplayBuffer
-from pbmarl.learners.common.nets import build_mlp, masked_max_q, obs_dim, seeded, to_tensor
+from pbmarl.learners.common.nets import build_mlp, obs_dim, seeded, to_tensor
+from pbmarl.rl.value_learning import masked_max_q
 from pbmarl.learners.common.reservoir import ReservoirBuffer
 from pbmarl.policies.neural import MLPPolicy, masked_logits
 from pbmarl.rollout.results import EvalResult

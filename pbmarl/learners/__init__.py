@@ -35,12 +35,12 @@ _LAZY: dict[str, str] = {
     "ReplayBuffer": "pbmarl.learners.common.buffers",
     "PrioritizedReplayBuffer": "pbmarl.learners.common.buffers",
     "make_learner": "pbmarl.learners.common.registry",
-    "ControlLearner": "pbmarl.learners.control.base.base",
-    "SAC": "pbmarl.learners.control.base.sac",
-    "TD3": "pbmarl.learners.control.base.td3",
-    "DDPG": "pbmarl.learners.control.base.ddpg",
-    "HDDPG": "pbmarl.learners.control.base.hddpg",
-    "Rainbow": "pbmarl.learners.control.base.rainbow",
+    "ControlLearner": "pbmarl.learners.control.base",
+    "SAC": "pbmarl.learners.control.sac",
+    "TD3": "pbmarl.learners.control.td3",
+    "DDPG": "pbmarl.learners.control.ddpg",
+    "HDDPG": "pbmarl.learners.control.hddpg",
+    "Rainbow": "pbmarl.learners.control.rainbow",
     "LEARNERS": "pbmarl.learners.common.registry",
 }
 

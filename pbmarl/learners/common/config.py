@@ -143,7 +143,7 @@ class LearnerRecord(Record):
 
 @dataclass(frozen=True)
 class StepRecord:
-    """The old round record, kept while the control learners (`pbmarl.learners.control.base.config`) still extend it."""
+    """The old round record, kept while the control learners (`pbmarl.learners.control.config`) still extend it."""
 
     task: int
     """Which best response (0, 1, ...) of this learner the round belongs to."""

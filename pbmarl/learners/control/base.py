@@ -38,7 +38,7 @@ environments restart with the next round.
 
 The same learner is also an oracle (`best_response` / `respond`): on a one-player game
 it trains itself; built on a game of several seats it is an oracle only, and each
-answer trains a fresh learner for the seat asked (`pbmarl.learners.control.base.seat_oracle`).
+answer trains a fresh learner for the seat asked (`pbmarl.learners.control.seat_oracle`).
 """
 
 from __future__ import annotations
@@ -60,8 +60,8 @@ from pbmarl.games.base import Game
 from pbmarl.learners.common.buffers import Batch, PrioritizedReplayBuffer, ReplayBuffer, check_memory
 from pbmarl.learners.common.nets import torch_threads
 from pbmarl.learners.common.recorded import Recorded
-from pbmarl.learners.control.base.config import ControlConfig, ControlRecord, PrioritizedOptions
-from pbmarl.learners.control.base.step_env import EnvSource, StepEnv, evaluate_policy, single_agent_env, space_kind
+from pbmarl.learners.control.config import ControlConfig, ControlRecord, PrioritizedOptions
+from pbmarl.learners.control.step_env import EnvSource, StepEnv, evaluate_policy, single_agent_env, space_kind
 from pbmarl.policies.neural import bfloat16_products
 from pbmarl.protocols import BestResponse
 from pbmarl.runs import Run
@@ -124,7 +124,7 @@ class ControlLearner(Run, Recorded, OnServer, abc.ABC):
             if self.config.workers > 1:
                 raise ValueError(f"workers={self.config.workers}: a parameter server trains a one-player game; "
                                  f"{game.name!r} has {game.num_players} seats (use workers=1)")
-            from pbmarl.learners.control.base.seat_oracle import seat_game
+            from pbmarl.learners.control.seat_oracle import seat_game
 
             seat_game(game, who=type(self).__name__)  # a game the multi-agent rollout path can step, or a clear error now
             for p in range(game.num_players):
@@ -387,16 +387,16 @@ class ControlLearner(Run, Recorded, OnServer, abc.ABC):
         On a one-player game this learner trains on (until its budget, or `budget` more env
         steps). On a game of several seats (PettingZoo Parallel, matrix games) each call trains
         a fresh learner of the same algorithm and config for that seat, every other seat playing
-        its fixed entry of `opponents` (`pbmarl.learners.control.base.seat_oracle`).
+        its fixed entry of `opponents` (`pbmarl.learners.control.seat_oracle`).
         """
-        from pbmarl.learners.control.base.seat_oracle import control_best_response
+        from pbmarl.learners.control.seat_oracle import control_best_response
 
         return control_best_response(self, player, opponents, budget)
 
     def respond(self, player: int, opponents: Sequence[Any] = (None,)) -> BestResponse:
         """The `Oracle` seam: `best_response` with the config's budget; ``BestResponse(policy, value, env_steps)``,
         the value over ``eval_episodes`` deterministic episodes seeded by the seed and the env steps."""
-        from pbmarl.learners.control.base.seat_oracle import answer_in_seat
+        from pbmarl.learners.control.seat_oracle import answer_in_seat
 
         if self.multi_seat:
             return answer_in_seat(self, player, opponents, None)

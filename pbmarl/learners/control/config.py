@@ -35,7 +35,7 @@ class ControlConfig(LearnerConfig, ParallelOptions):
 
     `budget` and `steps_per_round` count environment steps here; the plateau stop is not
     used by the step-by-step loop, and `num_envs` only by a best response on a game of
-    several seats (`pbmarl.learners.control.base.seat_oracle`).
+    several seats (`pbmarl.learners.control.seat_oracle`).
     """
 
     hidden: tuple[int, ...] = (256, 256)

@@ -29,8 +29,8 @@ import torch
 from pbmarl.config import NON_NEGATIVE, POSITIVE, Rule
 from pbmarl.learners.common.buffers import Batch
 from pbmarl.learners.common.nets import adam, frozen, seeded, to_tensor
-from pbmarl.learners.control.base.base import ControlConfig, ControlLearner, ControlRecord, PrioritizedOptions
-from pbmarl.learners.control.base.critics import Critic, Critics
+from pbmarl.learners.control.base import ControlConfig, ControlLearner, ControlRecord, PrioritizedOptions
+from pbmarl.learners.control.critics import Critic, Critics
 from pbmarl.policies.continuous import DeterministicPolicy
 from pbmarl.policies.noise import Noise, Normal, OrnsteinUhlenbeck
 from pbmarl.rl.polyak import Polyak

@@ -19,7 +19,7 @@ from typing import ClassVar
 import torch
 
 from pbmarl.config import POSITIVE, Rule
-from pbmarl.learners.control.base.ddpg import DDPG, DDPGConfig
+from pbmarl.learners.control.ddpg import DDPG, DDPGConfig
 from pbmarl.rl.value_learning import hysteretic_td_loss
 
 

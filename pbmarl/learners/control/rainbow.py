@@ -36,7 +36,7 @@ from pbmarl.config import is_real as _is_real
 from pbmarl.games.base import Game
 from pbmarl.learners.common.buffers import Batch
 from pbmarl.learners.common.nets import RainbowNet, adam, clip_grad_norm, seeded, to_tensor
-from pbmarl.learners.control.base.base import ControlConfig, ControlLearner, ControlRecord, PrioritizedOptions
+from pbmarl.learners.control.base import ControlConfig, ControlLearner, ControlRecord, PrioritizedOptions
 from pbmarl.policies.base import Policy
 from pbmarl.rl.multistep import nstep_targets
 from pbmarl.rl.polyak import soft_update

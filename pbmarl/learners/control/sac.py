@@ -43,8 +43,8 @@ from pbmarl.config import is_int as _is_int
 from pbmarl.config import is_real as _is_real
 from pbmarl.learners.common.buffers import Batch
 from pbmarl.learners.common.nets import adam, build_mlp, frozen, seeded, to_tensor
-from pbmarl.learners.control.base.base import ControlConfig, ControlLearner, ControlRecord
-from pbmarl.learners.control.base.critics import Critic, Critics, EnsembleMLP
+from pbmarl.learners.control.base import ControlConfig, ControlLearner, ControlRecord
+from pbmarl.learners.control.critics import Critic, Critics, EnsembleMLP
 from pbmarl.policies.continuous import GaussianPolicy
 from pbmarl.policies.neural import MLPPolicy
 from pbmarl.rl.polyak import Polyak

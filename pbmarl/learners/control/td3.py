@@ -22,7 +22,7 @@ from typing import ClassVar
 import torch
 
 from pbmarl.config import NON_NEGATIVE, POSITIVE_INT, Rule
-from pbmarl.learners.control.base.ddpg import DDPG, DDPGConfig
+from pbmarl.learners.control.ddpg import DDPG, DDPGConfig
 
 
 @dataclass(frozen=True)
