@@ -147,7 +147,56 @@ class Specified(Protocol):
         ...
 
 
+@runtime_checkable
+class PolicyLearner(Protocol):
+    """What every learner family has in common (the turn-based oracles `DQN`/`PPO`/`A2C`, the control learners
+    `SAC`/`TD3`/`DDPG`/`HDDPG`/`Rainbow`, the group learners `MAPPO`/`QMIX`/`MADDPG`/`Independent`): a name,
+    the policy it has learnt so far, and a JSON-ready spec that rebuilds an equal, untrained learner."""
+
+    @property
+    def name(self) -> str:
+        """The learner's registry name (``"dqn"``, ``"sac"``, ``"mappo"``)."""
+        ...
+
+    def policy(self) -> Any:
+        """The learnt policy (for a group learner: the group's joint policy)."""
+        ...
+
+    def spec(self) -> dict[str, Any]:
+        """Name, seed and config as JSON: what rebuilds an equal learner."""
+        ...
+
+
+@runtime_checkable
+class RunLearner(PolicyLearner, Oracle, Protocol):
+    """A learner that is also a run and an oracle: `step` one round, `run` many, its `history`, `save`/`load`,
+    and PSRO's `respond`. The oracles and the control learners implement it; a group learner is driven by
+    `pb.MARL` (the run around it), so it is a `PolicyLearner` only."""
+
+    @property
+    def history(self) -> Any:
+        """One row per step so far (a pandas DataFrame)."""
+        ...
+
+    def step(self) -> Any:
+        """One round; its record."""
+        ...
+
+    def run(self, steps: int | None = ..., **options: Any) -> Any:
+        """`steps` rounds, or up to the budget; the records."""
+        ...
+
+    def save(self, path: str | os.PathLike[str]) -> Path:
+        """Write the run folder at `path`."""
+        ...
+
+    @classmethod
+    def load(cls, path: str | os.PathLike[str], **overrides: Any) -> Any:
+        """The learner a run folder holds."""
+        ...
+
+
 #: a meta-solver: a payoff table in, a meta-strategy (one distribution per player) out
 MetaSolverLike = Callable[["PayoffTable"], "MetaStrategy"]
 
-__all__ = ["BatchOracle", "BestResponse", "Checkpointed", "Evaluator", "MetaSolverLike", "Opponents", "Oracle", "Restorable", "SampledFill", "respond_all"]
+__all__ = ["BatchOracle", "BestResponse", "Checkpointed", "Evaluator", "MetaSolverLike", "Opponents", "Oracle", "PolicyLearner", "Restorable", "RunLearner", "SampledFill", "respond_all"]

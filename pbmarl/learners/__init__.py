@@ -42,6 +42,7 @@ _LAZY: dict[str, str] = {
     "HDDPG": "pbmarl.learners.control.hddpg",
     "Rainbow": "pbmarl.learners.control.rainbow",
     "LEARNERS": "pbmarl.learners.common.registry",
+    "GroupLearner": "pbmarl.learners.multiagent.group",
 }
 
 __all__ = sorted(["ExactBestResponse", *_LAZY])
