@@ -21,7 +21,7 @@ tanh-squashed Gaussian for Pendulum):
 (d) pbmarl Ray, two workers, as (c) (Ray start and worker start-up not timed).
 
 With ``--routes``, (c) is measured for every stepper route the environment has
-(`pbmarl.rollout.batch_envs`: pbmarl's numpy port, Gymnasium's native vector env,
+(`pbmarl.envs.batch`: pbmarl's numpy port, Gymnasium's native vector env,
 Gymnasium's ``SyncVectorEnv``, one environment object per copy): the measurement
 behind the order in which ``stepper="auto"`` picks them. Targets: (c) >= 5x (b) on
 simple_spread_v3; (d) >= 60% of (a) summed over this machine's cores. Every process
@@ -47,7 +47,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 os.environ.setdefault("RAY_AUTH_MODE", "disabled")
 
 import pbmarl as pb  # noqa: E402
-from pbmarl.rollout.batch_envs import available_steppers, resolve_stepper  # noqa: E402
+from pbmarl.envs.batch import available_steppers, resolve_stepper  # noqa: E402
 
 ENVS = {"CartPole-v1": "gym:CartPole-v1", "Pendulum-v1": "gym:Pendulum-v1",
         "simple_spread_v3": "pettingzoo:simple_spread_v3"}

@@ -50,8 +50,8 @@ _EXPORTS: dict[str, str] = {
     "EvalResult": "pbmarl.rollout",
     "FillResult": "pbmarl.rollout",
     "Trajectories": "pbmarl.rollout",
-    "init_ray": "pbmarl.rollout",
-    "RayHeadLost": "pbmarl.rollout.ray_liveness",
+    "init_ray": "pbmarl.hosting",
+    "RayHeadLost": "pbmarl.hosting.liveness",
     "AgentMapping": "pbmarl.rollout.mapping",
     # learners
     "ExactBestResponse": "pbmarl.learners.oracles.exact",

@@ -1,7 +1,7 @@
 """A stand-in for Ray that runs actors in the calling process: the logic of pbmarl's Ray backends
 (what is sent, in which order, with which options) without Ray's transport or start-up time.
 
-Use it with ``monkeypatch.setattr(pbmarl.rollout.ray_backend, "_import_ray", lambda: InProcessRay())``
+Use it with ``monkeypatch.setattr(pbmarl.hosting.ray, "import_ray", lambda: InProcessRay())``
 and ``init_ray`` patched to a no-op; ``InProcessRay.options`` lists the options of every actor made.
 """
 

@@ -374,10 +374,10 @@ class _FakeRay:
 
 
 def test_the_ray_executor_replaces_a_killed_actor_and_counts_every_step_once(cartpole, monkeypatch) -> None:
-    import pbmarl.rollout.ray_backend as rb
+    import pbmarl.hosting.ray as rb
 
     fake = _FakeRay()
-    monkeypatch.setattr(rb, "_import_ray", lambda: fake)
+    monkeypatch.setattr(rb, "import_ray", lambda: fake)
     learner = pb.IMPALA(cartpole, actors=2, backend="ray", steps_per_round=32, num_envs=4, hidden=(16,), seed=0)
     learner.step()
     fake.kill(learner.executor.inner.actors[0])  # dies with a job in flight
@@ -391,10 +391,10 @@ def test_the_ray_executor_replaces_a_killed_actor_and_counts_every_step_once(car
 
 
 def test_ray_actors_start_with_the_learner_not_inside_its_first_round(cartpole, monkeypatch) -> None:
-    import pbmarl.rollout.ray_backend as rb
+    import pbmarl.hosting.ray as rb
 
     fake = _FakeRay()
-    monkeypatch.setattr(rb, "_import_ray", lambda: fake)
+    monkeypatch.setattr(rb, "import_ray", lambda: fake)
     learner = pb.IMPALA(cartpole, actors=2, backend="ray", steps_per_round=32, num_envs=4, hidden=(16,), seed=0)
     learner.start(0, [None])
     assert learner.executor.inner is not None and len(learner.executor.inner.actors) == 2  # up before any step

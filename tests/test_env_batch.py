@@ -7,9 +7,9 @@ import pytest
 from run_checks import assert_same_fields
 
 import pbmarl as pb
-from pbmarl.rollout.batch_envs import available_steppers
-from pbmarl.rollout.mpe_batch import AdversaryBatch, ReferenceBatch, SpreadBatch, TagBatch
-from pbmarl.rollout.numpy_envs import pendulum_port
+from pbmarl.envs.batch import available_steppers
+from pbmarl.envs.classic_control import pendulum_port
+from pbmarl.envs.mpe.batch import AdversaryBatch, ReferenceBatch, SpreadBatch, TagBatch
 
 
 @pytest.mark.parametrize("name, kwargs", [

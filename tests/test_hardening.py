@@ -272,7 +272,7 @@ def _python(code, env_changes, timeout=120):
 
 def test_item9_token_auth_and_a_private_token_file(tmp_path):
     """In a subprocess with its own environment (the test session's Ray runs with auth disabled)."""
-    code = ("from pbmarl.rollout.ray_security import prepare_embedded_auth as p, default_token_path as d\n"
+    code = ("from pbmarl.hosting.security import prepare_embedded_auth as p, default_token_path as d\n"
             "import os, stat; m = p(); f = d()\n"
             "print(m, f.exists() and oct(stat.S_IMODE(os.stat(f).st_mode)), os.environ['RAY_AUTH_MODE'])")
     home = tmp_path / "home"
@@ -319,7 +319,8 @@ ray.shutdown()
 
 
 def test_item10_startup_timeout_is_retried_then_explained(monkeypatch):
-    from pbmarl.rollout import ray_backend, ray_security
+    from pbmarl.hosting import ray as hosting_ray
+    from pbmarl.hosting import security as ray_security
 
     calls = []
 
@@ -333,7 +334,7 @@ def test_item10_startup_timeout_is_retried_then_explained(monkeypatch):
 
     monkeypatch.setattr(ray_security, "prepare_embedded_auth", lambda: "token")
     with pytest.raises(RuntimeError, match="did not start .* twice.*ray start --head.*backend='local'"):
-        ray_backend._start_embedded(FakeRay(), 1, True)
+        hosting_ray._start_embedded(FakeRay(), 1, True)
     inits = [c for c in calls if c != "shutdown"]
     assert len(inits) == 2 and "_system_config" not in inits[0]
     assert inits[1]["_system_config"]["agent_register_timeout_ms"] > 10_000 and calls.count("shutdown") == 2
@@ -475,9 +476,9 @@ def test_item17_plots_mark_convergence_name_oracle_and_keep_labels_off_arrows(tm
 
 
 def _describe_title(out):
-    from pbmarl.cli import _describe
+    from pbmarl.cli.psro import describe
 
-    return _describe(pb.PSRO.load(out))
+    return describe(pb.PSRO.load(out))
 
 
 def test_item1_rl_learner_is_restored_too(monkeypatch):

@@ -98,10 +98,10 @@ def test_ray_backend_levels_are_actors_and_resume(tmp_path, ray_session):
 
 
 def test_ray_backend_logic_with_in_process_actors(tmp_path, monkeypatch):
-    import pbmarl.rollout.ray_backend as ray_backend
+    import pbmarl.hosting.ray as hosting_ray
 
-    monkeypatch.setattr(ray_backend, "_import_ray", lambda: _InProcessRay())
-    monkeypatch.setattr(ray_backend, "init_ray", lambda **_: None)
+    monkeypatch.setattr(hosting_ray, "import_ray", lambda: _InProcessRay())
+    monkeypatch.setattr(hosting_ray, "init_ray", lambda **_: None)
     _InProcessRay.options.clear()
     game = pb.load_game("kuhn_poker")
     whole = P2SRO(game, learner=_dqn(game), active=2, refresh_every=2, seed=0, backend="ray")
@@ -152,10 +152,10 @@ def test_a_level_actor_receives_each_target_policy_once_and_drops_it_with_the_ta
 
 
 def test_level_cpus_reach_the_actors_and_bad_values_are_refused(monkeypatch):
-    import pbmarl.rollout.ray_backend as ray_backend
+    import pbmarl.hosting.ray as hosting_ray
 
-    monkeypatch.setattr(ray_backend, "_import_ray", lambda: _InProcessRay())
-    monkeypatch.setattr(ray_backend, "init_ray", lambda **_: None)
+    monkeypatch.setattr(hosting_ray, "import_ray", lambda: _InProcessRay())
+    monkeypatch.setattr(hosting_ray, "init_ray", lambda **_: None)
     game = pb.load_game("kuhn_poker")
     _InProcessRay.options.clear()
     P2SRO(game, learner=_dqn(game), active=3, seed=0, backend="ray", level_cpus=2 / 3)

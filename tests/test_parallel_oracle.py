@@ -34,10 +34,10 @@ class PerPlayer:
 
 @pytest.fixture
 def in_process_ray(monkeypatch):
-    import pbmarl.rollout.ray_backend as ray_backend
+    import pbmarl.hosting.ray as hosting_ray
 
-    monkeypatch.setattr(ray_backend, "_import_ray", lambda: InProcessRay())
-    monkeypatch.setattr(ray_backend, "init_ray", lambda **_: None)
+    monkeypatch.setattr(hosting_ray, "import_ray", lambda: InProcessRay())
+    monkeypatch.setattr(hosting_ray, "init_ray", lambda **_: None)
     InProcessRay.options.clear()
     return InProcessRay
 

@@ -198,7 +198,7 @@ def test_a_pool_that_does_not_fit_says_so(ray_pool, leduc):
 
 
 def test_init_ray_is_idempotent(ray_session):
-    from pbmarl.rollout import init_ray
+    from pbmarl.hosting import init_ray
 
     first = init_ray()
     assert init_ray() is first
@@ -247,7 +247,7 @@ def test_a_cluster_that_does_not_answer_fails_fast():
 
 
 def test_joining_bounds_rays_gcs_wait_by_timeout_s_and_restores_the_environment(monkeypatch):
-    from pbmarl.rollout import ray_backend
+    from pbmarl.hosting import ray as hosting_ray
 
     seen = []
 
@@ -258,20 +258,20 @@ def test_joining_bounds_rays_gcs_wait_by_timeout_s_and_restores_the_environment(
 
         @staticmethod
         def init(**kwargs):
-            seen.append(os.environ.get(ray_backend.GCS_WAIT_VAR))
+            seen.append(os.environ.get(hosting_ray.GCS_WAIT_VAR))
             raise ConnectionError("Failed to connect to Ray cluster at 10.0.0.1:6379")
 
-    monkeypatch.setattr(ray_backend, "_import_ray", lambda: FakeRay)
-    monkeypatch.setattr(ray_backend, "_probe", lambda *a: None)
-    monkeypatch.delenv(ray_backend.GCS_WAIT_VAR, raising=False)
+    monkeypatch.setattr(hosting_ray, "import_ray", lambda: FakeRay)
+    monkeypatch.setattr(hosting_ray, "_probe", lambda *a: None)
+    monkeypatch.delenv(hosting_ray.GCS_WAIT_VAR, raising=False)
     monkeypatch.delenv("RAY_ADDRESS", raising=False)
     with pytest.raises(ConnectionError, match="no Ray cluster replied within about 2.5 s"):
-        ray_backend.init_ray("10.0.0.1:6379", timeout_s=2.5)
-    assert seen == ["3"] and ray_backend.GCS_WAIT_VAR not in os.environ
-    monkeypatch.setenv(ray_backend.GCS_WAIT_VAR, "40")  # the user's own value is kept
+        hosting_ray.init_ray("10.0.0.1:6379", timeout_s=2.5)
+    assert seen == ["3"] and hosting_ray.GCS_WAIT_VAR not in os.environ
+    monkeypatch.setenv(hosting_ray.GCS_WAIT_VAR, "40")  # the user's own value is kept
     with pytest.raises(ConnectionError):
-        ray_backend.init_ray("10.0.0.1:6379", timeout_s=2.5)
-    assert seen[-1] == "40" and os.environ[ray_backend.GCS_WAIT_VAR] == "40"
+        hosting_ray.init_ray("10.0.0.1:6379", timeout_s=2.5)
+    assert seen[-1] == "40" and os.environ[hosting_ray.GCS_WAIT_VAR] == "40"
 
 
 def make_population(pb):

@@ -12,7 +12,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from pbmarl.rollout.ray_liveness import RayHeadLost, head_lost, lost_error
+from pbmarl.hosting.liveness import RayHeadLost, head_lost, lost_error
 
 
 class _Popen:
@@ -213,7 +213,7 @@ def test_loopback_only_is_in_force_during_the_start_and_restored_after(monkeypat
     import ray._private.worker as ray_worker
     from ray._private import ray_constants, services
 
-    from pbmarl.rollout.ray_security import CLUSTER_VAR, loopback_only
+    from pbmarl.hosting.security import CLUSTER_VAR, loopback_only
 
     monkeypatch.setenv(CLUSTER_VAR, "1")
     # as in a process that has not joined Ray yet (the suite's shared session would answer with its own node)
@@ -230,7 +230,7 @@ def test_loopback_only_is_in_force_during_the_start_and_restored_after(monkeypat
 
 
 def test_patient_gcs_clients_sets_the_reconnect_time_out_only_for_the_start_and_keeps_the_users(monkeypatch):
-    from pbmarl.rollout.ray_liveness import GCS_RECONNECT_S, RECONNECT_VAR, patient_gcs_clients
+    from pbmarl.hosting.liveness import GCS_RECONNECT_S, RECONNECT_VAR, patient_gcs_clients
 
     monkeypatch.delenv(RECONNECT_VAR, raising=False)
     with patient_gcs_clients():

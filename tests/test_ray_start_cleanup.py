@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from pbmarl.rollout import ray_backend
+from pbmarl.hosting import ray as hosting_ray
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc (Linux only)")
 
@@ -23,17 +23,17 @@ def _named_sleep(tmp_path: Path, name: str) -> Path:
 def test_child_processes_sees_a_child_and_stop_processes_ends_it(tmp_path: Path) -> None:
     child = subprocess.Popen([str(_named_sleep(tmp_path, "raylet")), "60"])
     try:
-        assert ray_backend.child_processes().get(child.pid) == "raylet"
-        ray_backend.stop_processes([child.pid], grace_s=2.0)
-        assert child.pid not in ray_backend.child_processes()
+        assert hosting_ray.child_processes().get(child.pid) == "raylet"
+        hosting_ray.stop_processes([child.pid], grace_s=2.0)
+        assert child.pid not in hosting_ray.child_processes()
     finally:
         child.kill()
 
 
 def test_a_process_that_ignores_sigterm_is_killed_after_the_grace() -> None:
     child = subprocess.Popen(["sh", "-c", "trap '' TERM; sleep 60 & wait"])
-    ray_backend.stop_processes([child.pid], grace_s=0.3)
-    assert child.pid not in ray_backend.child_processes()
+    hosting_ray.stop_processes([child.pid], grace_s=0.3)
+    assert child.pid not in hosting_ray.child_processes()
     assert child.poll() is not None
 
 
@@ -55,7 +55,7 @@ def test_timed_out_starts_leave_no_daemon(tmp_path: Path, monkeypatch: pytest.Mo
     monkeypatch.setenv("RAY_AUTH_MODE", "disabled")
     fake = _FakeRay(_named_sleep(tmp_path, "gcs_server"))
     with pytest.raises(RuntimeError, match="did not start on this machine, twice"):
-        ray_backend._start_embedded(fake, 1, True)
+        hosting_ray._start_embedded(fake, 1, True)
     assert len(fake.started) == 2
-    alive = ray_backend.child_processes()
+    alive = hosting_ray.child_processes()
     assert not [pid for pid in fake.started if pid in alive]

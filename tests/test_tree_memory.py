@@ -15,7 +15,8 @@ import pytest
 import pbmarl as pb
 import pbmarl.games.tree as tree_module
 import pbmarl.games.walk_guard as guard_module
-from pbmarl.games.tree import NotExact, WalkOverBudget, check_fits, game_tree
+from pbmarl.games.tree import NotExact, WalkOverBudget, check_fits
+from pbmarl.games.tree_cache import game_tree
 from pbmarl.games.tree_size import estimate_memory, estimate_spread
 
 GB = 2.0**30

@@ -84,8 +84,8 @@ def make_group_learner(name: str, *, seed: int = 0, **options: Any) -> GroupLear
 
 def steppable(game: Game) -> Game:
     """`game` as the multi-agent rollout layer steps it (a `MatrixGame` becomes a Parallel env of the same name)."""
+    from pbmarl.envs.instances import parallel_capable
     from pbmarl.games.matrix import MatrixGame
-    from pbmarl.rollout.env_instances import parallel_capable
 
     if isinstance(game, MatrixGame):
         from pbmarl.games.matrix_env import parallel_matrix_game

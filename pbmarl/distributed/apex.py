@@ -34,18 +34,18 @@ from typing import Any, ClassVar
 
 import numpy as np
 
+from pbmarl.config import POSITIVE, POSITIVE_INT, UNIT, Rule
 from pbmarl.distributed.impala import RolloutResult
 from pbmarl.distributed.options import ACTORS_NOT_WORKERS, BACKENDS
 from pbmarl.distributed.replay import RemoteReplay
 from pbmarl.distributed.resume import JobLog, jobs_from_state, jobs_state
 from pbmarl.distributed.server import get_vector, set_vector
 from pbmarl.games.base import Game
+from pbmarl.learners.common.nets import EpsilonGreedy
 from pbmarl.learners.oracles.base import Task
 from pbmarl.learners.oracles.dqn import DQN, DQNConfig
-from pbmarl.learners.common.nets import EpsilonGreedy
 from pbmarl.rollout.trajectories import Trajectories, concat_trajectories
 from pbmarl.rollout.worker import game_for_worker
-from pbmarl.runs.config import POSITIVE, POSITIVE_INT, UNIT, Rule
 
 __all__ = ["ApeX", "ApeXConfig", "apex_epsilons"]
 
@@ -55,7 +55,7 @@ def apex_epsilons(n: int, eps: float = 0.4, alpha: float = 7.0) -> list[float]:
 
     `eps` is a probability (in [0, 1]: ``eps=2`` would give rates up to 256) and `alpha` a finite number >= 0.
     """
-    from pbmarl.runs.config import check_int, check_real
+    from pbmarl.config import check_int, check_real
 
     n = check_int("n", n, low=1)  # the number of actors
     eps = check_real("eps (an exploration probability)", eps, low=0, high=1)

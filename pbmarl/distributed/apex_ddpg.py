@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 
+from pbmarl.config import POSITIVE, POSITIVE_INT, UNIT, Rule
 from pbmarl.distributed.apex import apex_epsilons
 from pbmarl.distributed.executors import make_executor
 from pbmarl.distributed.options import ACTORS_NOT_WORKERS, BACKENDS
@@ -37,7 +38,6 @@ from pbmarl.distributed.server import get_vector, set_vector
 from pbmarl.learners.control.base import ControlRecord
 from pbmarl.learners.control.ddpg import DDPG, DDPGConfig
 from pbmarl.policies.noise import Normal
-from pbmarl.runs.config import POSITIVE, POSITIVE_INT, UNIT, Rule
 from pbmarl.runs.transaction import all_or_nothing
 
 if TYPE_CHECKING:  # pragma: no cover

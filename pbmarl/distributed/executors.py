@@ -84,7 +84,8 @@ class RayExecutor:
 
     def __init__(self, args: WorkerArgs, num_workers: int, *, worker_cpus: float = 1.0,
                  max_replacements: int | None = None, worker_class: type = GradientWorker) -> None:
-        from pbmarl.rollout.ray_backend import _import_ray, init_ray
+        from pbmarl.hosting.ray import import_ray as _import_ray
+        from pbmarl.hosting.ray import init_ray
 
         self.ray = _import_ray()
         if not self.ray.is_initialized():

@@ -45,7 +45,8 @@ class Hosted:
         self.actor: Any = None
         self._unread: list[Any] = []  # futures of sends whose results nobody fetched yet
         if backend == "ray":
-            from pbmarl.rollout.ray_backend import _import_ray, init_ray
+            from pbmarl.hosting.ray import import_ray as _import_ray
+            from pbmarl.hosting.ray import init_ray
 
             self.ray: Any = _import_ray()
             if not self.ray.is_initialized():

@@ -31,16 +31,16 @@ from typing import Any, ClassVar
 import numpy as np
 import torch
 
+from pbmarl.config import POSITIVE, POSITIVE_INT, Rule
 from pbmarl.distributed.options import ACTORS_NOT_WORKERS
 from pbmarl.distributed.resume import JobLog, jobs_from_state, jobs_state
 from pbmarl.distributed.workers import GradientWorker
+from pbmarl.learners.common.nets import to_tensor
 from pbmarl.learners.oracles.a2c import A2C, A2CConfig, A2CRecord
 from pbmarl.learners.oracles.base import Task
-from pbmarl.learners.common.nets import to_tensor
 from pbmarl.rl.vtrace import vtrace
 from pbmarl.rollout.trajectories import Trajectories, concat_trajectories
 from pbmarl.rollout.worker import game_for_worker
-from pbmarl.runs.config import POSITIVE, POSITIVE_INT, Rule
 
 __all__ = ["IMPALA", "IMPALAConfig", "IMPALARecord", "RolloutActor"]
 

@@ -16,8 +16,8 @@ from collections.abc import Collection, Mapping
 
 import numpy as np
 
+from pbmarl.envs.batch import BatchEnv
 from pbmarl.games.base import Game
-from pbmarl.rollout.batch_envs import BatchEnv
 from pbmarl.rollout.mapping import AgentMapping
 from pbmarl.rollout.parallel_engine import (
     ParallelOutput,

@@ -41,7 +41,7 @@ class GroupPlan:
 def group_plan(game: Game, policies: Mapping[str, Policy | Mixture], mapping: AgentMapping | None,
                learning: Collection[str] | None) -> GroupPlan:
     """Check a multi-agent collect's arguments; see the module doc. `mapping` None: one group per agent."""
-    from pbmarl.rollout.env_instances import parallel_capable
+    from pbmarl.envs.instances import parallel_capable
 
     if not parallel_capable(game):
         raise ValueError(f"collect(policies=...) steps PettingZoo Parallel, Gymnasium and mdp: games; {game.name!r} "

@@ -18,11 +18,11 @@ from typing import Any
 
 import numpy as np
 
+from pbmarl.envs.instances import EnvInstance, make_instance
 from pbmarl.games.base import Game
 from pbmarl.games.spaces import flatten_observation
 from pbmarl.policies.base import Policy, sample_actions
 from pbmarl.policies.stateful import StatefulPolicy
-from pbmarl.rollout.env_instances import EnvInstance, make_instance
 from pbmarl.rollout.mapping import AgentMapping, Transform
 from pbmarl.rollout.records import EpisodeBook, Seat
 from pbmarl.rollout.trajectories import Trajectories

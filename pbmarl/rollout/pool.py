@@ -73,7 +73,7 @@ class RolloutPool:
             environment object per copy -- as measured by ``benchmarks/env_throughput.py``;
             or one of ``"numpy"``, ``"vector_entry_point"``, ``"sync_vector"``,
             ``"instances"`` (the opt-out: the original environments only). See
-            `pbmarl.rollout.batch_envs` and ``available_steppers(game)``.
+            `pbmarl.envs.batch` and ``available_steppers(game)``.
 
     Example:
         >>> with RolloutPool(game, num_workers=2, backend="ray", seed=0) as pool:  # doctest: +SKIP
@@ -111,7 +111,7 @@ class RolloutPool:
         if isinstance(worker_cpus, (bool, np.bool_)) or not isinstance(worker_cpus, (int, float, np.integer, np.floating)) \
                 or not 0 < float(worker_cpus) <= 1024:
             raise ValueError(f"worker_cpus must be a number in (0, 1024] (CPUs each Ray actor reserves), got {worker_cpus!r}")
-        from pbmarl.rollout.batch_envs import resolve_stepper
+        from pbmarl.envs.batch import resolve_stepper
 
         if stepper != "auto":  # an unknown or unavailable route fails here, naming the available ones
             resolve_stepper(game, stepper)

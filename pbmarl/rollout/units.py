@@ -36,7 +36,7 @@ class GroupsRef:
     pad: bool
     seats: tuple[tuple[str, SeatRef], ...]
     learning: tuple[str, ...]
-    stepper: str = "auto"  # which route steps the copies (`pbmarl.rollout.batch_envs`)
+    stepper: str = "auto"  # which route steps the copies (`pbmarl.envs.batch`)
     whole_episodes: bool = True  # False: exactly the unit's steps, running episodes cut there
 
     def mapping_spec(self) -> dict[str, Any]:

@@ -157,8 +157,8 @@ class RolloutWorker:
 
     def _run_groups(self, unit: WorkUnit, shipments: Sequence[Shipment]) -> UnitResult:
         """A multi-agent unit: agents dispatched to their groups' policies by the unit's mapping."""
+        from pbmarl.envs.batch import make_batch, resolve_stepper
         from pbmarl.rollout.batch_engine import run_batched
-        from pbmarl.rollout.batch_envs import make_batch, resolve_stepper
         from pbmarl.rollout.mapping import AgentMapping
         from pbmarl.rollout.parallel_engine import run_parallel
 

@@ -133,7 +133,8 @@ class RemoteLadder:
     """A `LadderManager` in one Ray actor (one call at a time: atomic), with the same methods."""
 
     def __init__(self, fixed: int = 0, active: list[int] | None = None) -> None:
-        from pbmarl.rollout.ray_backend import _import_ray, init_ray
+        from pbmarl.hosting.ray import import_ray as _import_ray
+        from pbmarl.hosting.ray import init_ray
 
         init_ray(quiet=True)
         self._ray = _import_ray()

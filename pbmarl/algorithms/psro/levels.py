@@ -8,7 +8,7 @@ rebuilds the game and the learner from their specs, so nothing but specs, polici
 numbers travel. A level's targets reach its actor as tokens and weights (`TargetShipper`,
 `pbmarl.algorithms.psro.shipping`): each policy travels once, as arrays and meta, and stays there while
 the targets name it, so the fixed population is not sent again every refresh period. Ray is imported
-through `pbmarl.rollout.ray_backend`, lazily.
+through `pbmarl.hosting.ray`, lazily.
 """
 
 from __future__ import annotations
@@ -186,7 +186,8 @@ class RemoteLevel:
     def __init__(self, game: Game, learner: Any, index: int, initial: Sequence[Policy], *,
                  num_cpus: float = 1.0) -> None:
         from pbmarl.games.registry import game_spec
-        from pbmarl.rollout.ray_backend import _import_ray, init_ray
+        from pbmarl.hosting.ray import import_ray as _import_ray
+        from pbmarl.hosting.ray import init_ray
 
         init_ray(quiet=True)
         ray = _import_ray()

@@ -134,7 +134,8 @@ class ParallelOracle:
 
     def _start_actors(self) -> None:
         from pbmarl.games.registry import game_spec
-        from pbmarl.rollout.ray_backend import _import_ray, init_ray
+        from pbmarl.hosting.ray import import_ray as _import_ray
+        from pbmarl.hosting.ray import init_ray
 
         init_ray(quiet=True)
         self._ray = _import_ray()

@@ -196,7 +196,8 @@ def rebuild_evaluator(game: Game, spec: Any) -> Evaluator:
 
         return ExactEvaluator(game)
     if kind == "rollout":
-        from pbmarl.rollout import RolloutPool, init_ray
+        from pbmarl.hosting import init_ray
+        from pbmarl.rollout import RolloutPool
 
         if spec.get("backend") == "ray":
             init_ray()

@@ -1,4 +1,4 @@
-"""What every numpy port of an MPE world shares (`pbmarl.rollout.mpe_batch`): mpe2's ``World.step``, batched.
+"""What every numpy port of an MPE world shares (`pbmarl.envs.mpe.batch`): mpe2's ``World.step``, batched.
 
 `MPEWorldBatch` holds every copy's agent positions and velocities as ``[N, agents, 2]``
 arrays and moves them as mpe2's ``World`` does, in the same order of floating-point

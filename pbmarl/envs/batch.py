@@ -7,8 +7,8 @@ stepper=...)`` picks one, ``"auto"`` the fastest this environment has, in the or
 `benchmarks/env_throughput.py` measured (``--routes`` prints every route side by side):
 
 - ``"numpy"``: pbmarl's own numpy port of the environment, all copies in one array
-  operation (``Pendulum-v1``: `pbmarl.rollout.numpy_envs`; ``simple_spread_v3``,
-  ``simple_adversary_v3``, ``simple_reference_v3``, ``simple_tag_v3``: `pbmarl.rollout.mpe_batch`). Each port is tested to give the same initial states,
+  operation (``Pendulum-v1``: `pbmarl.envs.classic_control`; ``simple_spread_v3``,
+  ``simple_adversary_v3``, ``simple_reference_v3``, ``simple_tag_v3``: `pbmarl.envs.mpe.batch`). Each port is tested to give the same initial states,
   observations, rewards and flags as the original, so its data equal the
   ``"instances"`` route's for the same seed.
 - ``"vector_entry_point"``: Gymnasium's native vectorised environment
@@ -134,8 +134,8 @@ class SyncVectorBatch:
 
 def available_steppers(game: Game) -> tuple[str, ...]:
     """The routes that step `game` exactly as loaded, fastest first (see the module doc)."""
+    from pbmarl.envs.instances import parallel_capable
     from pbmarl.games.gym import GymGame
-    from pbmarl.rollout.env_instances import parallel_capable
 
     if not parallel_capable(game):
         return ()
@@ -190,11 +190,11 @@ def _numpy_port(game: Game) -> Any:
     from pbmarl.games.pettingzoo import PettingZooGame
 
     if isinstance(game, GymGame):
-        from pbmarl.rollout.numpy_envs import pendulum_port
+        from pbmarl.envs.classic_control import pendulum_port
 
         return pendulum_port(game)
     if isinstance(game, PettingZooGame):
-        from pbmarl.rollout.mpe_batch import adversary_port, reference_port, spread_port, tag_port
+        from pbmarl.envs.mpe.batch import adversary_port, reference_port, spread_port, tag_port
 
         return spread_port(game) or adversary_port(game) or reference_port(game) or tag_port(game)
     return None

@@ -48,7 +48,7 @@ from typing import Any, TypeVar
 
 import numpy as np
 
-from pbmarl.rollout.mpe_world import MPEWorldBatch
+from pbmarl.envs.mpe.world import MPEWorldBatch
 
 B = TypeVar("B", bound=MPEWorldBatch)
 
