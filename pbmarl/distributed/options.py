@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import ClassVar
 
-from pbmarl.learners.oracles.base import Rule
+from pbmarl.config import Rule
 
 #: the synchronisation modes, as MALib names them
 SYNC_MODES = ("bsp", "asp", "bap")
