@@ -19,13 +19,11 @@ Example:
 from __future__ import annotations
 
 import argparse
-import re
-import sys
-import time
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from pbmarl.cli.drive import CliError, add_server_options, default_out, drive, int_at_least
 from pbmarl.fmt import fmt
 from pbmarl.learners.control.config import PRECISIONS
 
@@ -33,36 +31,24 @@ ALGOS = ("sac", "td3", "ddpg", "hddpg", "rainbow")
 MARKER = "train.json"
 
 
-def add_train_parser(sub: Any, positive: Any) -> None:
-    """Register ``pbmarl train`` on the CLI's subparsers (`positive` parses ints >= 1)."""
+def add_train_parser(sub: Any) -> None:
+    """Register ``pbmarl train`` on the CLI's subparsers."""
     train = sub.add_parser("train", help="train one agent with a control learner and write a run folder")
     train.add_argument("--game", required=True, help="a one-player game: gym:Pendulum-v1, gym:CartPole-v1, "
                                                      "mdp:two_round_dmdp")
     train.add_argument("--algo", required=True, choices=ALGOS, help="the learner")
-    train.add_argument("--steps", type=positive(1, "--steps"), default=20_000, help="env steps (default: 20000)")
-    train.add_argument("--seed", type=positive(0, "--seed"), default=0)
-    train.add_argument("--eval-episodes", type=positive(1, "--eval-episodes"), default=10,
+    train.add_argument("--steps", type=int_at_least(1, "--steps"), default=20_000, help="env steps (default: 20000)")
+    train.add_argument("--seed", type=int_at_least(0, "--seed"), default=0)
+    train.add_argument("--eval-episodes", type=int_at_least(1, "--eval-episodes"), default=10,
                        help="deterministic episodes of the final evaluation (default: 10)")
     train.add_argument("--matmul-precision", choices=PRECISIONS, default="float32",
                        help="bfloat16: the updates' hidden-to-hidden products in bfloat16 by autocast; medium: every "
                             "product of the updates from bfloat16-rounded inputs (oneDNN's math mode). Both are "
                             "faster on CPUs with bfloat16 instructions and networks of 256 units or more; "
                             "default: float32")
-    add_server_options(train, positive)
+    add_server_options(train)
     train.add_argument("--out", type=Path, default=None, help="run folder (default: runs/GAME-ALGO-TIME)")
     train.add_argument("--quiet", action="store_true", help="only the first and the final line")
-
-
-def add_server_options(parser: Any, positive: Any) -> None:
-    """``--workers``, ``--sync``, ``--staleness``, ``--backend``: a learner on the parameter server
-    (``pbmarl train`` and ``pbmarl marl``)."""
-    parser.add_argument("--workers", type=positive(1, "--workers"), default=1,
-                        help="gradient workers; more than 1 trains on a parameter server (default: 1)")
-    parser.add_argument("--sync", choices=("bsp", "asp", "bap"), default="bsp",
-                        help="how the server applies the workers' gradients (with --workers > 1)")
-    parser.add_argument("--staleness", type=positive(0, "--staleness"), default=1, help="the BAP bound")
-    parser.add_argument("--backend", choices=("local", "ray"), default="local",
-                        help="workers in this process or as Ray actors (default: local)")
 
 
 def is_train_folder(folder: Path) -> bool:
@@ -76,18 +62,13 @@ def cmd_train(args: argparse.Namespace, argv: Sequence[str]) -> int:
     from pbmarl.learners.control.base import ControlLearner
 
     game = pb.load_game(args.game)
-    slug = re.sub(r"[^A-Za-z0-9_.=-]+", "_", args.game.split(":")[-1]).strip("_")
-    out = args.out or Path("runs") / f"{slug}-{args.algo}-{time.strftime('%Y%m%d-%H%M%S')}"
+    out = args.out or default_out(args.game.split(":")[-1], args.algo)
     if is_train_folder(out) or (out / "run.json").exists():
-        from pbmarl.cli import CliError
-
         raise CliError(f"run folder {str(out)!r} already holds a run; continue it with: pbmarl resume {out}")
     learner = make_learner(game, {"name": args.algo, "seed": args.seed, "budget": args.steps,
                                   "workers": args.workers, "sync": args.sync, "staleness": args.staleness,
                                   "backend": args.backend, "matmul_precision": args.matmul_precision})
     if isinstance(learner, ControlLearner) and learner.multi_seat:
-        from pbmarl.cli import CliError
-
         raise CliError(f"pbmarl train trains one agent, and {game.name!r} has {game.num_players} seats; use "
                        "pb.Independent with pb.MARL for independent agents, or the learner as a PSRO oracle")
     ensure_writable_folder(out, what="run folder")
@@ -95,46 +76,20 @@ def cmd_train(args: argparse.Namespace, argv: Sequence[str]) -> int:
                               "eval_episodes": args.eval_episodes})
     first = f"{type(learner).__name__} on {game.name}: {args.steps} env steps, seed {args.seed}" + (
         f", {args.workers} workers ({args.sync}, {args.backend})" if args.workers > 1 else "")
-    return _drive(learner, out, args.quiet, first, args.eval_episodes)
+    drive(learner, f"{first}; run folder {out}", save=lambda: learner.save(out), quiet=args.quiet, line=train_line)
+    return finish_train(learner, out, args.eval_episodes)
 
 
-def resume_train(out: Path, steps: int | None, quiet: bool) -> int:
-    from pbmarl.io import ensure_writable_folder, read_json
-    from pbmarl.runs import load_run
-    from pbmarl.runs.folder import open_run
-
-    info = read_json(out / MARKER)
-    if not (out / "run.json").exists():
-        from pbmarl.cli import CliError
-
-        raise CliError(f"no round of the run in {str(out)!r} completed, so there is nothing to resume; start it "
-                       f"again with: {' '.join(info['argv'])}")
-    ensure_writable_folder(out, what="run folder")
-    overrides: dict[str, Any] = {} if steps is None else {"budget": int(open_run(out).data["env_steps"]) + steps}
-    learner = load_run(out, **overrides)
-    if learner.done:
-        print(f"the run in {out} is complete at {learner.env_steps} env steps; extend it with: "
-              f"pbmarl resume {out} --steps N")
-        return 0
-    first = f"resuming {type(learner).__name__} on {learner.game.name} at {learner.env_steps} of {learner.config.budget} env steps"
-    return _drive(learner, out, quiet, first, int(info.get("eval_episodes", 10)))
+def train_line(record: Any) -> str:
+    """The line a round of ``pbmarl train`` prints."""
+    return (f"env steps {record.env_steps}: mean return {fmt(record['return/0'])}, loss "
+            f"{fmt(record.loss)}, {record.seconds:.1f} s")
 
 
-def _drive(learner: Any, out: Path, quiet: bool, first: str, eval_episodes: int) -> int:
+def finish_train(learner: Any, out: Path, eval_episodes: int) -> int:
+    """After the drive loop: the learning curve, the trained policy and a deterministic evaluation."""
     from pbmarl.io import write_json
 
-    print(f"{first}; run folder {out}", flush=True)
-
-    def saved(record: Any) -> None:
-        learner.save(out)  # one commit: run.json, history.csv and the state folder
-        if not quiet:
-            print(f"env steps {record.env_steps}: mean return {fmt(record['return/0'])}, loss "
-                  f"{fmt(record.loss)}, {record.seconds:.1f} s", flush=True)
-
-    try:
-        learner.run(progress=None if not quiet else False, callback=saved)
-    finally:
-        learner.close()  # a parameter server's workers (--workers > 1) stop
     _write_plot(learner, out)
     policy = learner.policy()
     written = ["train.json", "run.json", "state-NNNNNN/", "history.csv", "learning_curve.png"]
@@ -171,7 +126,3 @@ def _write_plot(learner: Any, out: Path) -> None:
     fig.tight_layout()
     write_atomic(out / "learning_curve.png", lambda fh: fig.savefig(fh, dpi=100, format="png"))
     plt.close(fig)
-
-
-if __name__ == "__main__":  # pragma: no cover
-    sys.exit(0)

@@ -20,23 +20,21 @@ Example:
 from __future__ import annotations
 
 import argparse
-import re
-import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+from pbmarl.cli.drive import CliError, add_server_options, default_out, drive, int_at_least
 from pbmarl.fmt import fmt
+from pbmarl.runs.stop import Stop
 
 ALGOS = ("mappo", "rmappo", "ippo", "qmix", "vdn", "iql", "maddpg")
 MAPPINGS = ("role", "shared", "independent")
 MARKER = "marl.json"
 
 
-def add_marl_parser(sub: Any, positive: Any) -> None:
-    """Register ``pbmarl marl`` on the CLI's subparsers (`positive(low, what)` parses ints >= low)."""
-    from pbmarl.train_cli import add_server_options
-
+def add_marl_parser(sub: Any) -> None:
+    """Register ``pbmarl marl`` on the CLI's subparsers."""
     p = sub.add_parser("marl", help="train teams of agents together (MAPPO, QMIX, MADDPG, ...) and write a run folder")
     p.add_argument("--game", required=True, help="a PettingZoo Parallel game, e.g. pettingzoo:simple_spread_v3 or "
                                                  "'pettingzoo:simple_spread_v3(N=3, local_ratio=0.5)'")
@@ -44,13 +42,13 @@ def add_marl_parser(sub: Any, positive: Any) -> None:
     p.add_argument("--mapping", default="role", choices=MAPPINGS,
                    help="agents to groups: by role (default), all shared, or one group per agent")
     p.add_argument("--agent-id", action="store_true", help="append a one-hot agent id to shared groups' observations")
-    p.add_argument("--steps", type=positive(1, "--steps"), default=100_000, help="env steps (default: 100000)")
-    p.add_argument("--steps-per-round", type=positive(1, "--steps-per-round"), default=None,
+    p.add_argument("--steps", type=int_at_least(1, "--steps"), default=100_000, help="env steps (default: 100000)")
+    p.add_argument("--steps-per-round", type=int_at_least(1, "--steps-per-round"), default=None,
                    help="env steps collected per step (default: the learner's own)")
-    p.add_argument("--seed", type=positive(0, "--seed"), default=0)
-    p.add_argument("--num-envs", type=positive(1, "--num-envs"), default=32, help="environments stepped together")
-    p.add_argument("--eval-episodes", type=positive(1, "--eval-episodes"), default=50)
-    add_server_options(p, positive)  # every learning group on one parameter server
+    p.add_argument("--seed", type=int_at_least(0, "--seed"), default=0)
+    p.add_argument("--num-envs", type=int_at_least(1, "--num-envs"), default=32, help="environments stepped together")
+    p.add_argument("--eval-episodes", type=int_at_least(1, "--eval-episodes"), default=50)
+    add_server_options(p)  # every learning group on one parameter server
     p.add_argument("--out", type=Path, default=None, help="run folder (default: runs/GAME-ALGO-TIME)")
     p.add_argument("--quiet", action="store_true", help="only the first and the final line")
 
@@ -74,12 +72,10 @@ def make_mapping(game: Any, kind: str, *, agent_id: bool = False) -> Any:
 def cmd_marl(args: argparse.Namespace, argv: Sequence[str]) -> int:
     import pbmarl as pb
     from pbmarl.algorithms.marl import MARL, make_group_learner
-    from pbmarl.cli import CliError
     from pbmarl.io import ensure_writable_folder, write_json
 
     game = pb.load_game(args.game)
-    slug = re.sub(r"[^A-Za-z0-9_.=-]+", "_", args.game.split(":")[-1]).strip("_")
-    out = args.out or Path("runs") / f"{slug}-{args.algo}-{time.strftime('%Y%m%d-%H%M%S')}"
+    out = args.out or default_out(args.game.split(":")[-1], args.algo)
     if is_marl_folder(out) or (out / "run.json").exists():
         raise CliError(f"run folder {str(out)!r} already holds a run; continue it with: pbmarl resume {out}")
     mapping = make_mapping(game, args.mapping, agent_id=args.agent_id)
@@ -93,50 +89,26 @@ def cmd_marl(args: argparse.Namespace, argv: Sequence[str]) -> int:
                               "eval_episodes": args.eval_episodes})
     first = (f"pbmarl marl: {args.algo} on {game.name}, groups {list(mapping.groups)}, {args.steps} env steps"
              + (f", {args.workers} workers ({args.sync}, {args.backend})" if args.workers > 1 else "") + f" -> {out}")
-    return drive(run, args.steps, out, args.quiet, first, args.eval_episodes)
+    drive(run, first, save=marl_saver(run, out), quiet=args.quiet, until=Stop(env_steps=args.steps))
+    return evaluate_marl(run, out, args.eval_episodes)
 
 
-def drive(run: Any, budget: int, out: Path, quiet: bool, first: str, eval_episodes: int) -> int:
-    """Step `run` until it has taken `budget` env steps, saving after every step; evaluate at the end."""
-    from pbmarl.io import write_json
-    from pbmarl.runs import Stop
-
-    def saved(record: Any) -> None:
+def marl_saver(run: Any, out: Path) -> Callable[[], None]:
+    """The drive loop's save for a marl folder: the `MARL` run folder in ``run/`` and ``history.csv`` beside it."""
+    def save() -> None:
         run.save(out / "run")
         run.history.to_csv(out / "history.csv")
-        if not quiet:
-            print(record, flush=True)
 
-    print(first, flush=True)
-    try:
-        if run.env_steps < budget:
-            run.run(until=Stop(env_steps=budget), progress=False, callback=saved)
-    finally:
-        run.close()  # a parameter server's workers (--workers > 1) stop
+    return save
+
+
+def evaluate_marl(run: Any, out: Path, eval_episodes: int) -> int:
+    """After the drive loop: evaluate the final policies into ``evaluation.json`` and say so."""
+    from pbmarl.io import write_json
+
     result = run.evaluate(eval_episodes)
     write_json(out / "evaluation.json", {"episodes": result.episodes, "mean": result.mean.to_dict(),
                                          "stderr": result.stderr.to_dict()})
     said = ", ".join(f"{k} {fmt(v)}" for k, v in result.mean.items())
     print(f"done: {run.env_steps} env steps; mean return over {eval_episodes} episodes: {said}", flush=True)
     return 0
-
-
-def resume_marl(out: Path, steps: int | None, quiet: bool) -> int:
-    from pbmarl.algorithms.marl import MARL
-    from pbmarl.cli import CliError
-    from pbmarl.io import ensure_writable_folder, read_json, write_json
-
-    info = read_json(out / MARKER)
-    if not (out / "run" / "run.json").exists():
-        raise CliError(f"no step of the run in {str(out)!r} completed, so there is nothing to resume; start it "
-                       f"again with: {' '.join(info['argv'])}")
-    ensure_writable_folder(out, what="run folder")
-    run = MARL.load(out / "run")
-    budget = int(info["steps"]) if steps is None else run.env_steps + int(steps)
-    if budget <= run.env_steps:
-        print(f"the run in {out} is complete ({run.env_steps} env steps); extend it with: "
-              f"pbmarl resume {out} --steps N")
-        return 0
-    write_json(out / MARKER, {**info, "steps": budget})
-    first = f"resuming {run!r} up to {budget} env steps"
-    return drive(run, budget, out, quiet, first, int(info.get("eval_episodes", 50)))

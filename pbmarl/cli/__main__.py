@@ -1,0 +1,7 @@
+"""``python -m pbmarl.cli``: the `pbmarl` command."""
+
+import sys
+
+from pbmarl.cli import main
+
+sys.exit(main())
