@@ -36,8 +36,9 @@ class Trajectories:
 
     Multi-agent collection (`RolloutPool.collect(policies=..., mapping=...)`) fills
     these too, one row per agent per step; rows are ordered by (episode, agent,
-    time), so each agent's rows in an episode are contiguous and end with `done`:
+    time), so each agent's rows in an episode are contiguous and end with `done`.
 
+    Attributes:
         terminated: ``[T] bool``, the agent's episode ended in a terminal state (do not bootstrap).
         truncated: ``[T] bool``, it was cut off (time limit, ``max_cycles``): bootstrap from
             `next_obs`, which holds the real final observation there (zeros only where terminated).
