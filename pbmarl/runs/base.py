@@ -11,7 +11,9 @@ A run is built as ``Type(game, [parts], *, seed=0, config=None, **options)`` and
 * ``evaluate(episodes, *, seed, deterministic)`` returns a `pb.EvalResult`;
 * ``save(path)`` writes one run folder and ``Type.load(path)`` / ``pb.load_run(path)`` rebuild
   it (`pbmarl.runs.folder`);
-* ``close()`` stops workers; ``with Type(...) as run:`` closes on the way out.
+* ``close()`` stops workers; ``with Type(...) as run:`` closes on the way out;
+* ``run(..., loggers=[...])``, or ``run.loggers = [...]`` once, hands every record to trackers
+  (`RunLogger`: TensorBoard, MLflow, W&B, CSV in `pbmarl.experiments.loggers`).
 
 A subclass writes `step`, `evaluate`, `done` (when it has a budget), and `state` /
 `from_state` for its folder. Everything else is here, once.
@@ -40,9 +42,9 @@ Example:
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar, Protocol, runtime_checkable
 
 import pandas as pd
 
@@ -57,7 +59,18 @@ if TYPE_CHECKING:  # pragma: no cover
     from pbmarl.rollout.results import EvalResult
     from pbmarl.runs.folder import SavedRun, State
 
-__all__ = ["Record", "Run", "Stop", "shared_row"]
+__all__ = ["Record", "Run", "RunLogger", "Stop", "shared_row"]
+
+
+@runtime_checkable
+class RunLogger(Protocol):
+    """A tracker that `Run.run` hands each new record to (the implementations live in `pbmarl.experiments`)."""
+
+    def log(self, run: Any, record: Any) -> None:
+        """Take one new record of `run` (its ``as_row()`` carries the shared history names)."""
+
+    def flush(self) -> None:
+        """Write out what is buffered; called when a `run(...)` call ends, however it ends."""
 
 
 class Run:
@@ -66,6 +79,8 @@ class Run:
     #: the record class `step` returns (its columns show on an empty `history`)
     history_columns: ClassVar[tuple[str, ...]] = ()
     records: list[Any]
+    #: the trackers `run()` logs to when it is not given ``loggers=``; set it on an instance to log every call
+    loggers: Sequence[RunLogger] = ()
 
     # -- what a run writes ---------------------------------------------------------------
     def step(self) -> Any:
@@ -89,7 +104,7 @@ class Run:
         return int(self.records[-1].iteration) if self.records else 0
 
     def run(self, steps: int | None = None, *, until: Stop | None = None, progress: bool | None = None,
-            callback: Callable[[Any], Any] | None = None) -> Records:
+            callback: Callable[[Any], Any] | None = None, loggers: Sequence[RunLogger] | None = None) -> Records:
         """Step and return the new records.
 
         Args:
@@ -99,6 +114,8 @@ class Run:
                 against the run's cumulative counts (so a resumed run stops where one run through would).
             progress: a progress bar; default on in a notebook or a terminal.
             callback: called with each record as it comes.
+            loggers: `RunLogger` s that get each record and are flushed when the call ends
+                (default: the run's `loggers` attribute).
 
         A Ctrl-C stops the loop: the step it interrupted is undone, the records before it are kept.
         """
@@ -108,6 +125,11 @@ class Run:
             raise TypeError(f"until must be a pb.Stop, got {type(until).__name__}: {until!r}")
         if steps is None and until is None:
             self.done  # noqa: B018 - a run without a budget says so before any work
+        loggers = self.loggers if loggers is None else loggers
+        for logger in loggers:
+            if not isinstance(logger, RunLogger):
+                raise TypeError(f"loggers must be pbmarl loggers (pb.TensorBoardLogger, pb.MLflowLogger, "
+                                f"pb.WandbLogger, pb.CSVLogger), got {type(logger).__name__}: {logger!r}")
         out = Records()
         bar = progress_bar(progress, total=steps, desc=type(self).__name__)
         try:
@@ -127,9 +149,13 @@ class Run:
                 if bar is not None:
                     bar.update(1)
                     bar.set_postfix_str(_postfix(record), refresh=False)
+                for logger in loggers:
+                    logger.log(self, record)
                 if callback is not None:
                     callback(record)
         finally:
+            for logger in loggers:
+                logger.flush()
             if bar is not None:
                 bar.close()
         return out
