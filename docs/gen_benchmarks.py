@@ -1,0 +1,348 @@
+"""Write one page per benchmark, and the results-at-a-glance page, from ``benchmarks/results/*.csv``.
+
+A page says what the script measures and against which peer, lists the machines, commits and dates of
+its rows, shows the latest rows and a figure drawn from them, and links the whole CSV. Nothing on a
+page is typed by hand except the description in ``SPECS``: the figures and numbers come from the rows.
+"""
+
+from __future__ import annotations
+
+import shutil
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+import pandas as pd  # noqa: E402
+
+MACHINE = ("the project's shared 2-core virtual machine (an AMD EPYC most days, an Intel Xeon on some; "
+           "other jobs often ran beside it, so each row keeps its load average where the script records one)")
+
+
+def _latest(df: pd.DataFrame, keys: list[str]) -> pd.DataFrame:
+    return df.sort_values("date").groupby(keys, dropna=False).tail(1)
+
+
+def _fig_control(df: pd.DataFrame, ax: plt.Axes) -> None:
+    rows = _latest(df, ["env", "algo", "budget", "seed"])
+    rows = rows[rows["budget"] == rows.groupby(["env", "algo"])["budget"].transform("max")]
+    cases = rows.groupby(["env", "algo"])["time_ratio"].apply(list)
+    for i, ratios in enumerate(cases.to_numpy()):
+        ax.scatter([i] * len(ratios), ratios, color="C0")
+    ax.set_xticks(range(len(cases)), [f"{e}\n{a}" for e, a in cases.index], rotation=60, ha="right", fontsize=7)
+    ax.axhline(0.7, color="C3", ls="--", label="target: 0.7x SB3's time")
+    ax.set_ylabel("wall time / SB3's wall time")
+    ax.legend()
+
+
+def _fig_distributed(df: pd.DataFrame, ax: plt.Axes) -> None:
+    rows = _latest(df, ["env", "algo", "actors"]).dropna(subset=["env_steps_per_s"])
+    for (env, algo), g in rows.groupby(["env", "algo"]):
+        ax.plot(g["actors"], g["env_steps_per_s"], "o-", label=f"{algo} ({env})")
+    ax.set_yscale("log")
+    ax.set_xlabel("actors")
+    ax.set_ylabel("env steps / s")
+    ax.legend(fontsize=7)
+
+
+def _fig_lockstep(df: pd.DataFrame, ax: plt.Axes) -> None:
+    for seed, g in df.groupby("seed"):
+        ax.semilogy(g["env_steps"], g["max_weight_diff"], "o", label=f"seed {seed}: |pbmarl - SB3| weights")
+    ax.set_xlabel("env steps before the burst")
+    ax.set_ylabel("largest weight difference")
+    ax.legend(fontsize=7)
+
+
+def _fig_snapshots(df: pd.DataFrame, ax: plt.Axes) -> None:
+    rows = _latest(df, ["library", "seed"])
+    for library, g in rows.groupby("library"):
+        ax.scatter(g["seed"].astype(str), g["mean_snapshot_return"], label=library, alpha=0.7)
+    ax.tick_params(axis="x", labelrotation=90, labelsize=6)
+    ax.set_ylabel("mean return over the last bursts")
+    ax.legend()
+
+
+def _fig_throughput(df: pd.DataFrame, ax: plt.Axes) -> None:
+    rows = _latest(df, ["env"]).set_index("env")
+    cols = [c for c in ["raw", "user", "user_vector64", "pbmarl_local", "pbmarl_ray2"] if c in rows]
+    rows[cols].astype(float).plot.bar(ax=ax, logy=True, rot=0)
+    ax.set_ylabel("env steps / s")
+
+
+def _fig_gpu(df: pd.DataFrame, ax: plt.Axes) -> None:
+    rows = _latest(df, ["machine", "device", "threads", "workload", "batch"])
+    rows = rows[rows["workload"] == "dqn"]
+    for (machine, device, threads), g in rows.groupby(["machine", "device", "threads"]):
+        g = g.sort_values("batch")
+        ax.loglog(g["batch"], g["ms_per_update"], "o-", label=f"{device}, {threads} thr ({machine})")
+    ax.set_xlabel("minibatch rows (DQN update)")
+    ax.set_ylabel("ms per update")
+    ax.legend(fontsize=6)
+
+
+def _fig_marl(df: pd.DataFrame, ax: plt.Axes) -> None:
+    rows = df[df["slice"].isin(["mappo", "ippo", "qmix", "random"])].dropna(subset=["mappo_paper"])
+    for method, g in rows.groupby("method"):
+        ax.scatter(g["env_steps"].clip(lower=1), g["mappo_paper"], s=8, label=method, alpha=0.6)
+    ax.set_xscale("log")
+    ax.axhline(-135, color="C3", ls="--", label="MAPPO paper's bar, -135")
+    ax.set_xlabel("env steps")
+    ax.set_ylabel("return (MAPPO paper's convention)")
+    ax.legend(fontsize=7)
+
+
+def _fig_notebooks(df: pd.DataFrame, ax: plt.Axes) -> None:
+    rows = _latest(df, ["notebook"]).set_index("notebook")["seconds"].sort_values()
+    rows.index = [Path(n).stem for n in rows.index]
+    rows.plot.barh(ax=ax)
+    ax.set_xlabel("seconds at full budget (latest run)")
+
+
+def _fig_population(df: pd.DataFrame, ax: plt.Axes) -> None:
+    rows = df[(df["slice"] == "nfsp") & (df["metric"] == "exploitability")]
+    for (method, seed), g in rows.groupby(["method", "seed"]):
+        g = g[g["command"] == g["command"].iloc[-1]].sort_values("x")
+        ax.plot(g["x"], g["value"], label=f"{method}, seed {seed}", lw=1)
+    ax.set_yscale("log")
+    ax.set_xlabel("episodes")
+    ax.set_ylabel("exploitability (NFSP, Kuhn)")
+    ax.legend(fontsize=6)
+
+
+@dataclass(frozen=True)
+class Spec:
+    title: str
+    script: str
+    what: str
+    peer: str
+    show: list[str]
+    keys: list[str]
+    figure: Callable[[pd.DataFrame, plt.Axes], None] | None = None
+    extra: list[str] = field(default_factory=list)
+
+
+SPECS: dict[str, Spec] = {
+    "control": Spec("Single-agent control against Stable-Baselines3", "benchmarks/control.py",
+                    "Return at the end of a fixed env-step budget and wall time per 1,000 env steps, for SAC, TD3, "
+                    "DDPG, PPO, DQN and Rainbow on Gymnasium tasks; both libraries evaluated on Gymnasium's own "
+                    "environment from the same start states.", "Stable-Baselines3 (its own virtual environment)",
+                    ["env", "algo", "seed", "budget", "pbmarl_return", "sb3_return", "time_ratio"],
+                    ["env", "algo", "budget", "seed"], _fig_control),
+    "distributed": Spec("IMPALA and Ape-X against RLlib", "benchmarks/distributed.py",
+                        "Env steps per second with 1 and 2 actors, and the wall time to a return of 475 on CartPole.",
+                        "RLlib 2.60 (IMPALA, DQN beside Ape-X; its own virtual environment)",
+                        ["env", "algo", "backend", "actors", "env_steps_per_s", "time_to_475_s", "last_return"],
+                        ["env", "algo", "backend", "actors"], _fig_distributed),
+    "dqn_lockstep": Spec("DQN in lockstep with Stable-Baselines3", "benchmarks/dqn_lockstep.py",
+                         "One burst of updates from SB3's own state (weights, Adam moments, replay, minibatch "
+                         "indices): how far pbmarl's weights end from SB3's.", "Stable-Baselines3",
+                         ["seed", "env_steps", "updates", "max_weight_diff", "max_weight_move"], ["seed", "env_steps"],
+                         _fig_lockstep),
+    "dqn_snapshots": Spec("DQN snapshots on CartPole", "benchmarks/dqn_snapshots.py",
+                          "Greedy return after every burst of updates over the last 5k env steps, per seed and library.",
+                          "Stable-Baselines3", ["library", "seed", "snapshots_at_500", "snapshots",
+                                                "mean_snapshot_return", "end_return"], ["library", "seed"],
+                          _fig_snapshots),
+    "env_throughput": Spec("Environment throughput", "benchmarks/env_throughput.py",
+                           "Env steps per second: the raw environment loop, a user's loop with a torch forward per "
+                           "step, a Gymnasium vector env, and pbmarl's collect (local, and on Ray with 2 workers).",
+                           "Gymnasium's SyncVectorEnv and a plain PettingZoo loop",
+                           ["env", "raw", "user", "user_vector64", "pbmarl_local", "pbmarl_ray2", "route"], ["env"],
+                           _fig_throughput),
+    "exact_scale": Spec("The exact engine at scale", "benchmarks/exact_scale.py",
+                        "NashConv of large mixtures, Lemke-Howson on big bimatrix games, n-player meta-games, "
+                        "tree sizes, each against a bar.", "OpenSpiel and pygambit where they apply",
+                        ["measure", "value", "bar", "reference", "met"], ["measure"]),
+    "game_theory": Spec("Exact game theory: LP, XDO, JPSRO", "benchmarks/game_theory.py",
+                        "The sequence-form LP on Leduc, XDO's and JPSRO's convergence, each against a bar.",
+                        "OpenSpiel's cvxpy LP; the XDO and JPSRO papers' figures",
+                        ["measure", "value", "bar", "reference", "met"], ["measure"]),
+    "gpu_scaling": Spec("One update on CPU and GPU", "benchmarks/gpu_scaling.py",
+                        "Milliseconds per update of the DQN, TD3 and MAPPO networks for growing minibatches, beside "
+                        "the same update with torch's own Adam and clip and the floor (forward and backward alone).",
+                        "torch's own optimiser", ["machine", "device", "threads", "workload", "batch",
+                                                  "ms_per_update", "torch_parts_ms_per_update",
+                                                  "floor_ms_per_update"],
+                        ["machine", "device", "threads", "workload", "batch"], _fig_gpu),
+    "marl": Spec("Cooperative MARL on simple_spread", "benchmarks/marl.py",
+                 "Return of MAPPO, IPPO, QMIX and MADDPG (and a uniform-random reference) on MPE's simple_spread; "
+                 "per-agent, summed and the MAPPO paper's conventions.", "BenchMARL 1.5's MAPPO; Tianshou 2.0's DQN "
+                 "recipe on tic-tac-toe", ["slice", "method", "seed", "env_steps", "mappo_paper", "summed_return",
+                                          "env_steps_per_s"], ["slice", "method", "seed"], _fig_marl),
+    "notebook_times": Spec("Notebook run times", "benchmarks/notebook_times.py",
+                           "Wall time of each tutorial and notebook at full budget, executed as a reader would.",
+                           "none (a reference for the durations the notebooks state)",
+                           ["notebook", "seconds", "status", "kernel_cpu_seconds"], ["notebook"], _fig_notebooks),
+    "population_learning": Spec("Population learning: NFSP, PSRO, P2SRO, XDO, League", "benchmarks/population_learning.py",
+                                "Exploitability against episodes or wall time, win rates of a league's main agent, and "
+                                "the DQN oracle's gap to the exact best response.",
+                                "OpenSpiel's PyTorch NFSP and CFR+", ["slice", "method", "seed", "x", "x_unit",
+                                                                      "value", "metric"],
+                                ["slice", "method", "seed", "metric"], _fig_population),
+}
+
+
+def _table(df: pd.DataFrame) -> str:
+    def cell(v: object) -> str:
+        if isinstance(v, float):
+            return "" if pd.isna(v) else f"{v:.4g}"
+        return str(v).replace("|", "\\|")
+    head = "| " + " | ".join(df.columns) + " |\n|" + "---|" * len(df.columns) + "\n"
+    return head + "".join("| " + " | ".join(cell(v) for v in row) + " |\n" for row in df.itertuples(index=False))
+
+
+def page(name: str, df: pd.DataFrame, out: Path) -> str:
+    spec = SPECS.get(name) or Spec(name.replace("_", " ").capitalize(), f"benchmarks/{name}.py", "", "", [], [])
+    lines = [f"# {spec.title}", "", spec.what, "",
+             f"- **Script:** `{spec.script}` (rows appended to `benchmarks/results/{name}.csv`)",
+             f"- **Peer, run in the same command:** {spec.peer or 'none'}",
+             f"- **Machine:** {MACHINE}" + (f"; rows name their machine: {', '.join(map(str, df['machine'].unique()))}"
+                                              if "machine" in df else ""),
+             f"- **Rows:** {len(df)}, from {str(df['date'].min())[:10]} to {str(df['date'].max())[:10]}, over "
+             f"{df['commit'].nunique()} commits (latest `{df.sort_values('date')['commit'].iloc[-1]}`)",
+             f"- **All rows:** {{download}}`{name}.csv <{name}.csv>`", ""]
+    if spec.figure is not None:
+        fig, ax = plt.subplots(figsize=(8, 4.2), layout="constrained")
+        spec.figure(df, ax)
+        fig.savefig(out / f"{name}.png", dpi=110)
+        plt.close(fig)
+        lines += [f"![{spec.title}]({name}.png)", ""]
+    show = [c for c in (spec.show or list(df.columns)) if c in df]
+    latest = _latest(df, [k for k in spec.keys if k in df]) if spec.keys else df
+    latest = latest.sort_values("date").tail(40)
+    lines += ["## Latest row of each case", "",
+              "The most recent row for each case (at most 40), with the commit it ran at and the command that "
+              "made it.", "", _table(latest[["date", "commit", *show]].assign(date=latest["date"].str[:10])), "",
+              "Commands:", ""]
+    lines += [f"- `{c}`" for c in latest["command"].drop_duplicates().tail(12)] + [""]
+    return "\n".join(lines)
+
+
+#: the results at a glance: each row picks the latest matching rows of one CSV (filters are regexes on columns)
+GLANCE = [
+    ("sequence-form LP, Leduc", "game_theory", {"measure": r"^LP time on Leduc"}, "value", "< 0.5 s"),
+    ("XDO (CFR+), Leduc", "game_theory", {"measure": r"^XDO: first iteration"}, "value", "exploitability < 2e-3 by iteration 20"),
+    ("JPSRO (MGCCE), 3-player Kuhn", "game_theory", {"measure": r"^JPSRO: summed CCE gap at iteration 10"}, "value",
+     "CCE gap <= 0.06 at iteration 10"),
+    ("NFSP, Kuhn, 40k episodes", "population_learning",
+     {"slice": "^nfsp$", "metric": "^exploitability$", "method": r"^pbmarl NFSP \(openspiel\)$", "x": r"^40000(?:\.0)?$"},
+     "value", "exploitability <= 0.25"),
+    ("SAC, Pendulum, 20k steps", "control", {"env": "^Pendulum-v1$", "algo": "^sac$", "budget": "^20000$"},
+     "pbmarl_return", "return >= -200, time <= 0.7x SB3"),
+    ("TD3, Pendulum, 20k steps", "control", {"env": "^Pendulum-v1$", "algo": "^td3$", "budget": "^20000$"},
+     "pbmarl_return", "return >= -200, time <= 0.7x SB3"),
+    ("DDPG, Pendulum, 20k steps", "control", {"env": "^Pendulum-v1$", "algo": "^ddpg$", "budget": "^20000$"},
+     "pbmarl_return", "return >= -200, time <= 0.7x SB3"),
+    ("SAC, MountainCarContinuous, 50k steps", "control", {"env": "^MountainCarContinuous", "algo": "^sac$"},
+     "pbmarl_return", ">= 90, time <= 0.7x SB3"),
+    ("PPO, CartPole, 100k steps", "control", {"env": "^CartPole", "algo": "^ppo$"}, "pbmarl_return",
+     "500, time <= 0.7x SB3"),
+    ("DQN, CartPole, 50k steps", "control", {"env": "^CartPole", "algo": "^dqn$", "seed": "^[012]$"}, "pbmarl_return",
+     "500, time <= 0.7x SB3"),
+    ("Rainbow, CartPole, 50k steps", "control", {"env": "^CartPole", "algo": "^rainbow"}, "pbmarl_return", "500"),
+    ("MAPPO, simple_spread, 25M env steps, most likely action", "marl",
+     {"slice": "^mappo$", "method": r"\[most likely action\]$", "env_steps": r"^25\d{6}$"}, "mappo_paper",
+     "3-seed mean >= -135 (MAPPO paper's convention)"),
+    ("IMPALA, CartPole, 1 / 2 actors (env steps/s)", "distributed", {"env": "^CartPole", "algo": "^pbmarl IMPALA"},
+     "env_steps_per_s", ">= 2x RLlib's env steps/s"),
+]
+
+
+def glance(frames: dict[str, pd.DataFrame]) -> str:
+    lines = ["# Results at a glance", "",
+             "Generated from the latest rows of `benchmarks/results/*.csv` at each docs build: for each bar, the "
+             "value of the most recent row per seed (or per case) that matches, the commit it ran at, and the peer's "
+             "figure where the same command measured one. Each benchmark's page has the figures and commands.", "",
+             "| what | bar | measured (latest rows) | peer, same run | time ratio | commit | page |",
+             "|---|---|---|---|---|---|---|"]
+    for label, name, filters, column, bar in GLANCE:
+        df = frames[name]
+        keep = pd.Series(True, index=df.index)
+        for col, pattern in filters.items():
+            keep &= df[col].astype(str).str.contains(pattern, regex=True, na=False)
+        rows = df[keep].sort_values("date")
+        if "seed" in rows and name != "population_learning":
+            rows = rows.groupby([c for c in ["seed", "algo"] if c in rows]).tail(1)
+        elif "actors" in rows:
+            rows = rows[rows["command"] == rows["command"].iloc[-1]].sort_values("actors") if len(rows) else rows
+        elif name == "population_learning":
+            rows = rows.groupby("seed").tail(1)
+        else:
+            rows = rows.tail(1)
+        rows = rows.tail(3)
+        def fmt(v: object) -> str:
+            if isinstance(v, float):
+                return f"{v:,.0f}" if abs(v) >= 1000 else f"{v:.4g}"
+            return str(v)
+        measured = " / ".join(fmt(v) for v in rows[column]) if len(rows) else "no rows"
+        if name == "marl" and len(rows):
+            measured += f" (mean {rows[column].mean():.1f})"
+        if label.startswith("XDO") and len(rows):
+            measured = f"iteration {measured}"
+        peer = ""
+        if name == "control" and len(rows):
+            peer = ("SB3 DQN " if "rainbow" in str(rows["algo"].iloc[-1]) else "SB3 ") + " / ".join(
+                fmt(v) for v in rows["sb3_return"])
+        if name in ("game_theory", "population_learning") and len(rows):
+            peer = str(rows["reference"].iloc[-1])
+        if name == "distributed" and len(rows):
+            same = df[(df["command"] == rows["command"].iloc[-1]) & df["algo"].str.startswith("RLlib")
+                      & df["algo"].str.contains("IMPALA")].sort_values("actors")
+            peer = "RLlib IMPALA " + " / ".join(fmt(v) for v in same["env_steps_per_s"])
+        ratio = " / ".join(fmt(v) for v in rows["time_ratio"]) if name == "control" and len(rows) else ""
+        commit = ", ".join(dict.fromkeys(rows["commit"].astype(str))) if len(rows) else ""
+        lines.append(f"| {label} | {bar} | {measured} | {peer} | {ratio} | {commit} | [{name}]({name}.md) |")
+    return "\n".join(lines) + "\n"
+
+
+def write(out: Path, results: Path) -> None:
+    out.mkdir(parents=True, exist_ok=True)
+    frames = {p.stem: pd.read_csv(p) for p in sorted(results.glob("*.csv"))}
+    names = []
+    for name, df in frames.items():
+        shutil.copy(results / f"{name}.csv", out / f"{name}.csv")
+        (out / f"{name}.md").write_text(page(name, df, out))
+        names.append(name)
+    (out / "glance.md").write_text(glance(frames))
+    (out / "index.md").write_text(
+        "# Benchmarks\n\nEach benchmark script prints pbmarl's numbers beside a peer's, measured in the same run, and "
+        "appends its rows to `benchmarks/results/`. These pages are generated from those rows at every docs build.\n\n"
+        "```{toctree}\n:maxdepth: 1\n\nglance\n" + "\n".join(names) + "\n```\n")
+
+
+def readme_table(results: Path) -> str:
+    """The results at a glance, short, for the README: what, bar, measured, peer (no commits; the page has them)."""
+    frames = {p.stem: pd.read_csv(p) for p in sorted(results.glob("*.csv"))}
+    rows = [line.split(" | ") for line in glance(frames).splitlines() if line.startswith("| ") and "---" not in line]
+    out = ["| what | bar | measured | peer, same run | time vs peer |", "|---|---|---|---|---|"]
+    for cells in rows[1:]:
+        what, bar, measured, peer, ratio = (c.strip("| ").strip() for c in cells[:5])
+        out.append(f"| {what} | {bar} | {measured} | {peer} | {ratio} |")
+    return "\n".join(out) + "\n"
+
+
+START, END = "<!-- results-at-a-glance: generated by python docs/gen_benchmarks.py --readme -->", "<!-- end -->"
+
+
+def update_readme(readme: Path, results: Path) -> bool:
+    """Rewrite the README's generated table in place; return whether it changed."""
+    text = readme.read_text()
+    head, rest = text.split(START, 1)
+    _, tail = rest.split(END, 1)
+    new = f"{head}{START}\n{readme_table(results)}{END}{tail}"
+    readme.write_text(new)
+    return new != text
+
+
+if __name__ == "__main__":
+    import sys
+
+    root = Path(__file__).resolve().parents[1]
+    if sys.argv[1:] == ["--readme"]:
+        print("README.md " + ("updated" if update_readme(root / "README.md", root / "benchmarks" / "results")
+                              else "already current"))
+    else:
+        write(root / "docs" / "benchmarks", root / "benchmarks" / "results")
