@@ -75,6 +75,15 @@ _EXPORTS: dict[str, str] = {
     # every run
     "Stop": "pbmarl.runs",
     "load_run": "pbmarl.runs",
+    # experiments: grids of runs on Ray Tune, trackers, statistics
+    "Experiment": "pbmarl.experiments",
+    "spec": "pbmarl.experiments",
+    "RunSpec": "pbmarl.experiments",
+    "compare": "pbmarl.experiments.stats",
+    "CSVLogger": "pbmarl.experiments",
+    "TensorBoardLogger": "pbmarl.experiments",
+    "MLflowLogger": "pbmarl.experiments",
+    "WandbLogger": "pbmarl.experiments",
     # faces
     "Dashboard": "pbmarl.widgets",
     "TableExplorer": "pbmarl.widgets",

@@ -1,4 +1,5 @@
-"""The `pbmarl` command line: ``pbmarl psro``, ``pbmarl train``, ``pbmarl marl`` and ``pbmarl resume RUN_DIR``.
+"""The `pbmarl` command line: ``pbmarl psro``, ``pbmarl train``, ``pbmarl marl``, ``pbmarl resume RUN_DIR``,
+``pbmarl experiment SPEC.yaml`` / ``--resume DIR`` and ``pbmarl report DIR`` (`pbmarl.cli.experiment`).
 
 Each command sets a run up (`pbmarl.cli.psro`, `.train`, `.marl`) or loads one (`.resume`) and hands
 it to the one drive loop (`pbmarl.cli.drive.drive`), which steps it and saves the run folder after
@@ -12,6 +13,7 @@ import sys
 from collections.abc import Sequence
 
 from pbmarl.cli.drive import CliError
+from pbmarl.cli.experiment import add_experiment_parser, add_report_parser, cmd_experiment, cmd_report
 from pbmarl.cli.marl import add_marl_parser, cmd_marl
 from pbmarl.cli.psro import add_psro_parser, cmd_psro
 from pbmarl.cli.resume import add_resume_parser, cmd_resume
@@ -27,6 +29,8 @@ def _parser() -> argparse.ArgumentParser:
     add_train_parser(sub)
     add_marl_parser(sub)
     add_resume_parser(sub)
+    add_experiment_parser(sub)
+    add_report_parser(sub)
     return parser
 
 
@@ -40,6 +44,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             return cmd_train(args, argv)
         if args.command == "marl":
             return cmd_marl(args, argv)
+        if args.command == "experiment":
+            return cmd_experiment(args)
+        if args.command == "report":
+            return cmd_report(args)
         return cmd_resume(args)
     except (CliError, ValueError, TypeError, FileNotFoundError, OSError, ConnectionError) as exc:
         print(f"pbmarl: error: {exc}", file=sys.stderr)
