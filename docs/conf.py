@@ -13,6 +13,7 @@ sys.path[:0] = [str(ROOT), str(DOCS)]
 os.environ.setdefault("RAY_AUTH_MODE", "disabled")
 os.environ["PBMARL_SMOKE"] = "1"  # guide pages run on the test suite's small budgets
 os.environ.pop("MPLBACKEND", None)  # the kernels draw inline
+os.environ["TQDM_DISABLE"] = "1"  # a progress bar frozen on a static page is noise
 
 import gen_api  # noqa: E402
 import gen_benchmarks  # noqa: E402

@@ -29,7 +29,8 @@ STAMP = "pbmarl_docs"
 NOTE = (
     "```{{note}}\nThis page was executed when the documentation was built, with `PBMARL_SMOKE=1`: the small "
     "budgets the test suite uses, so curves are shorter and numbers rougher than at full budget. "
-    "Download the notebook ([`{folder}/{name}`]({name})) and run it for the full story.\n```"
+    "Download the notebook ({{download}}`{folder}/{name} <../../{folder}/{name}>`, stored without outputs) and run "
+    "it for the full story.\n```"
 )
 
 
@@ -38,8 +39,8 @@ def sources() -> list[Path]:
 
 
 def library_hash() -> str:
-    """The hash of every Python file of the package: a changed library makes every output stale."""
-    digest = hashlib.sha256()
+    """The hash of every Python file of the package and of this file: a change makes every output stale."""
+    digest = hashlib.sha256(Path(__file__).read_bytes())  # and this executor: how a copy is made
     for path in sorted((ROOT / "pbmarl").rglob("*.py")):
         digest.update(str(path.relative_to(ROOT)).encode())
         digest.update(path.read_bytes())
@@ -80,6 +81,8 @@ def execute(source: Path, lib: str) -> tuple[str, float]:
                        resources={"metadata": {"path": work}}).execute()
     seconds = time.perf_counter() - start
     note = nbformat.v4.new_markdown_cell(NOTE.format(folder=source.parent.name, name=source.name))
+    if notebook.nbformat_minor < 5:  # cell ids came with nbformat 4.5
+        note.pop("id", None)
     title = 1 if notebook.cells and notebook.cells[0].cell_type == "markdown" else 0
     notebook.cells.insert(title, note)
     notebook.metadata[STAMP] = {"source_sha256": file_hash(source), "library_sha256": lib, "smoke": True,
@@ -97,6 +100,7 @@ def _chain(paths: list[Path], lib: str) -> list[tuple[str, float]]:
 def main(argv: list[str]) -> int:
     os.environ["PBMARL_SMOKE"] = "1"
     os.environ.pop("MPLBACKEND", None)  # Agg in the kernel would draw no pictures
+    os.environ["TQDM_DISABLE"] = "1"  # a progress bar frozen on a static page is noise
     os.environ.setdefault("RAY_AUTH_MODE", "disabled")
     os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))
     lib = library_hash()
