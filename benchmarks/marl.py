@@ -42,7 +42,7 @@ there before up to ``--steps`` (a budget longer than one session, in parts).
 likely action (``MARL.evaluate(deterministic=True)``: BenchMARL's evaluation default and the MAPPO
 authors' ``eval``), method label suffixed ``[most likely action]``.
 
-With ``--workers N`` the learner runs on a parameter server (`pbmarl.distributed.marl_rounds`): each
+With ``--workers N`` the learner runs on a parameter server (`pbmarl.algorithms.teams.rounds`): each
 worker job collects ``steps_per_round`` env steps and pushes one gradient per optimiser (MAPPO: one
 epoch of one minibatch instead of 15 epochs), so its env steps per second and its return at the budget
 show what the server trades: more data per second, less learning per sample.

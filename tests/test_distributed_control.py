@@ -8,7 +8,7 @@ import torch
 from test_control_learners import TINY, BoxDMDP
 
 import pbmarl as pb
-from pbmarl.distributed.control_rounds import ControlWorker, get_state
+from pbmarl.learners.control.rounds import ControlWorker, get_state
 
 
 @pytest.mark.parametrize("algo", ["sac", "rainbow"])

@@ -12,8 +12,8 @@ import numpy as np
 import pytest
 
 import pbmarl as pb
-from pbmarl.distributed.control_rounds import get_state, set_state
-from pbmarl.distributed.marl_rounds import Team
+from pbmarl.learners.control.rounds import get_state, set_state
+from pbmarl.algorithms.teams.rounds import Team
 from pbmarl.distributed.server import get_vector
 from pbmarl.distributed.workers import GradientWorker
 from pbmarl.rollout.trajectories import concat_trajectories

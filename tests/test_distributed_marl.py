@@ -1,4 +1,4 @@
-"""The multi-agent learners on the parameter server (`pbmarl.distributed.marl_rounds`): the update is
+"""The multi-agent learners on the parameter server (`pbmarl.algorithms.teams.rounds`): the update is
 the single-process one, BSP averages, BAP keeps its bound, counts stay exact, errors are named."""
 
 from __future__ import annotations
@@ -12,8 +12,8 @@ import pytest
 import torch
 
 import pbmarl as pb
-from pbmarl.distributed.control_rounds import get_state, named_optimizers
-from pbmarl.distributed.marl_rounds import MARLServerProcess, MARLWorker, Team, _rebuild_run
+from pbmarl.learners.control.rounds import get_state, named_optimizers
+from pbmarl.algorithms.teams.rounds import MARLServerProcess, MARLWorker, Team, _rebuild_run
 from pbmarl.games.matrix_env import CLIMBING
 
 

@@ -296,7 +296,7 @@ def test_command_line_marl_and_resume(tmp_path, capsys) -> None:
 
 
 def test_a_group_learner_is_a_psro_oracle() -> None:
-    from pbmarl.algorithms.marl_oracle import GroupOracle
+    from pbmarl.algorithms.teams.oracle import GroupOracle
     from pbmarl.protocols import Oracle
 
     rps = pb.MatrixGame([[0, -1, 1], [1, 0, -1], [-1, 1, 0]], name="rps")

@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 
 import pbmarl as pb
-from pbmarl.algorithms.marl_oracle import team_psro
-from pbmarl.algorithms.team_game import TeamEvaluator, TeamGame
+from pbmarl.algorithms.teams.oracle import team_psro
+from pbmarl.algorithms.teams.team_game import TeamEvaluator, TeamGame
 
 
 def test_team_payoffs_are_the_groups_summed_returns_exactly() -> None:

@@ -103,7 +103,7 @@ def test_recurrent_policy_files_round_trip(spread: pb.Game) -> None:
 
 
 def test_recurrent_options_are_checked() -> None:
-    from pbmarl.algorithms.marl import make_group_learner
+    from pbmarl.algorithms.teams.marl import make_group_learner
 
     assert pb.RMAPPO().config.recurrent and not pb.MAPPO().config.recurrent
     assert type(make_group_learner("rmappo")) is pb.RMAPPO

@@ -71,7 +71,7 @@ def make_mapping(game: Any, kind: str, *, agent_id: bool = False) -> Any:
 
 def cmd_marl(args: argparse.Namespace, argv: Sequence[str]) -> int:
     import pbmarl as pb
-    from pbmarl.algorithms.marl import MARL, make_group_learner
+    from pbmarl.algorithms.teams.marl import MARL, make_group_learner
     from pbmarl.io import ensure_writable_folder, write_json
 
     game = pb.load_game(args.game)

@@ -140,7 +140,7 @@ def resume_train(out: Path, steps: int | None, quiet: bool) -> int:
 
 def resume_marl(out: Path, steps: int | None, quiet: bool) -> int:
     """Continue a ``pbmarl marl`` folder to its env steps (or `steps` more), then evaluate again."""
-    from pbmarl.algorithms.marl import MARL
+    from pbmarl.algorithms.teams.marl import MARL
     from pbmarl.io import ensure_writable_folder, read_json, write_json
 
     info = read_json(out / MARL_MARKER)

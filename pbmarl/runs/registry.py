@@ -20,7 +20,7 @@ RUN_TYPES: dict[str, str] = {
     "P2SRO": "pbmarl.algorithms.psro.p2sro",
     "League": "pbmarl.algorithms.league.league",
     "NFSP": "pbmarl.algorithms.nfsp",
-    "MARL": "pbmarl.algorithms.marl",
+    "MARL": "pbmarl.algorithms.teams.marl",
     "DQN": "pbmarl.learners.oracles.dqn",
     "PPO": "pbmarl.learners.oracles.ppo",
     "A2C": "pbmarl.learners.oracles.a2c",
@@ -29,10 +29,10 @@ RUN_TYPES: dict[str, str] = {
     "DDPG": "pbmarl.learners.control.ddpg",
     "HDDPG": "pbmarl.learners.control.hddpg",
     "Rainbow": "pbmarl.learners.control.rainbow",
-    "A3C": "pbmarl.distributed.a3c",
-    "IMPALA": "pbmarl.distributed.impala",
-    "ApeX": "pbmarl.distributed.apex",
-    "ApeXDDPG": "pbmarl.distributed.apex_ddpg",
+    "A3C": "pbmarl.learners.oracles.a3c",
+    "IMPALA": "pbmarl.learners.oracles.impala",
+    "ApeX": "pbmarl.learners.oracles.apex",
+    "ApeXDDPG": "pbmarl.learners.control.apex_ddpg",
 }
 
 

@@ -27,10 +27,10 @@ LEARNERS: dict[str, tuple[str, str]] = {
     "ddpg": ("pbmarl.learners.control.ddpg", "DDPG"),
     "hddpg": ("pbmarl.learners.control.hddpg", "HDDPG"),
     "rainbow": ("pbmarl.learners.control.rainbow", "Rainbow"),
-    "a3c": ("pbmarl.distributed.a3c", "A3C"),
-    "impala": ("pbmarl.distributed.impala", "IMPALA"),
-    "apex": ("pbmarl.distributed.apex", "ApeX"),
-    "apex_ddpg": ("pbmarl.distributed.apex_ddpg", "ApeXDDPG"),
+    "a3c": ("pbmarl.learners.oracles.a3c", "A3C"),
+    "impala": ("pbmarl.learners.oracles.impala", "IMPALA"),
+    "apex": ("pbmarl.learners.oracles.apex", "ApeX"),
+    "apex_ddpg": ("pbmarl.learners.control.apex_ddpg", "ApeXDDPG"),
 }
 
 

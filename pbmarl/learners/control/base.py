@@ -30,7 +30,7 @@ An algorithm fills in `_build` (networks, optimisers), `_act` (one action),
 and `_policy` (the policy handed back).
 
 With ``workers > 1`` a round runs on a parameter server (``sync`` "bsp", "asp" or "bap";
-`pbmarl.distributed.control_rounds`): workers with their own environments and replays push
+`pbmarl.learners.control.rounds`): workers with their own environments and replays push
 per-optimiser gradients, the server applies them and moves the targets. ``backend="ray"``
 makes the workers and the server Ray actors; `close()` stops them. A save, and a round
 undone, keep the learner's networks, optimisers and counts; the workers' replays and
@@ -245,7 +245,7 @@ class ControlLearner(Run, Recorded, OnServer, abc.ABC):
         cfg = self.config
         t0 = time.perf_counter()
         if cfg.workers > 1:
-            from pbmarl.distributed.control_rounds import server_round
+            from pbmarl.learners.control.rounds import server_round
 
             return self._record(t0, *server_round(self))
         returns: list[float] = []

@@ -31,7 +31,7 @@ TAU: Rule = (lambda v: isinstance(v, (int, float)) and math.isfinite(v) and 0 < 
 @dataclass(frozen=True)
 class ControlConfig(LearnerConfig, ParallelOptions):
     """Options of every control learner (plus the shared ones of `LearnerConfig`, and `ParallelOptions`:
-    ``workers > 1`` puts it on a parameter server, `pbmarl.distributed.control_rounds`).
+    ``workers > 1`` puts it on a parameter server, `pbmarl.learners.control.rounds`).
 
     `budget` and `steps_per_round` count environment steps here; the plateau stop is not
     used by the step-by-step loop, and `num_envs` only by a best response on a game of

@@ -156,7 +156,7 @@ class GroupLearner(abc.ABC):
     off_policy: ClassVar[bool] = False
 
     #: the config changes that make `train` take one step of each optimiser (one job of a
-    #: parameter-server worker, `pbmarl.distributed.marl_rounds`); None: no parameter-server mode
+    #: parameter-server worker, `pbmarl.algorithms.teams.rounds`); None: no parameter-server mode
     one_gradient: ClassVar[dict[str, int] | None] = None
 
     #: the config dataclass of the learner (a `pbmarl.config.Config`)

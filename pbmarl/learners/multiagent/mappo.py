@@ -57,7 +57,7 @@ class MAPPOConfig(ParallelOptions, Config):
 
     With ``workers > 1`` (`ParallelOptions`) `pb.MARL` trains it on a parameter server: a worker collects
     its own ``steps_per_round`` env steps and each of its jobs is the gradient of one of that batch's
-    ``epochs * minibatches`` minibatches (`pbmarl.distributed.marl_rounds`).
+    ``epochs * minibatches`` minibatches (`pbmarl.algorithms.teams.rounds`).
     """
 
     hidden: tuple[int, ...] = (64, 64)

@@ -37,7 +37,7 @@ import numpy as np
 import torch
 
 from pbmarl.distributed.executors import make_executor
-from pbmarl.distributed.hosting import Hosted
+from pbmarl.hosting.hosted import Hosted
 from pbmarl.distributed.modes import Rounds
 from pbmarl.distributed.server import RemoteServer
 from pbmarl.distributed.workers import weighted_means

@@ -4,7 +4,7 @@
 (every other seat played by its opponent policy or mixture, fixed) for `steps` env steps,
 and answers the trained policy with its evaluated return. Each seat keeps its own
 population in PSRO, so on a game whose seats are the members of groups this is one
-population per seat. On a `pbmarl.algorithms.team_game.TeamGame` the players are the
+population per seat. On a `pbmarl.algorithms.teams.team_game.TeamGame` the players are the
 groups of its mapping: the learner trains one group (all its agents) against the other
 groups' mixtures, and PSRO keeps one population per group; `team_psro` builds that PSRO.
 
@@ -18,7 +18,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from pbmarl.algorithms.team_game import TeamEvaluator, TeamGame
+from pbmarl.algorithms.teams.team_game import TeamEvaluator, TeamGame
 from pbmarl.games.base import Game
 from pbmarl.learners.multiagent.group import GroupLearner
 from pbmarl.protocols import BestResponse, Opponents
@@ -54,7 +54,7 @@ class GroupOracle:
         return f"marl-{self.make(0).name}"
 
     def respond(self, player: int, opponents: Opponents) -> BestResponse:
-        from pbmarl.algorithms.marl import MARL
+        from pbmarl.algorithms.teams.marl import MARL
 
         player = self.game.check_player(player)
         if isinstance(self.game, TeamGame):  # players are the groups of the team game's mapping

@@ -56,7 +56,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from pbmarl.distributed.control_rounds import (
+from pbmarl.learners.control.rounds import (
     StateProcess,
     StateServer,
     named_optimizers,
@@ -103,7 +103,7 @@ class Team:
 def _rebuild_run(game: Any, mapping_spec: Any, learners: Mapping[str, LearnerRecipe],
                  fixed: Mapping[str, Any], seed: int, num_envs: int, *, one_gradient: bool) -> Any:
     """A single-process `MARL` of the same game, mapping, learners (``workers=1``) and fixed groups."""
-    from pbmarl.algorithms.marl import MARL
+    from pbmarl.algorithms.teams.marl import MARL
     from pbmarl.games.base import Game
     from pbmarl.rollout.mapping import AgentMapping
 

@@ -35,7 +35,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from pbmarl.config import POSITIVE, POSITIVE_INT, UNIT, Rule
-from pbmarl.distributed.impala import RolloutResult
+from pbmarl.learners.oracles.impala import RolloutResult
 from pbmarl.distributed.options import ACTORS_NOT_WORKERS, BACKENDS
 from pbmarl.distributed.replay import RemoteReplay
 from pbmarl.distributed.resume import JobLog, jobs_from_state, jobs_state

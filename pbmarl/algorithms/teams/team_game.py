@@ -10,7 +10,7 @@ the sum of its agents' episode returns (what `pb.MARL` reports as ``return/{grou
   profile for sampled episodes in the same parallel engine `pb.MARL` trains with;
 - `pb.GroupOracle` on a `TeamGame` trains a group learner (MAPPO, QMIX, ...) for one
   group against the other groups' meta-strategy mixtures;
-- `team_psro` (`pbmarl.algorithms.marl_oracle`) puts the three into a `pb.PSRO`.
+- `team_psro` (`pbmarl.algorithms.teams.oracle`) puts the three into a `pb.PSRO`.
 
 A `TeamGame` describes no states (the rollout layer steps the game it wraps); its
 ``new_initial_state`` is an already-finished placeholder, so `Population.add` checks a
@@ -62,7 +62,7 @@ class TeamGame(Game):
     """
 
     def __init__(self, game: Game, mapping: AgentMapping) -> None:
-        from pbmarl.algorithms.marl import steppable
+        from pbmarl.algorithms.teams.marl import steppable
 
         if not isinstance(mapping, AgentMapping) or mapping.game.name != game.name:
             raise ValueError(f"mapping must be a pb.AgentMapping of {game.name!r}, got {mapping!r}")

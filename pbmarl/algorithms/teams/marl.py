@@ -15,7 +15,7 @@ A step is all-or-nothing: an exception anywhere (Ctrl-C included) leaves the lea
 history and random state as they were. ``save(folder)`` / ``pb.load_run(folder)`` write and
 read one run folder (`pbmarl.runs.folder`), and a loaded run continues exactly as the unsaved one.
 
-On a parameter server (the learners' ``workers > 1``, `pbmarl.distributed.marl_rounds`) the
+On a parameter server (the learners' ``workers > 1``, `pbmarl.algorithms.teams.rounds`) the
 workers keep state of their own (their replays, the batch each is part-way through, their place in the job
 seeds, jobs in flight), which neither a save nor an interrupted step keeps: a loaded run, or the step after a Ctrl-C,
 starts fresh workers and from there on differs from a run that went straight through. Such a
@@ -41,7 +41,7 @@ from typing import Any
 
 import numpy as np
 
-from pbmarl.algorithms.marl_record import MARLConfig, MARLRecord
+from pbmarl.algorithms.teams.records import MARLConfig, MARLRecord
 from pbmarl.config import build_config, check_seed, is_int
 from pbmarl.distributed.on_server import OnServer
 from pbmarl.games.base import Game
@@ -246,8 +246,8 @@ class MARL(Run, OnServer):
                             {"collect": t1 - t0, "train": t2 - t1}, {})
 
     def _server_step(self) -> MARLRecord:
-        """One round of the parameter server's jobs (`pbmarl.distributed.marl_rounds`)."""
-        from pbmarl.distributed.marl_rounds import MARLRounds
+        """One round of the parameter server's jobs (`pbmarl.algorithms.teams.rounds`)."""
+        from pbmarl.algorithms.teams.rounds import MARLRounds
 
         t0 = time.perf_counter()
         fresh = self._rounds is None

@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 import numpy as np
 
 from pbmarl.config import POSITIVE, POSITIVE_INT, UNIT, Rule
-from pbmarl.distributed.apex import apex_epsilons
+from pbmarl.learners.oracles.apex import apex_epsilons
 from pbmarl.distributed.executors import make_executor
 from pbmarl.distributed.options import ACTORS_NOT_WORKERS, BACKENDS
 from pbmarl.distributed.replay import RemoteReplay
