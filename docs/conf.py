@@ -47,8 +47,6 @@ nb_execution_show_tb = True
 nb_execution_timeout = 300
 nb_execution_in_temp = True  # run folders a page writes never land in docs/
 nb_merge_streams = True
-# a widget's view needs a live kernel; its text form ("Dashboard(...)") is what a static page can show
-nb_mime_priority_overrides = [("html", "application/vnd.jupyter.widget-view+json", None)]
 
 if os.environ.get("PBMARL_DOCS_NOTEBOOKS", "1") == "0":  # quick local builds of the prose only
     exclude_patterns += ["tutorials/*.ipynb", "notebooks/*.ipynb"]

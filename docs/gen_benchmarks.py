@@ -7,6 +7,7 @@ page is typed by hand except the description in ``SPECS``: the figures and numbe
 
 from __future__ import annotations
 
+import re
 import shutil
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -256,8 +257,8 @@ def glance(frames: dict[str, pd.DataFrame]) -> str:
              "Generated from the latest rows of `benchmarks/results/*.csv` at each docs build: for each bar, the "
              "value of the most recent row per seed (or per case) that matches, the commit it ran at, and the peer's "
              "figure where the same command measured one. Each benchmark's page has the figures and commands.", "",
-             "| what | bar | measured (latest rows) | peer, same run | time ratio | commit | page |",
-             "|---|---|---|---|---|---|---|"]
+             "| what | bar | measured (latest rows) | peer, same run | time vs peer | commit |",
+             "|---|---|---|---|---|---|"]
     for label, name, filters, column, bar in GLANCE:
         df = frames[name]
         keep = pd.Series(True, index=df.index)
@@ -275,7 +276,7 @@ def glance(frames: dict[str, pd.DataFrame]) -> str:
         rows = rows.tail(3)
         def fmt(v: object) -> str:
             if isinstance(v, float):
-                return f"{v:,.0f}" if abs(v) >= 1000 else f"{v:.4g}"
+                return f"{v:,.0f}" if abs(v) >= 1000 else f"{v:.1f}".rstrip("0").rstrip(".") if abs(v) >= 10 else f"{v:.3g}"
             return str(v)
         measured = " / ".join(fmt(v) for v in rows[column]) if len(rows) else "no rows"
         if name == "marl" and len(rows):
@@ -292,9 +293,9 @@ def glance(frames: dict[str, pd.DataFrame]) -> str:
             same = df[(df["command"] == rows["command"].iloc[-1]) & df["algo"].str.startswith("RLlib")
                       & df["algo"].str.contains("IMPALA")].sort_values("actors")
             peer = "RLlib IMPALA " + " / ".join(fmt(v) for v in same["env_steps_per_s"])
-        ratio = " / ".join(fmt(v) for v in rows["time_ratio"]) if name == "control" and len(rows) else ""
+        ratio = " / ".join(f"{v:.2f}" for v in rows["time_ratio"]) if name == "control" and len(rows) else ""
         commit = ", ".join(dict.fromkeys(rows["commit"].astype(str))) if len(rows) else ""
-        lines.append(f"| {label} | {bar} | {measured} | {peer} | {ratio} | {commit} | [{name}]({name}.md) |")
+        lines.append(f"| [{label}]({name}.md) | {bar} | {measured} | {peer} | {ratio} | {commit} |")
     return "\n".join(lines) + "\n"
 
 
@@ -320,6 +321,7 @@ def readme_table(results: Path) -> str:
     out = ["| what | bar | measured | peer, same run | time vs peer |", "|---|---|---|---|---|"]
     for cells in rows[1:]:
         what, bar, measured, peer, ratio = (c.strip("| ").strip() for c in cells[:5])
+        what = re.sub(r"\[(.*)\]\(.*\)", r"\1", what)
         out.append(f"| {what} | {bar} | {measured} | {peer} | {ratio} |")
     return "\n".join(out) + "\n"
 

@@ -26,6 +26,8 @@ DOCS = ROOT / "docs"
 FOLDERS = ("tutorials", "notebooks")
 RAY_CELL = re.compile(r"init_ray\(|ray\.init\(|backend=\\?[\"']ray")  # as tests/conftest.py groups them
 STAMP = "pbmarl_docs"
+WIDGET = "application/vnd.jupyter.widget-view+json"
+WIDGET_NOTE = "[an interactive widget (buttons and live plots): it works in Jupyter, with a running kernel]"
 NOTE = (
     "```{{note}}\nThis page was executed when the documentation was built, with `PBMARL_SMOKE=1`: the small "
     "budgets the test suite uses, so curves are shorter and numbers rougher than at full budget. "
@@ -80,6 +82,12 @@ def execute(source: Path, lib: str) -> tuple[str, float]:
         NotebookClient(notebook, timeout=600, kernel_name="python3", allow_errors=False,
                        resources={"metadata": {"path": work}}).execute()
     seconds = time.perf_counter() - start
+    for cell in notebook.cells:  # a widget needs a live kernel: say what is there instead of printing its repr
+        for output in cell.get("outputs", []):
+            data = output.get("data", {})
+            if WIDGET in data:
+                data.pop(WIDGET)
+                data["text/plain"] = WIDGET_NOTE
     note = nbformat.v4.new_markdown_cell(NOTE.format(folder=source.parent.name, name=source.name))
     if notebook.nbformat_minor < 5:  # cell ids came with nbformat 4.5
         note.pop("id", None)
