@@ -123,3 +123,18 @@ def test_an_executed_notebook_is_stale_once_its_source_or_the_library_changes(tm
     assert "pbmarl changed" in (notebooks.stale(source, "other") or "")
     source.write_text(source.read_text().replace("1 + 1", "2 + 2"))
     assert "changed since" in (notebooks.stale(source, "lib") or "")
+
+
+def test_the_ray_start_lines_of_the_guide_use_options_ray_has() -> None:
+    """The cluster set-up is the one code block a docs build cannot run; its options are checked against Ray's."""
+    import subprocess
+
+    lines = [line.split("#", 1)[0].strip() for page in DOCS.glob("guide/*.md") for block in _blocks(page, "bash")
+             for line in block.splitlines() if line.startswith("ray start")]
+    assert lines
+    pytest.importorskip("ray")
+    ray = Path(sys.executable).parent / "ray"
+    help_text = subprocess.run([str(ray), "start", "--help"], capture_output=True, text=True, timeout=120).stdout
+    for line in lines:
+        for option in re.findall(r"(--[a-z-]+)", line):
+            assert re.search(rf"^\s+{option}\b", help_text, re.M), f"{line!r}: ray start has no {option}"
