@@ -137,7 +137,8 @@ class CSVLogger(_Logger):
         from pbmarl.io import write_atomic
 
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        write_atomic(self.path, self._run.history.to_csv().encode())
+        text = self._run.history.to_csv()
+        write_atomic(self.path, lambda fh: fh.write(text), mode="w")
 
 
 class TensorBoardLogger(_Logger):

@@ -255,4 +255,7 @@ def _short(value: Any) -> str:
         return "{" + ", ".join(f"{k}: {_short(v)}" for k, v in value.items()) + "}"
     if isinstance(value, str):
         return value
-    return json.dumps(_plain(value))
+    try:
+        return json.dumps(_plain(value))
+    except TypeError:  # not plain data: `check` refuses it, naming it
+        return getattr(value, "__name__", type(value).__name__)

@@ -147,15 +147,19 @@ def compare(results: pd.DataFrame, metric: str = "exploitability", *, at: str = 
             rows.append(row)
         sign = 1.0 if up else -1.0
         names = list(by_method)
-        pair_data = {f"{x}\x00{y}": (sign * matrices[x], sign * matrices[y]) for x in names for y in names if x != y}
+        # one direction per pair: P(y > x) = 1 - P(x > y) (the Mann-Whitney U counts ties as halves both ways)
+        pair_data = {f"{x}\x00{y}": (sign * matrices[x], sign * matrices[y])
+                     for i, x in enumerate(names) for y in names[i + 1:]}
         if pair_data:
             with seeded(seed):
                 p_point, p_interval = rly.get_interval_estimates(pair_data, metrics.probability_of_improvement,
                                                                  reps=poi_reps)
             for key in pair_data:
                 x, y = key.split("\x00")
-                pairs.append({"game": game, "x": x, "y": y, "probability": float(p_point[key]),
-                              "low": float(np.ravel(p_interval[key])[0]), "high": float(np.ravel(p_interval[key])[1])})
+                p, (low, high) = float(p_point[key]), np.ravel(p_interval[key])
+                pairs.append({"game": game, "x": x, "y": y, "probability": p, "low": float(low), "high": float(high)})
+                pairs.append({"game": game, "x": y, "y": x, "probability": 1.0 - p, "low": 1.0 - float(high),
+                              "high": 1.0 - float(low)})
     table = pd.DataFrame(rows).set_index(["game", "method"])
     improvement = (pd.DataFrame(pairs).set_index(["game", "x", "y"]) if pairs
                    else pd.DataFrame(columns=["probability", "low", "high"]))

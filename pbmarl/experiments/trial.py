@@ -67,7 +67,10 @@ def run_trial(config: dict[str, Any]) -> None:
         records = run.run(until=stop, progress=False, callback=report, loggers=loggers)
         run.save(run_dir)
         last_row = run.records[-1].as_row() if run.records else {}
+        import ray
+
         write_json(folder / FINISHED, {"stopped_by": records.stopped_by or "budget",
+                                       "node": ray.get_runtime_context().get_node_id(),
                                        "iteration": last_row.get("iteration"), "env_steps": last_row.get("env_steps"),
                                        "wall_time": last_row.get("wall_time")})
         if not records and run.records:  # reopened after the stop was reached: report where it ended
