@@ -79,8 +79,12 @@ def execute(source: Path, lib: str) -> tuple[str, float]:
     notebook = nbformat.read(source, as_version=4)
     start = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="pbmarl-docs-") as work:  # run folders a notebook writes land here
-        NotebookClient(notebook, timeout=600, kernel_name="python3", allow_errors=False,
-                       resources={"metadata": {"path": work}}).execute()
+        try:
+            NotebookClient(notebook, timeout=600, kernel_name="python3", allow_errors=False,
+                           resources={"metadata": {"path": work}}).execute()
+        except Exception as error:  # name the notebook; keep the cell and the exception, not the whole traceback
+            text = re.sub(r"\x1b\[[0-9;]*m", "", str(error))
+            raise RuntimeError(f"{source.relative_to(ROOT)}: {text[:800]}\n...\n{text[-1200:]}") from None
     seconds = time.perf_counter() - start
     for cell in notebook.cells:  # a widget needs a live kernel: say what is there instead of printing its repr
         for output in cell.get("outputs", []):
@@ -130,7 +134,7 @@ def main(argv: list[str]) -> int:
                     print(f"executed  {name}  {seconds:.1f} s", flush=True)
             except Exception as error:  # report every notebook that fails, then fail
                 failed.append(error)
-                print(f"FAILED    {str(error)[:2000]}", file=sys.stderr, flush=True)
+                print(f"FAILED    {error}", file=sys.stderr, flush=True)
     print(f"notebooks: {len(todo)} executed in {time.perf_counter() - start:.0f} s, {len(chosen) - len(todo)} current")
     return 1 if failed else 0
 
