@@ -135,7 +135,8 @@ def main(argv: list[str]) -> int:
             except Exception as error:  # report every notebook that fails, then fail
                 failed.append(error)
                 print(f"FAILED    {error}", file=sys.stderr, flush=True)
-    print(f"notebooks: {len(todo)} executed in {time.perf_counter() - start:.0f} s, {len(chosen) - len(todo)} current")
+    print(f"notebooks: {len(todo) - len(failed)} executed in {time.perf_counter() - start:.0f} s, "
+          f"{len(failed)} failed, {len(chosen) - len(todo)} current")
     return 1 if failed else 0
 
 
