@@ -380,9 +380,9 @@ def test_the_ray_executor_replaces_a_killed_actor_and_counts_every_step_once(car
     monkeypatch.setattr(rb, "import_ray", lambda: fake)
     learner = pb.IMPALA(cartpole, actors=2, backend="ray", steps_per_round=32, num_envs=4, hidden=(16,), seed=0)
     learner.step()
-    fake.kill(learner.executor.inner.actors[0])  # dies with a job in flight
+    fake.kill(learner.executor.inner.actors[0].actor)  # dies with a job in flight
     records = [learner.step() for _ in range(2)]
-    assert learner.executor.replacements == 1 and not learner.executor.inner.actors[0].dead
+    assert learner.executor.replacements == 1 and not learner.executor.inner.actors[0].actor.dead
     assert len(learner.log) == 6
     assert records[-1].learner_steps == sum(e[3] for e in learner.log)
     assert records[-1].env_steps == sum(e[4] for e in learner.log)
@@ -398,7 +398,7 @@ def test_ray_actors_start_with_the_learner_not_inside_its_first_round(cartpole, 
     learner = pb.IMPALA(cartpole, actors=2, backend="ray", steps_per_round=32, num_envs=4, hidden=(16,), seed=0)
     learner.start(0, [None])
     assert learner.executor.inner is not None and len(learner.executor.inner.actors) == 2  # up before any step
-    fake.kill(learner.executor.inner.actors[1])
+    fake.kill(learner.executor.inner.actors[1].actor)
     with pytest.raises(RuntimeError, match="a worker failed to start"):
         learner.executor.ready()
     learner.finish()

@@ -119,7 +119,7 @@ def test_ray_backend_logic_with_in_process_actors(tmp_path, monkeypatch):
 def test_a_level_actor_receives_each_target_policy_once_and_drops_it_with_the_targets():
     import pickle
 
-    from pbmarl.algorithms.psro.shipping import TargetShipper, unpack
+    from pbmarl.hosting.shipping import TargetShipper, unpack
     from pbmarl.policies.mixture import Mixture
 
     game = pb.load_game("kuhn_poker")

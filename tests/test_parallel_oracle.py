@@ -73,8 +73,8 @@ def test_actor_backend_sends_the_same_work_as_local(in_process_ray):
     assert [o["num_cpus"] for o in in_process_ray.options] == [0.5, 0.5]
     # each opponent policy travelled to an actor once: the actor holds exactly what the last request named
     for p, actor in enumerate(oracle._actors):
-        assert sorted(actor._obj.held) == sorted(oracle._shippers[p].sent)
-        assert len(actor._obj.held) == run.population.sizes[1 - p] - 1  # the newest policy was not yet a target
+        assert sorted(actor.actor._obj.held) == sorted(oracle._shippers[p].sent)
+        assert len(actor.actor._obj.held) == run.population.sizes[1 - p] - 1  # the newest policy was not yet a target
     oracle.close()
     with pytest.raises(RuntimeError, match="was closed"):
         run.step()
@@ -103,11 +103,11 @@ def test_an_interrupted_step_leaves_run_and_copies_as_they_were(ctrl_c, in_proce
     oracle = ParallelOracle(_dqn(game), backend="ray")
     run = _psro(game, oracle)
     run.step()
-    ctrl_c(oracle._actors[1]._obj.learner, "respond")  # player 1's copy, after player 0's has trained
+    ctrl_c(oracle._actors[1].actor._obj.learner, "respond")  # player 1's copy, after player 0's has trained
     before = run.history.copy()
     with pytest.raises(KeyboardInterrupt):
         run.step()
-    assert run.history.equals(before) and [a._obj.learner.tasks_done for a in oracle._actors] == [1, 1]
+    assert run.history.equals(before) and [a.actor._obj.learner.tasks_done for a in oracle._actors] == [1, 1]
     run.step()  # both copies start again from where they were: the same answers as without the interruption
     assert run.history[COLS].equals(whole.history[COLS])
 

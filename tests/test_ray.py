@@ -85,10 +85,8 @@ def test_ray_gives_the_same_payoffs_as_local(ray_pool, leduc, population):
 
 
 def test_a_worker_dying_after_some_units_loses_nothing(ray_pool, leduc, population):
-    import ray
-
     expected = _local_table(leduc, population, seed=11)
-    ray.get(ray_pool._backend.actors[0].crash_after.remote(2))
+    ray_pool._backend.actors[0].call("crash_after", 2)
     before = ray_pool._backend.replacements
     table = pb.PayoffTable(population)
     rec = ray_pool.fill(table, episodes=3_000, seed=11)
@@ -103,7 +101,7 @@ def test_killing_an_actor_mid_fill_loses_nothing(ray_pool, leduc, population):
 
     expected = _local_table(leduc, population, seed=12)
     before = ray_pool._backend.replacements
-    victim = ray_pool._backend.actors[1]
+    victim = ray_pool._backend.actors[1].actor
     _wrap_results(ray_pool, lambda n: ray.kill(victim) if n == 3 else None)
     table = pb.PayoffTable(population)
     ray_pool.fill(table, episodes=3_000, seed=12)

@@ -56,9 +56,10 @@ def test_lost_error_disconnects_and_says_what_to_do():
     assert "pb.init_ray()" in str(err) and "backend='local'" in str(err)
 
 
-def test_a_broken_raylet_pipe_in_wait_is_a_head_loss_and_nothing_reaches_the_store_after_it():
+def test_a_broken_raylet_pipe_in_wait_is_a_head_loss_and_nothing_reaches_the_store_after_it(monkeypatch):
     """ray.wait can fail with OSError (broken pipe) before the raylet's handle reads as exited; a ray.cancel then
     would touch the object store and Ray would end the process, so the backend disconnects instead."""
+    from pbmarl.hosting import ray as hosting_ray
     from pbmarl.rollout.ray_backend import RayBackend
 
     with socket.socket() as listener:  # the GCS port still answers: only the raylet pipe tells
@@ -71,9 +72,10 @@ def test_a_broken_raylet_pipe_in_wait_is_a_head_loss_and_nothing_reaches_the_sto
 
         ray.wait, ray.is_initialized = wait, lambda: "shutdown" not in ray.calls
         ray.cancel = lambda ref: ray.calls.append("cancel")
+        monkeypatch.setattr(hosting_ray, "import_ray", lambda: ray)
         backend = RayBackend.__new__(RayBackend)
-        actor = SimpleNamespace(run=SimpleNamespace(remote=lambda unit, shipments: object()))
-        backend.ray, backend.actors, backend._sent, backend.inflight = ray, [actor], [{}], 2
+        actor = SimpleNamespace(send=lambda method, unit, shipments: object())
+        backend.actors, backend._sent, backend.inflight = [actor], [{}], 2
         backend.max_replacements = 4
         results = []
         with pytest.raises(RayHeadLost, match="connection to the local raylet failed"):

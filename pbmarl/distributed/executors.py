@@ -1,4 +1,5 @@
-"""Where gradient workers run: `LocalExecutor` (in-process, simulated arrival order) or `RayExecutor`.
+"""Where gradient workers run: `LocalExecutor` (in-process, simulated arrival order) or
+`pbmarl.hosting.executors.RayExecutor` (Ray actors).
 
 Both answer the `Executor` seam: ``submit(w, weights, version, seeds, *extra)`` hands worker
 `w` a job (``compute(weights, version, seeds, *extra)``; on Ray, object references among the
@@ -20,8 +21,9 @@ from typing import Any, Protocol
 import numpy as np
 
 from pbmarl.distributed.workers import GradientWorker
+from pbmarl.hosting.executors import RayExecutor
 
-__all__ = ["Executor", "LocalExecutor", "RayExecutor"]
+__all__ = ["Executor", "LocalExecutor", "Restartable", "make_executor"]
 
 #: builds worker `w` (locally: the object; on Ray: the arguments of the actor)
 WorkerArgs = Callable[[int], tuple[Any, ...]]
@@ -77,88 +79,6 @@ class LocalExecutor:
 
     def close(self) -> None:
         self._queue.clear()
-
-
-class RayExecutor:
-    """Workers as Ray actors (spread over the cluster's nodes); a dead actor is replaced and its job re-run."""
-
-    def __init__(self, args: WorkerArgs, num_workers: int, *, worker_cpus: float = 1.0,
-                 max_replacements: int | None = None, worker_class: type = GradientWorker) -> None:
-        from pbmarl.hosting.ray import import_ray as _import_ray
-        from pbmarl.hosting.ray import init_ray
-
-        self.ray = _import_ray()
-        if not self.ray.is_initialized():
-            init_ray()
-        self.num_workers = num_workers
-        self._args = args
-        self._class = self.ray.remote(worker_class).options(num_cpus=worker_cpus, max_restarts=0,
-                                                               max_task_retries=0, scheduling_strategy="SPREAD")
-        self.actors = [self._class.remote(*args(w)) for w in range(num_workers)]
-        self._running: dict[Any, tuple[int, np.ndarray, int, tuple[int, ...], tuple[Any, ...]]] = {}
-        self.replacements = 0
-        self.max_replacements = 2 * num_workers + 2 if max_replacements is None else max_replacements
-
-    def submit(self, w: int, weights: np.ndarray, version: int, seeds: Sequence[int], *extra: Any) -> None:
-        job = (w, weights, int(version), tuple(int(s) for s in seeds), extra)
-        self._running[self.actors[w].compute.remote(weights, version, job[3], *extra)] = job
-
-    def next(self) -> tuple[int, Any]:
-        from ray.exceptions import RayActorError, RayTaskError
-
-        while True:
-            if not self._running:
-                raise RuntimeError("no job in flight: submit one first")
-            (ref,), _ = self.ray.wait(list(self._running), num_returns=1)
-            w, weights, version, seeds, extra = self._running.pop(ref)
-            try:
-                return w, self.ray.get(ref)
-            except RayActorError as exc:
-                self.replacements += 1
-                if self.replacements > self.max_replacements:
-                    raise RuntimeError(f"gradient workers died {self.replacements} times (last: {exc}); giving up") from None
-                self.replace(w)
-                self.submit(w, weights, version, seeds, *extra)
-            except RayTaskError as exc:
-                raise exc.as_instanceof_cause() from None
-
-    def ready(self) -> None:
-        """Wait until every actor has started (imported its modules and built its learner)."""
-        from ray.exceptions import RayActorError
-
-        try:
-            self.ray.get([a.ping.remote() for a in self.actors])
-        except RayActorError as exc:
-            raise RuntimeError(f"a worker failed to start: {exc}") from None
-
-    def call(self, w: int, method: str, *args: Any) -> Any:
-        """Run actor `w`'s `method` (after the jobs handed to it before) and wait for what it returns."""
-        return self.ray.get(getattr(self.actors[w], method).remote(*args))
-
-    def replace(self, w: int) -> None:
-        """Kill (if still alive) and rebuild worker `w`."""
-        try:
-            self.ray.kill(self.actors[w], no_restart=True)
-        except Exception:  # noqa: BLE001 - already gone
-            pass
-        self.actors[w] = self._class.remote(*self._args(w))
-
-    def node_ids(self) -> list[str]:
-        return list(self.ray.get([a.node_id.remote() for a in self.actors]))
-
-    def close(self) -> None:
-        for ref in list(self._running):
-            try:
-                self.ray.cancel(ref)
-            except Exception:  # noqa: BLE001 - best effort
-                pass
-        self._running.clear()
-        for actor in self.actors:
-            try:
-                self.ray.kill(actor, no_restart=True)
-            except Exception:  # noqa: BLE001 - already gone
-                pass
-        self.actors = []
 
 
 class Restartable:

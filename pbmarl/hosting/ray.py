@@ -4,8 +4,9 @@
 it (or anything above it) does not load Ray. An embedded instance listens on loopback only and
 uses token auth with a private token file (`pbmarl.hosting.security`); joining a cluster follows
 the cluster's settings. A head that dies during a call is reported as `RayHeadLost`
-(`pbmarl.hosting.liveness`). Code elsewhere reaches Ray through `import_ray()` (tests swap it
-for an in-process fake), `actor_errors()` and `node_id()`.
+(`pbmarl.hosting.liveness`). Actors are made and called through `pbmarl.hosting.hosted.Hosted`;
+code elsewhere needs at most `init_ray`, `node_id()` and `free_cpus()`. Everything in `pbmarl.hosting`
+reaches Ray through `import_ray()` (tests swap it for an in-process fake).
 """
 
 from __future__ import annotations
@@ -289,11 +290,15 @@ def _speaks_http2(conn: socket.socket) -> bool:
     return head[3] == 0x04  # the frame type: SETTINGS
 
 
-def free_cpus(ray: Any, wanted: float, *, grace_s: float) -> float:
-    """Ray's free CPUs, waiting up to `grace_s` for recently released ones to show up."""
+def free_cpus(wanted: float, *, grace_s: float) -> tuple[float, float]:
+    """``(free, total)``: Ray's free and total CPUs (Ray started first if it is not running), waiting up to
+    `grace_s` for recently released ones to show up when fewer than `wanted` are free."""
+    ray = import_ray()
+    if not ray.is_initialized():
+        init_ray()
     deadline = time.monotonic() + grace_s
     while True:
         free = float(ray.available_resources().get("CPU", 0.0))
         if free + 1e-9 >= wanted or time.monotonic() > deadline:
-            return free
+            return free, float(ray.cluster_resources().get("CPU", 0.0))
         time.sleep(0.2)

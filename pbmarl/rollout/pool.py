@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any, cast, overload
 import numpy as np
 
 from pbmarl.games.base import Game
+from pbmarl.hosting.shipping import PolicyTokens
 from pbmarl.payoffs import PayoffTable
 from pbmarl.policies.base import Policy
 from pbmarl.policies.mixture import Mixture
@@ -25,7 +26,6 @@ from pbmarl.rollout.runner import ENGINES
 from pbmarl.rollout.staging import Staging
 from pbmarl.rollout.trajectories import Trajectories, concat_trajectories
 from pbmarl.rollout.units import COLLECT, COLLECT_GROUPS, EVAL, FILL, SeatRef, UnitResult, WorkUnit, chunks
-from pbmarl.rollout.worker import PolicyTokens
 
 if TYPE_CHECKING:  # pragma: no cover
     from pbmarl.rollout.mapping import AgentMapping

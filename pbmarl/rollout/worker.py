@@ -1,72 +1,25 @@
 """`RolloutWorker`: runs work units with its own copy of the game and cached policies.
 
 The same class runs in-process (the local backend holds one) and as a Ray actor
-(the Ray backend wraps it). Policies reach a worker as ``(token, version, arrays,
-meta)`` and are rebuilt with `new_policy_from_state`, once per version; the local
-backend may hand over the policy objects themselves.
+(the Ray backend wraps it). Policies reach a worker as shipments (`pbmarl.hosting.shipping`:
+``(token, version, arrays, meta)``) and are rebuilt once per version; the local backend may
+hand over the policy objects themselves.
 """
 
 from __future__ import annotations
 
-import itertools
 import os
-import weakref
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
 
 from pbmarl.games.base import Game
-from pbmarl.policies.base import Policy, new_policy_from_state
+from pbmarl.hosting.shipping import Shipment, unship
+from pbmarl.policies.base import Policy
 from pbmarl.rollout.records import Seat
 from pbmarl.rollout.runner import run_episodes
 from pbmarl.rollout.units import UnitResult, WorkUnit
-
-#: what travels to a worker for one policy: (token, version, arrays, meta)
-Shipment = tuple[str, int, dict[str, np.ndarray], dict[str, Any]]
-
-
-class PolicyTokens:
-    """The names policies travel under: one token per live policy object, never reused.
-
-    Call it with a policy for its token; `live` lists the tokens of policies still alive, so a
-    destination can drop the others.
-    """
-
-    def __init__(self) -> None:
-        self._tokens: weakref.WeakKeyDictionary[Policy, str] = weakref.WeakKeyDictionary()
-        self._next = itertools.count()
-
-    def __call__(self, policy: Policy) -> str:
-        token = self._tokens.get(policy)
-        if token is None:
-            token = self._tokens[policy] = f"t{next(self._next)}"
-        return token
-
-    def live(self) -> set[str]:
-        return set(self._tokens.values())
-
-
-def ship(sent: dict[str, int], tokens: Iterable[str], policies: Mapping[str, Policy]) -> list[Shipment]:
-    """The shipments a destination still needs for `tokens`, given what it holds (`sent`: token -> version).
-
-    A policy travels again only when its version changed; `sent` is updated to what is being sent.
-    """
-    out = []
-    for token in sorted(tokens):
-        pi = policies[token]
-        if sent.get(token) != pi.version:
-            out.append((token, pi.version, pi.arrays(), pi.meta()))
-            sent[token] = pi.version
-    return out
-
-
-def unship(shipment: Shipment, game: Game) -> Policy:
-    """The policy a shipment carries, rebuilt for `game` (no code travels, only arrays and meta)."""
-    _, version, arrays, meta = shipment
-    policy = new_policy_from_state(game, arrays, meta)
-    policy.version = int(version)
-    return policy
 
 
 def game_for_worker(game: Game) -> Any:

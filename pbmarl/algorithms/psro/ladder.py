@@ -26,6 +26,8 @@ from __future__ import annotations
 import threading
 from typing import Any, Protocol, runtime_checkable
 
+from pbmarl.hosting.hosted import Hosted
+
 
 @runtime_checkable
 class Ladder(Protocol):
@@ -133,16 +135,12 @@ class RemoteLadder:
     """A `LadderManager` in one Ray actor (one call at a time: atomic), with the same methods."""
 
     def __init__(self, fixed: int = 0, active: list[int] | None = None) -> None:
-        from pbmarl.hosting.ray import import_ray as _import_ray
-        from pbmarl.hosting.ray import init_ray
-
-        init_ray(quiet=True)
-        self._ray = _import_ray()
         # bookkeeping only: no CPU, so it never competes with the level actors for one
-        self.actor = self._ray.remote(num_cpus=0, max_concurrency=1)(LadderManager).remote(fixed, active)
+        self.host = Hosted(LadderManager, (fixed, active), backend="ray", num_cpus=0, max_concurrency=1,
+                           name="P2SRO ladder manager", quiet=True)
 
     def _call(self, name: str, *args: Any) -> Any:
-        return self._ray.get(getattr(self.actor, name).remote(*args))
+        return self.host.call(name, *args)
 
     def claim(self) -> int:
         return int(self._call("claim"))
@@ -170,7 +168,7 @@ class RemoteLadder:
 
     def close(self) -> None:
         """End the actor."""
-        self._ray.kill(self.actor)
+        self.host.close()
 
 
 def make_ladder(backend: str, fixed: int, active: list[int] | None = None) -> LadderManager | RemoteLadder:

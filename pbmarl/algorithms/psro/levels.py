@@ -6,9 +6,9 @@
 payoff table: claiming and freezing stay atomic) reads it without a round trip. The actor
 rebuilds the game and the learner from their specs, so nothing but specs, policies and
 numbers travel. A level's targets reach its actor as tokens and weights (`TargetShipper`,
-`pbmarl.algorithms.psro.shipping`): each policy travels once, as arrays and meta, and stays there while
-the targets name it, so the fixed population is not sent again every refresh period. Ray is imported
-through `pbmarl.hosting.ray`, lazily.
+`pbmarl.hosting.shipping`): each policy travels once, as arrays and meta, and stays there while
+the targets name it, so the fixed population is not sent again every refresh period. The actor is a
+`pbmarl.hosting.Hosted` handle: this module imports no Ray.
 """
 
 from __future__ import annotations
@@ -21,12 +21,12 @@ from typing import Any, cast
 import numpy as np
 
 from pbmarl.algorithms.psro.parts import learner_reader, learner_writer
-from pbmarl.algorithms.psro.shipping import Packed, TargetShipper, place_actor, unpack
 from pbmarl.algorithms.psro.targets import Target, against
 from pbmarl.games.base import Game
+from pbmarl.hosting.hosted import PLACEMENT_TIMEOUT_S, Hosted
+from pbmarl.hosting.shipping import Packed, Shipment, TargetShipper, unpack
 from pbmarl.policies.base import Policy
 from pbmarl.policies.mixture import Mixture
-from pbmarl.rollout.worker import Shipment
 
 
 class Level:
@@ -186,25 +186,20 @@ class RemoteLevel:
     def __init__(self, game: Game, learner: Any, index: int, initial: Sequence[Policy], *,
                  num_cpus: float = 1.0) -> None:
         from pbmarl.games.registry import game_spec
-        from pbmarl.hosting.ray import import_ray as _import_ray
-        from pbmarl.hosting.ray import init_ray
 
-        init_ray(quiet=True)
-        ray = _import_ray()
-        self._ray = ray
         self.learner_spec = learner.spec()
-        self.actor, first = place_actor(
-            ray, LevelWorker, (game_spec(game), self.learner_spec, index, initial), num_cpus=num_cpus,
-            what=f"P2SRO level {index}'s learner actor",
+        self.host = Hosted(
+            LevelWorker, (game_spec(game), self.learner_spec, index, initial), backend="ray", num_cpus=num_cpus,
+            name=f"P2SRO level {index}'s learner", placement_timeout_s=PLACEMENT_TIMEOUT_S, quiet=True,
             fix=f"Each active level needs level_cpus={num_cpus:g}; close other runs' levels (run.close()), "
                 f"lower active= or level_cpus=, or add CPUs / nodes.")
         self.targets: list[Mixture] = []
         self.shipper = TargetShipper()
-        self._mirror(first)
+        self._mirror(self.host.call("state"))
 
     def close(self) -> None:
         """End the level's actor (its state is lost unless the run was saved)."""
-        self._ray.kill(self.actor)
+        self.host.close()
 
     def _mirror(self, state: dict[str, Any]) -> None:
         self.index = int(state["index"])
@@ -223,14 +218,14 @@ class RemoteLevel:
         """Begin `rounds` learner rounds in the actor; `finish` with the returned reference."""
         shipments, packed = self.shipper.pack(self.targets)
         try:
-            return self.actor.advance.remote(shipments, packed, rounds)
+            return self.host.send("advance", shipments, packed, rounds)
         except BaseException:
             self.shipper.forget()
             raise
 
     def finish(self, ref: Any) -> int:
         try:
-            spent, state = self._ray.get(ref)
+            spent, state = self.host.get(ref)
         except BaseException:
             self.shipper.forget()
             raise
@@ -244,16 +239,16 @@ class RemoteLevel:
         return self._current[player]
 
     def reset(self, index: int, initial: Sequence[Policy]) -> RemoteLevel:
-        self._mirror(self._ray.get(self.actor.reset.remote(index, initial)))
+        self._mirror(self.host.call("reset", index, initial))
         return self
 
     def set_state(self, state: dict[str, Any]) -> None:
-        self._ray.get(self.actor.set_state.remote(state))
-        self._mirror(self._ray.get(self.actor.state.remote()))
+        self.host.call("set_state", state)
+        self._mirror(self.host.call("state"))
 
     def save_learner(self, folder: Path) -> None:
         """The actor writes its learner's state into `folder` (on a cluster, a path every node sees)."""
-        self._ray.get(self.actor.save_learner.remote(str(folder)))
+        self.host.call("save_learner", str(folder))
 
     def load_learner(self, folder: Path) -> None:
-        self._ray.get(self.actor.load_learner.remote(str(folder)))
+        self.host.call("load_learner", str(folder))

@@ -8,8 +8,8 @@ actor; `PSRO` hands it every request of an iteration at once (``respond_all``, t
 seam), so the players' best responses train at the same time. With ``backend="local"`` the same
 copies answer in turn in this process: the same answers, record for record, without Ray.
 
-The opponents reach an actor as tokens and weights (`TargetShipper`, as P2SRO's levels get their
-targets): a policy travels once and stays while the opponents name it, so the growing population is
+The opponents reach an actor as tokens and weights (`pbmarl.hosting.shipping.TargetShipper`, as P2SRO's
+levels get their targets): a policy travels once and stays while the opponents name it, so the growing population is
 not sent again every iteration. Each copy warm-starts from its own previous best response, as a
 single learner does per player.
 
@@ -29,12 +29,12 @@ from typing import Any
 
 import pandas as pd
 
-from pbmarl.algorithms.psro.shipping import Packed, TargetShipper, check_actor_cpus, place_actor, unpack
 from pbmarl.games.base import Game
+from pbmarl.hosting.hosted import PLACEMENT_TIMEOUT_S, Hosted, check_actor_cpus
+from pbmarl.hosting.shipping import Packed, Shipment, TargetShipper, unpack
 from pbmarl.policies.base import Policy
 from pbmarl.policies.mixture import Mixture
 from pbmarl.protocols import BestResponse, Opponents, Oracle, Specified
-from pbmarl.rollout.worker import Shipment
 
 #: where a copy's state lives inside the folder `ParallelOracle.save` writes
 PLAYER_FOLDER = "player-{}"
@@ -51,10 +51,6 @@ class OracleWorker:
         self.learner = make_learner(self.game, learner_spec)
         self.held: dict[str, Policy] = {}
         self.snapshots: dict[int, object] = {}
-
-    def state(self) -> int:
-        """Tasks the copy has done (the placement probe)."""
-        return int(getattr(self.learner, "tasks_done", 0))
 
     def respond(self, player: int, shipments: list[Shipment], packed: list[Packed],
                 seats: list[bool]) -> BestResponse:
@@ -122,7 +118,7 @@ class ParallelOracle:
         seed = int(spec.get("seed", 0))
         self.copy_specs = [{**spec, "seed": seed + p} for p in range(game.num_players)]
         self._local: list[Any] = []
-        self._actors: list[Any] = []
+        self._actors: list[Hosted] = []
         self._shippers: list[TargetShipper] = []
         self._token = 0
         if backend == "local":
@@ -134,20 +130,20 @@ class ParallelOracle:
 
     def _start_actors(self) -> None:
         from pbmarl.games.registry import game_spec
-        from pbmarl.hosting.ray import import_ray as _import_ray
-        from pbmarl.hosting.ray import init_ray
 
-        init_ray(quiet=True)
-        self._ray = _import_ray()
         where = game_spec(self.game)
         for p, spec in enumerate(self.copy_specs):
-            actor, _ = place_actor(
-                self._ray, OracleWorker, (where, spec), num_cpus=self.num_cpus,
-                what=f"the oracle actor of player {p}",
+            self._actors.append(Hosted(
+                OracleWorker, (where, spec), backend="ray", num_cpus=self.num_cpus, name=f"oracle of player {p}",
+                placement_timeout_s=PLACEMENT_TIMEOUT_S, quiet=True,
                 fix=f"Each player's copy needs num_cpus={self.num_cpus:g}; close other oracles (oracle.close()), "
-                    f"lower num_cpus=, or use backend='local'.")
-            self._actors.append(actor)
+                    f"lower num_cpus=, or use backend='local'."))
             self._shippers.append(TargetShipper())
+
+    def _on_all(self, method: str, *args: Sequence[Any]) -> list[Any]:
+        """``actor.method(*args)`` on every actor at once (argument i of actor p: ``args[i][p]``), waited for."""
+        futures = [actor.send(method, *(a[p] for a in args)) for p, actor in enumerate(self._actors)]
+        return [actor.get(future) for actor, future in zip(self._actors, futures)]
 
     # -- the Oracle and BatchOracle seams -----------------------------------------
     @property
@@ -173,8 +169,8 @@ class ParallelOracle:
                 mixtures = [o if isinstance(o, Mixture) else Mixture([o]) for s, o in enumerate(opps)
                             if o is not None and s != p]
                 shipments, packed = self._shippers[p].pack(mixtures)
-                refs.append(self._actors[p].respond.remote(p, shipments, packed, seats))
-            return list(self._ray.get(refs))
+                refs.append((self._actors[p], self._actors[p].send("respond", p, shipments, packed, seats)))
+            return [actor.get(ref) for actor, ref in refs]
         except BaseException:
             for shipper in self._shippers:  # a failed call may have left an actor without what was sent
                 shipper.forget()
@@ -191,7 +187,7 @@ class ParallelOracle:
             return [learner.snapshot() for learner in self._local]
         self._check_open()
         self._token += 1
-        self._ray.get([actor.snapshot.remote(self._token) for actor in self._actors])
+        self._on_all("snapshot", [self._token] * len(self._actors))
         return self._token
 
     def restore(self, state: object) -> None:
@@ -200,7 +196,7 @@ class ParallelOracle:
             for learner, saved in zip(self._local, state):  # type: ignore[call-overload]
                 learner.restore(saved)
             return
-        self._ray.get([actor.restore.remote(state) for actor in self._actors])
+        self._on_all("restore", [state] * len(self._actors))
 
     # -- views and files ---------------------------------------------------------------
     def spec(self) -> dict[str, Any]:
@@ -222,7 +218,7 @@ class ParallelOracle:
         """Every copy's learner records, with the player whose copy made them."""
         self._check_open()
         frames = ([learner.history for learner in self._local] if self.backend == "local"
-                  else self._ray.get([actor.records.remote() for actor in self._actors]))
+                  else self._on_all("records"))
         return pd.concat([f.assign(player_copy=p) for p, f in enumerate(frames)], ignore_index=True)
 
     def save(self, folder: str | os.PathLike[str]) -> Path:
@@ -235,7 +231,7 @@ class ParallelOracle:
             for learner, path in zip(self._local, paths):
                 learner.save(path)
         else:
-            self._ray.get([actor.save.remote(path) for actor, path in zip(self._actors, paths)])
+            self._on_all("save", paths)
         return folder
 
     def load(self, folder: str | os.PathLike[str]) -> ParallelOracle:
@@ -253,13 +249,13 @@ class ParallelOracle:
         if self.backend == "local":
             self._local = [_load_copy(learner, path) for learner, path in zip(self._local, paths)]
         else:
-            self._ray.get([actor.load.remote(str(path)) for actor, path in zip(self._actors, paths)])
+            self._on_all("load", [str(path) for path in paths])
         return self
 
     def close(self) -> None:
         """End the actors (``backend="ray"``) so their CPUs are free; their state is lost unless saved."""
         for actor in self._actors:
-            self._ray.kill(actor)
+            actor.close()
         self._actors, self._shippers = [], []
 
     def __repr__(self) -> str:

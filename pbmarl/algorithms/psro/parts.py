@@ -196,11 +196,8 @@ def rebuild_evaluator(game: Game, spec: Any) -> Evaluator:
 
         return ExactEvaluator(game)
     if kind == "rollout":
-        from pbmarl.hosting import init_ray
         from pbmarl.rollout import RolloutPool
 
-        if spec.get("backend") == "ray":
-            init_ray()
         return RolloutPool(game, **{k: v for k, v in spec.items() if k != "kind"})
     raise ValueError(f"cannot rebuild evaluator {spec!r}; pass evaluator= to load it")
 

@@ -1,23 +1,69 @@
-"""Sending a population's policies to a Ray actor once: the driver packs targets as tokens and weights
-(`TargetShipper`, the rollout workers' shipping: `PolicyTokens`, `ship`), the actor unpacks them (`unpack`);
-`place_actor` starts an actor and says why when no CPU hosts it. Used by P2SRO's level actors
-(`pbmarl.algorithms.psro.levels`) and `ParallelOracle`'s workers.
+"""Policies sent to another process once: what they travel under (`PolicyTokens`), what travels
+(`Shipment`: arrays and meta, no code), what a destination still needs (`ship`) and how it rebuilds
+them (`unship`). The rollout pool's Ray workers get their policies so; `TargetShipper` and `unpack`
+do the same for a list of target mixtures (P2SRO's level actors, `ParallelOracle`'s copies).
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import itertools
+import weakref
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
 
 from pbmarl.games.base import Game
-from pbmarl.policies.base import Policy
+from pbmarl.policies.base import Policy, new_policy_from_state
 from pbmarl.policies.mixture import Mixture
-from pbmarl.rollout.worker import PolicyTokens, Shipment, ship, unship
 
-#: seconds to wait for a level actor to be placed before saying why it is not
-SCHEDULE_TIMEOUT_S = 60
+__all__ = ["Packed", "PolicyTokens", "Shipment", "TargetShipper", "ship", "unpack", "unship"]
+
+#: what travels for one policy: (token, version, arrays, meta)
+Shipment = tuple[str, int, dict[str, np.ndarray], dict[str, Any]]
+
+
+class PolicyTokens:
+    """The names policies travel under: one token per live policy object, never reused.
+
+    Call it with a policy for its token; `live` lists the tokens of policies still alive, so a
+    destination can drop the others.
+    """
+
+    def __init__(self) -> None:
+        self._tokens: weakref.WeakKeyDictionary[Policy, str] = weakref.WeakKeyDictionary()
+        self._next = itertools.count()
+
+    def __call__(self, policy: Policy) -> str:
+        token = self._tokens.get(policy)
+        if token is None:
+            token = self._tokens[policy] = f"t{next(self._next)}"
+        return token
+
+    def live(self) -> set[str]:
+        return set(self._tokens.values())
+
+
+def ship(sent: dict[str, int], tokens: Iterable[str], policies: Mapping[str, Policy]) -> list[Shipment]:
+    """The shipments a destination still needs for `tokens`, given what it holds (`sent`: token -> version).
+
+    A policy travels again only when its version changed; `sent` is updated to what is being sent.
+    """
+    out = []
+    for token in sorted(tokens):
+        pi = policies[token]
+        if sent.get(token) != pi.version:
+            out.append((token, pi.version, pi.arrays(), pi.meta()))
+            sent[token] = pi.version
+    return out
+
+
+def unship(shipment: Shipment, game: Game) -> Policy:
+    """The policy a shipment carries, rebuilt for `game` (no code travels, only arrays and meta)."""
+    _, version, arrays, meta = shipment
+    policy = new_policy_from_state(game, arrays, meta)
+    policy.version = int(version)
+    return policy
 
 
 #: a target mixture as it travels: the members' tokens and the weights
@@ -25,7 +71,7 @@ Packed = tuple[list[str], np.ndarray]
 
 
 class TargetShipper:
-    """The driver's side of a level's targets: the rollout workers' shipping (`PolicyTokens`, `ship`) for one actor.
+    """The driver's side of an actor's targets: `PolicyTokens` and `ship` for a list of mixtures.
 
     `pack` turns the targets into tokens and weights and ships only the policies the actor does not hold
     at their current version; both sides then drop every policy the targets no longer name. After a
@@ -69,29 +115,3 @@ def unpack(held: dict[str, Policy], game: Game, shipments: Sequence[Shipment], p
         raise KeyError(f"the level actor holds no policy under token(s) {missing}: the driver's record of what it "
                        f"sent and the actor's disagree")
     return [Mixture([held[t] for t in tokens], weights) for tokens, weights in packed]
-
-
-def check_actor_cpus(value: Any, name: str, per: str) -> float:
-    """`value` as a float number of CPUs for each actor, or raise naming it: positive and finite."""
-    if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)) \
-            or not 0 < value < float("inf"):
-        raise ValueError(f"{name} must be a positive number of CPUs per {per} actor, got {value!r}")
-    return float(value)
-
-
-def place_actor(ray: Any, body: type, args: tuple[Any, ...], *, num_cpus: float, what: str, fix: str) -> tuple[Any, Any]:
-    """``(actor, state)``: a Ray actor running ``body(*args)`` with `num_cpus`, and the answer of its
-    ``state()``, which proves it was placed.
-
-    Raises:
-        RuntimeError: no free CPU hosted it within `SCHEDULE_TIMEOUT_S` (it would otherwise wait for
-            ever); the message says `what` waited, how many CPUs are free, and `fix`.
-    """
-    actor = ray.remote(num_cpus=num_cpus)(body).remote(*args)
-    try:
-        return actor, ray.get(actor.state.remote(), timeout=SCHEDULE_TIMEOUT_S)
-    except ray.exceptions.GetTimeoutError:
-        ray.kill(actor)
-        free = ray.available_resources().get("CPU", 0.0)
-        raise RuntimeError(f"{what} ({num_cpus:g} CPU) was not scheduled within {SCHEDULE_TIMEOUT_S} s: the Ray "
-                           f"cluster has {free:g} CPU(s) free. {fix}") from None
