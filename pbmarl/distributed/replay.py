@@ -27,7 +27,7 @@ from typing import Any
 
 import numpy as np
 
-from pbmarl.distributed.hosting import Hosted
+from pbmarl.hosting.hosted import Hosted
 from pbmarl.learners.common.buffers import Batch, ReplayBuffer
 from pbmarl.rollout.trajectories import Trajectories
 

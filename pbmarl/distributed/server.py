@@ -7,7 +7,7 @@ applied gradient's staleness is recorded.
 
 `ParameterServer` is the update rule. `ServerProcess` hosts one on its own copies of
 the learner's networks and optimiser: a Ray actor on the Ray backend, an in-process
-object on the local one (`pbmarl.distributed.hosting`). `RemoteServer` is the learner's
+object on the local one (`pbmarl.hosting.hosted`). `RemoteServer` is the learner's
 handle on it: it numbers the versions, hands workers the published weights (on Ray an
 object reference the workers resolve themselves) and `pull`s the server's state back
 into the learner's own networks, so `save`, `policy()` and evaluation see the trained weights.
@@ -22,7 +22,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from pbmarl.distributed.hosting import Hosted
+from pbmarl.hosting.hosted import Hosted
 from pbmarl.learners.common.nets import clip_grad_norm
 
 __all__ = ["ParameterServer", "RemoteServer", "ServerProcess", "get_vector", "set_vector"]
