@@ -29,7 +29,16 @@ def _colors(methods: Sequence[str]) -> dict[str, Any]:
 
 
 def _band(values: np.ndarray, rng: np.random.Generator, reps: int = 1000) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Mean over runs (rows) and its 95% percentile-bootstrap interval, at every column."""
+    """Mean over runs (rows) and its 95% percentile-bootstrap interval, at every column (NaN before any run has
+    a value there)."""
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        return _band_of(values, rng, reps)
+
+
+def _band_of(values: np.ndarray, rng: np.random.Generator, reps: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     mean = np.nanmean(values, axis=0)
     if values.shape[0] < 2:
         return mean, mean, mean
