@@ -123,3 +123,27 @@ def test_sampled_evaluator_run_resumes_on_the_same_random_stream(tmp_path):
     assert (resumed.table.counts[~resumed.table.exact] == 300).all()
     np.testing.assert_allclose(resumed.history["nash_conv"], straight.history["nash_conv"], atol=1e-12)
     assert resumed.history["env_steps"].iloc[-1] == straight.history["env_steps"].iloc[-1] > 0
+
+
+def test_target_selection_is_an_object_the_run_holds():
+    from pbmarl.algorithms.psro.targets import MetaStrategyTargets, Target, TargetSelector, against
+
+    run = pb.PSRO("kuhn_poker", solver="rectified_nash", seed=0)
+    assert isinstance(run.selector, MetaStrategyTargets) and isinstance(run.selector, TargetSelector)
+    targets = run.selector.select(run.rng)
+    assert [(t.player, t.label) for t in targets] == [(0, "@0"), (1, "@0")]
+    assert all(t.opponents[t.player] is None for t in targets)
+
+    class OnlyPlayerZero:  # a new driver's choice, reusing PSRO's loop
+        def __init__(self, run):
+            self.run = run
+
+        def select(self, rng):
+            mixtures = self.run.population.mixture(self.run.meta_strategy)
+            return [Target(0, against(0, mixtures), "-only")]
+
+    run = pb.PSRO("kuhn_poker", seed=0)
+    run.selector = OnlyPlayerZero(run)
+    run.run(2, progress=False)
+    assert run.population.sizes == (3, 1)
+    assert run.population.member("p0/2").name == "br2-0-only"

@@ -35,6 +35,7 @@ from pbmarl.algorithms.psro.parts import (
     solver_spec,
 )
 from pbmarl.algorithms.psro.records import IterationRecord
+from pbmarl.algorithms.psro.targets import MetaStrategyTargets, Target, TargetSelector
 from pbmarl.config import FLAG, POSITIVE_INT, Config, build_config, check_seed, is_int, is_real
 from pbmarl.games.base import Game
 from pbmarl.games.registry import game_spec, load_game
@@ -46,7 +47,6 @@ from pbmarl.protocols import (
     BestResponse,
     Evaluator,
     MetaSolverLike,
-    Opponents,
     Oracle,
     Restorable,
     respond_all,
@@ -171,6 +171,9 @@ class PSRO(Run):
         self.table = PayoffTable(self.population)
         self.records = []
         self.meta_strategy: Any = None
+        self.selector: TargetSelector = MetaStrategyTargets(self)
+        """What each iteration trains against (`pbmarl.algorithms.psro.targets`): the meta-strategy, or its
+        rectified members. A driver that trains against something else sets its own selector here."""
         self._wall = 0.0
         self._env_steps = 0
         self._episodes = 0
@@ -207,12 +210,11 @@ class PSRO(Run):
         iteration = len(self.records)
         times: dict[str, float] = {}
         t0 = time.perf_counter()
-        opponents = self.population.mixture(self.meta_strategy)
-        targets = self._oracle_targets(opponents)
+        targets = list(self.selector.select(self.rng))
         answers = self._best_responses(targets)
         ids = []
-        for (player, _, label), answer in zip(targets, answers):
-            ids.append(self.population.add(player, answer.policy, name=f"br{iteration}-{player}{label}",
+        for target, answer in zip(targets, answers):
+            ids.append(self.population.add(target.player, answer.policy, name=f"br{iteration}-{target.player}{target.label}",
                                            iteration=iteration, origin=self.learner.name,
                                            br_value=answer.value))
         times["oracle"] = time.perf_counter() - t0
@@ -238,31 +240,11 @@ class PSRO(Run):
         if learner is not None and isinstance(self.learner, Restorable):
             self.learner.restore(learner)
 
-    def _oracle_targets(self, opponents: Sequence[Any]) -> list[tuple[int, Sequence[Any], str]]:
-        """(player, opponent mixtures, label) for every best response to train this iteration.
-
-        Plain PSRO trains one per player against the meta-strategy; rectified Nash trains one
-        per supported member against the opponents that member beats or ties.
-        """
-        rectified = getattr(self.meta_strategy, "rectified", None)
-        if not rectified:
-            return [(p, opponents, "") for p in range(self.game.num_players)]
-        from pbmarl.policies.mixture import Mixture
-
-        targets: list[tuple[int, Sequence[Any], str]] = []
-        for p in range(self.game.num_players):
-            for member, weights in sorted(rectified[p].items()):
-                opps = list(opponents)
-                q = 1 - p
-                opps[q] = Mixture(self.population[q], weights)
-                targets.append((p, opps, f"@{member}"))
-        return targets
-
-    def _best_responses(self, targets: Sequence[tuple[int, Opponents, str]]) -> list[BestResponse]:
+    def _best_responses(self, targets: Sequence[Target]) -> list[BestResponse]:
         """The oracle's answers to `targets`: all at once from a `BatchOracle` (which may train them
         side by side), else one `respond` after another."""
         before = oracle_episodes(self.learner)
-        answers = respond_all(self.learner, [(player, opps) for player, opps, _ in targets])
+        answers = respond_all(self.learner, [(t.player, t.opponents) for t in targets])
         self._env_steps += sum(int(answer.env_steps) for answer in answers)
         self._episodes += oracle_episodes(self.learner) - before
         return answers
