@@ -41,9 +41,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import torch  # noqa: E402
 import torch.nn.functional as F  # noqa: E402
 
-from pbmarl.learners.common.nets import RainbowNet, adam, build_mlp, clip_grad_norm  # noqa: E402
+from pbmarl.learners.common.nets import RainbowNet, adam, build_mlp  # noqa: E402
 from pbmarl.learners.control.critics import Critic, Critics  # noqa: E402
 from pbmarl.learners.multiagent.mappo import value_loss  # noqa: E402
+from pbmarl.torchutil import clip_grad_norm
 
 RESULTS = Path(__file__).resolve().parent / "results" / "gpu_scaling.csv"
 FIELDS = ["date", "commit", "command", "machine", "device", "threads", "workload", "batch", "ms_per_update",

@@ -196,7 +196,103 @@ class RunLearner(PolicyLearner, Oracle, Protocol):
         ...
 
 
+@runtime_checkable
+class GradientSource(Protocol):
+    """What a parameter server's rounds and its gradient workers need from a learner (`pbmarl.distributed`).
+
+    `PPO`, `A2C` (and `A3C`) and `DQN` answer it, so `pbmarl.distributed` imports no learner: the rounds
+    build the server over `server_modules` and the workers from `worker_class`; a gradient worker holds
+    its own copy of the learner (same class and config, one worker) and asks it for `minibatch_plan`,
+    `gradient_loss` and `stop_early` (an off-policy worker, DQN's, asks its copy for its TD loss instead).
+    The learner's `config` carries the `ParallelOptions` (``workers``, ``sync``, ``staleness``,
+    ``backend``) and ``max_grad_norm``; the workers never look at its type.
+    """
+
+    @property
+    def config(self) -> Any:
+        """A learner config with `pbmarl.distributed.options.ParallelOptions` and ``max_grad_norm``."""
+        ...
+
+    @property
+    def game(self) -> Any: ...
+
+    @property
+    def rng(self) -> np.random.Generator: ...
+
+    @property
+    def optimizer(self) -> Any:
+        """The torch optimiser the server copies (and whose state it hands back)."""
+        ...
+
+    @property
+    def task(self) -> Any: ...
+
+    def server_modules(self) -> list[Any]:
+        """The torch modules the server trains, in the order of the flat weight vectors."""
+        ...
+
+    def worker_class(self) -> type:
+        """The gradient worker class (built with ``(game, learner class, config, player, opponents)``)."""
+        ...
+
+    def job_args(self, rounds: Any) -> tuple[Any, ...]:
+        """Extra arguments of the next job, after ``(weights, version, seeds)``."""
+        ...
+
+    def weights_changed(self) -> None:
+        """The server applied an update (policies cached by version must be refreshed)."""
+        ...
+
+    def minibatch_plan(self, size: int, workers: int, rng: np.random.Generator) -> list[tuple[np.ndarray, bool]]:
+        """A worker's minibatches of its batch of `size` samples, ``(index, ends an epoch)``, for `workers` workers."""
+        ...
+
+    def gradient_loss(self, batch: Any) -> tuple[Any, dict[str, float]]:
+        """The loss (a torch scalar) on a minibatch at the current weights, and its statistics."""
+        ...
+
+    def stop_early(self, stats: dict[str, float]) -> bool:
+        """Whether a worker stops its plan after an epoch whose last minibatch had `stats`."""
+        ...
+
+
+@runtime_checkable
+class ReplayStore(Protocol):
+    """What a learner and `pbmarl.distributed.replay` use of a replay buffer: `ReplayBuffer` and
+    `PrioritizedReplayBuffer` (`pbmarl.learners.common.buffers`) answer it, and so does the hosted
+    `RemoteReplay` standing in their place, so the distributed layer needs no learner import."""
+
+    capacity: int
+
+    def __len__(self) -> int: ...
+
+    def add(self, traj: Any) -> np.ndarray:
+        """Add a collection's transitions; the slots written."""
+        ...
+
+    def append(self, obs: np.ndarray, action: np.ndarray | int, reward: float, done: bool, next_obs: np.ndarray,
+               legal_mask: np.ndarray | bool = True, next_legal_mask: np.ndarray | bool = True) -> int:
+        """Add one transition; its slot."""
+        ...
+
+    def sample(self, batch_size: int, rng: np.random.Generator) -> Any:
+        """A minibatch (a `Batch`), drawn with `rng`."""
+        ...
+
+    def update_priorities(self, index: np.ndarray, td_error: np.ndarray) -> None: ...
+
+    def mark(self) -> Any:
+        """Start journalling the writes; what `rollback` takes."""
+        ...
+
+    def rollback(self, journal: Any) -> None: ...
+
+    def state_arrays(self) -> dict[str, np.ndarray]: ...
+
+    def load_state_arrays(self, arrays: dict[str, np.ndarray]) -> None: ...
+
+
 #: a meta-solver: a payoff table in, a meta-strategy (one distribution per player) out
 MetaSolverLike = Callable[["PayoffTable"], "MetaStrategy"]
 
-__all__ = ["BatchOracle", "BestResponse", "Checkpointed", "Evaluator", "MetaSolverLike", "Opponents", "Oracle", "PolicyLearner", "Restorable", "RunLearner", "SampledFill", "respond_all"]
+__all__ = ["BatchOracle", "BestResponse", "Checkpointed", "Evaluator", "GradientSource", "MetaSolverLike", "Opponents", "Oracle", "PolicyLearner", "ReplayStore", "Restorable", "RunLearner", "SampledFill", "respond_all"]

@@ -16,7 +16,6 @@ import torch
 import pbmarl as pb
 from pbmarl.games.mdp import MDPGame
 from pbmarl.learners.common.buffers import Batch
-from pbmarl.learners.common.nets import torch_threads
 from pbmarl.learners.control.base import ControlLearner
 from pbmarl.learners.control.ddpg import DDPG
 from pbmarl.learners.control.hddpg import HDDPG
@@ -25,6 +24,7 @@ from pbmarl.learners.control.sac import SAC
 from pbmarl.learners.control.td3 import TD3
 from pbmarl.policies.base import new_policy_from_state
 from pbmarl.protocols import Oracle
+from pbmarl.torchutil import torch_threads
 
 TINY = {"hidden": (32,), "batch_size": 32, "steps_per_round": 100, "learning_starts": 50, "gamma": 1.0,
         "buffer_size": 2_000}

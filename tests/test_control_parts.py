@@ -7,7 +7,8 @@ import pytest
 import torch
 
 from pbmarl.learners.common.buffers import PrioritizedReplayBuffer, ReplayBuffer
-from pbmarl.learners.common.nets import NoisyLinear, RainbowNet, clip_grad_norm, frozen
+from pbmarl.learners.common.nets import NoisyLinear, RainbowNet, frozen
+from pbmarl.torchutil import clip_grad_norm
 
 # -- C51 projection ------------------------------------------------------------------
 

@@ -12,10 +12,10 @@ import numpy as np
 import pytest
 
 import pbmarl as pb
-from pbmarl.learners.control.rounds import get_state, set_state
 from pbmarl.algorithms.teams.rounds import Team
 from pbmarl.distributed.server import get_vector
 from pbmarl.distributed.workers import GradientWorker
+from pbmarl.learners.control.rounds import get_state, set_state
 from pbmarl.rollout.trajectories import concat_trajectories
 
 SMALL = {"steps_per_round": 48, "num_envs": 4, "hidden": (16,)}

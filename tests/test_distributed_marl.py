@@ -12,9 +12,9 @@ import pytest
 import torch
 
 import pbmarl as pb
-from pbmarl.learners.control.rounds import get_state, named_optimizers
 from pbmarl.algorithms.teams.rounds import MARLServerProcess, MARLWorker, Team, _rebuild_run
 from pbmarl.games.matrix_env import CLIMBING
+from pbmarl.learners.control.rounds import get_state, named_optimizers
 
 
 @pytest.fixture(scope="module")
@@ -33,7 +33,7 @@ CLASSES = {"mappo": pb.MAPPO, "qmix": pb.QMIX, "maddpg": pb.MADDPG}
 def _recipe(run: pb.MARL) -> tuple[Any, ...]:
     from pbmarl.rollout.worker import game_for_worker
 
-    return (game_for_worker(run.game), run.mapping.spec(),
+    return (type(run), game_for_worker(run.game), run.mapping.spec(),
             {g: (type(lr), lr.config, lr.seed) for g, lr in run.learners.items()}, dict(run.fixed))
 
 
@@ -184,7 +184,7 @@ def test_bad_parallel_marl_set_ups_are_named(spread: pb.Game) -> None:
 def test_a_job_that_steps_an_optimiser_twice_is_refused(spread: pb.Game) -> None:
     run = pb.MARL(spread, {"team": pb.QMIX(seed=0, workers=2, **SMALL["qmix"])}, seed=0, num_envs=4)
     recipe = list(_recipe(run))
-    cls, config, seed = recipe[2]["team"]
+    cls, config, seed = recipe[3]["team"]
     worker = MARLWorker(*recipe, 0, 4)
     worker.run.learners["team"].config = replace(config, workers=1, updates_per_round=2)
     with pytest.raises(RuntimeError, match="'team/optimizer' stepped twice in one parameter-server job"):

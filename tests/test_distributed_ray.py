@@ -174,8 +174,8 @@ def test_two_node_cluster_runs_impala_actors_on_both_nodes() -> None:
 def test_marl_workers_on_ray_push_asynchronously_with_exact_counts(ray_session) -> None:
     import numpy as np
 
-    from pbmarl.learners.control.rounds import get_state
     from pbmarl.algorithms.teams.rounds import Team
+    from pbmarl.learners.control.rounds import get_state
 
     game = pb.load_game("pettingzoo:simple_spread_v3", N=2, local_ratio=0.5, max_cycles=5)
     run = pb.MARL(game, {"team": pb.MAPPO(seed=0, workers=2, sync="asp", backend="ray", steps_per_round=40,

@@ -40,9 +40,9 @@ from pbmarl.games.base import Game
 from pbmarl.games.registry import game_spec, load_game
 from pbmarl.learners.common.buffers import ReplayBuffer
 from pbmarl.learners.common.nets import build_mlp, obs_dim, seeded, to_tensor
-from pbmarl.rl.value_learning import masked_max_q
 from pbmarl.learners.common.reservoir import ReservoirBuffer
 from pbmarl.policies.neural import MLPPolicy, masked_logits
+from pbmarl.rl.value_learning import masked_max_q
 from pbmarl.rollout.results import EvalResult
 from pbmarl.rollout.trajectories import Trajectories
 from pbmarl.runs import Record, Run, RunFolderError, SavedRun, State, shared_row
@@ -353,7 +353,7 @@ class NFSP(Run):
 
         All or nothing: if anything raises (a ``KeyboardInterrupt`` included), the run is left as before.
         """
-        from pbmarl.learners.common.nets import torch_threads
+        from pbmarl.torchutil import torch_threads
 
         t0 = time.perf_counter()
         self._losses = {"rl": [], "sl": []}

@@ -19,11 +19,11 @@ Results without a gradient (an off-policy worker whose task has not reached
 ``learning_starts``: it only filled its replay) are counted and not applied; their worker
 is sent the next job at once.
 
-What the learner supplies (`ServerLearner`): the modules the server trains
-(`_server_modules`), the worker class (`_worker_class`: `GradientWorker` for PPO and A2C,
-`ReplayGradientWorker` for DQN), the extra arguments of each job (`_job_args`: DQN's
+What the learner supplies (`pbmarl.protocols.GradientSource`): the modules the server trains
+(`server_modules`), the worker class (`worker_class`: `GradientWorker` for PPO and A2C,
+`ReplayGradientWorker` for DQN), the extra arguments of each job (`job_args`: DQN's
 epsilon, whether it learns yet and its target weights) and what to do when its weights
-change (`_weights_changed`).
+change (`weights_changed`); its workers' copies give the minibatch plan and the loss.
 
 The server is a `RemoteServer`: a Ray actor on the Ray backend (workers fetch the
 weights it publishes straight from it), an in-process object on the local one. At the
@@ -37,51 +37,16 @@ consumed, exactly once.
 from __future__ import annotations
 
 from fractions import Fraction
-from typing import Any, Protocol
-
-import numpy as np
-import torch
+from typing import Any
 
 from pbmarl.distributed.executors import Executor, make_executor
 from pbmarl.distributed.server import RemoteServer
 from pbmarl.distributed.workers import GradientResult, mean_stats
+from pbmarl.protocols import GradientSource
 from pbmarl.rollout.trajectories import Trajectories, concat_trajectories
 from pbmarl.rollout.worker import game_for_worker
 
-__all__ = ["ParameterRounds", "Rounds", "ServerLearner"]
-
-
-class ServerLearner(Protocol):
-    """What a learner hands `ParameterRounds` (PPO, A2C and DQN answer it)."""
-
-    @property
-    def config(self) -> Any:
-        """A `LearnerConfig` with `ParallelOptions` and ``max_grad_norm``."""
-
-    @property
-    def game(self) -> Any: ...
-
-    @property
-    def rng(self) -> np.random.Generator: ...
-
-    @property
-    def optimizer(self) -> torch.optim.Optimizer:
-        """The optimiser the server copies (and whose state it hands back)."""
-
-    @property
-    def task(self) -> Any: ...
-
-    def _server_modules(self) -> list[torch.nn.Module]:
-        """The networks the server trains, in the order of the flat weight vectors."""
-
-    def _worker_class(self) -> type:
-        """The gradient worker class (built with ``(game, learner class, config, player, opponents)``)."""
-
-    def _job_args(self, rounds: ParameterRounds) -> tuple[Any, ...]:
-        """Extra arguments of the next job, after ``(weights, version, seeds)``."""
-
-    def _weights_changed(self) -> None:
-        """The server applied an update (policies cached by version must be refreshed)."""
+__all__ = ["ParameterRounds", "Rounds"]
 
 
 class Rounds:
@@ -214,10 +179,10 @@ class Rounds:
 class ParameterRounds(Rounds):
     """The server side of a distributed PPO/A2C/DQN task (built by the learner; see the module doc)."""
 
-    def __init__(self, learner: ServerLearner, *, executor: Executor | None = None) -> None:
+    def __init__(self, learner: GradientSource, *, executor: Executor | None = None) -> None:
         cfg = learner.config
         task = learner.task
-        server = RemoteServer(learner._server_modules(), learner.optimizer, backend=cfg.backend,
+        server = RemoteServer(learner.server_modules(), learner.optimizer, backend=cfg.backend,
                               max_grad_norm=cfg.max_grad_norm)
         spec = game_for_worker(learner.game)
         opponents = list(task.opponents)
@@ -226,7 +191,7 @@ class ParameterRounds(Rounds):
             return (spec, type(learner), cfg, task.player, opponents)
 
         if executor is None:
-            executor = make_executor(cfg.backend, args, cfg.workers, learner._worker_class())
+            executor = make_executor(cfg.backend, args, cfg.workers, learner.worker_class())
         super().__init__(learner, server, executor, mode=cfg.sync, staleness=cfg.staleness, workers=cfg.workers)
 
     def _round(self) -> tuple[Trajectories, dict[str, float]]:
@@ -250,10 +215,10 @@ class ParameterRounds(Rounds):
         return len(result.traj), int(result.traj.steps)
 
     def _job_args(self) -> tuple[Any, ...]:
-        return tuple(self.learner._job_args(self))
+        return tuple(self.learner.job_args(self))
 
     def _weights_changed(self) -> None:
-        self.learner._weights_changed()
+        self.learner.weights_changed()
 
     def _summary(self, got: list[GradientResult], staleness: list[int]) -> tuple[Trajectories, dict[str, float]]:
         """The round's data and its statistics."""

@@ -28,7 +28,7 @@ from typing import Any
 import numpy as np
 
 from pbmarl.hosting.hosted import Hosted
-from pbmarl.learners.common.buffers import Batch, ReplayBuffer
+from pbmarl.protocols import ReplayStore
 from pbmarl.rollout.trajectories import Trajectories
 
 __all__ = ["RemoteReplay", "ReplayProcess"]
@@ -40,7 +40,7 @@ Priorities = Sequence[tuple[np.ndarray, np.ndarray]]
 class ReplayProcess:
     """Owns the buffer (the replay actor's body)."""
 
-    def __init__(self, buffer: ReplayBuffer) -> None:
+    def __init__(self, buffer: ReplayStore) -> None:
         self.buffer = copy.deepcopy(buffer)  # writable arrays (a Ray actor receives read-only ones)
 
     def add(self, traj: Trajectories) -> int:
@@ -52,12 +52,12 @@ class ReplayProcess:
             self.buffer.append(*row)
         return len(self.buffer)
 
-    def sample(self, batch_size: int, seed: int, priorities: Priorities = ()) -> Batch:
+    def sample(self, batch_size: int, seed: int, priorities: Priorities = ()) -> Any:
         """One minibatch, drawn after applying the held `priorities`."""
         self._apply(priorities)
         return self.buffer.sample(batch_size, np.random.default_rng(seed))
 
-    def sample_many(self, batch_size: int, seeds: list[int], priorities: Priorities = ()) -> list[Batch]:
+    def sample_many(self, batch_size: int, seeds: list[int], priorities: Priorities = ()) -> list[Any]:
         """One minibatch per seed, all drawn at the priorities left by applying `priorities`."""
         self._apply(priorities)
         return [self.buffer.sample(batch_size, np.random.default_rng(s)) for s in seeds]
@@ -91,10 +91,11 @@ class ReplayProcess:
         return len(self.buffer)
 
 
-class RemoteReplay(ReplayBuffer):
-    """A `ReplayBuffer` whose storage lives in a `ReplayProcess` (a Ray actor when ``backend="ray"``).
+class RemoteReplay:
+    """A replay whose storage lives in a `ReplayProcess` (a Ray actor when ``backend="ray"``).
 
-    It subclasses `ReplayBuffer` only to stand where DQN expects one; it keeps no arrays of its own.
+    It answers `pbmarl.protocols.ReplayStore`, so it stands where DQN and DDPG expect their buffer;
+    it keeps no arrays of its own.
 
     Args:
         buffer: the (empty or filled) buffer to host; copied into the host.
@@ -108,7 +109,7 @@ class RemoteReplay(ReplayBuffer):
             rarely waits for it. Both backends draw the same groups.
     """
 
-    def __init__(self, buffer: ReplayBuffer, *, backend: str, prefetch: int = 1) -> None:  # no local storage
+    def __init__(self, buffer: ReplayStore, *, backend: str, prefetch: int = 1) -> None:  # no local storage
         if isinstance(prefetch, bool) or not isinstance(prefetch, int) or prefetch < 1:
             raise ValueError(f"prefetch must be a positive int (minibatches per round trip), got {prefetch!r}")
         self.capacity = buffer.capacity
@@ -117,7 +118,7 @@ class RemoteReplay(ReplayBuffer):
         self._rows: list[tuple[Any, ...]] = []  # appended transitions not sent yet
         self._priorities: list[tuple[np.ndarray, np.ndarray]] = []  # priority updates not sent yet
         self.prefetch = prefetch
-        self._ready: list[Batch] = []  # a fetched group's minibatches not handed out yet
+        self._ready: list[Any] = []  # a fetched group's minibatches not handed out yet
         self._ready_size = 0
         self._next: tuple[int, Any] | None = None  # (batch size, future) of the group requested ahead
         self._unrequested = 0  # announced minibatches (`expect`) not requested from the replay yet
@@ -165,7 +166,7 @@ class RemoteReplay(ReplayBuffer):
         seeds = [int(x) for x in rng.integers(2**63 - 1, size=k)]
         return self.host.send("sample_many", int(batch_size), seeds, self._take_priorities())
 
-    def sample(self, batch_size: int, rng: np.random.Generator) -> Batch:
+    def sample(self, batch_size: int, rng: np.random.Generator) -> Any:
         if self.size == 0:
             raise ValueError("cannot sample from an empty replay buffer")
         if not self._ready or self._ready_size != batch_size:

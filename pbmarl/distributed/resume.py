@@ -156,14 +156,14 @@ def server_rounds(learner: Any, rounds: Rounds | None) -> Rounds:
     cfg, task = learner.config, learner.task
     saved = learner.__dict__.get("_rounds_saved") or {}
     learner.__dict__["_rounds_saved"] = None
-    server = RemoteServer(learner._server_modules(), learner.optimizer, backend=cfg.backend,
+    server = RemoteServer(learner.server_modules(), learner.optimizer, backend=cfg.backend,
                           max_grad_norm=cfg.max_grad_norm, version=int(saved.get("version", 0)))
     spec, opponents = game_for_worker(learner.game), list(task.opponents)
 
     def args(w: int) -> tuple[Any, ...]:
         return (spec, type(learner), cfg, task.player, opponents)
 
-    log = JobLog(cfg.backend, args, cfg.workers, learner._worker_class())
+    log = JobLog(cfg.backend, args, cfg.workers, learner.worker_class())
     out = ParameterRounds.__new__(ParameterRounds)
     Rounds.__init__(out, learner, server, log, mode=cfg.sync, staleness=cfg.staleness, workers=cfg.workers)
     jobs, clock = jobs_from_state(saved)

@@ -23,7 +23,7 @@ import numpy as np
 import torch
 
 from pbmarl.hosting.hosted import Hosted
-from pbmarl.learners.common.nets import clip_grad_norm
+from pbmarl.torchutil import clip_grad_norm
 
 __all__ = ["ParameterServer", "RemoteServer", "ServerProcess", "get_vector", "set_vector"]
 

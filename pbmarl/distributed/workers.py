@@ -78,7 +78,7 @@ class GradientWorker:
 
     Args:
         game: the game, or what `game_for_worker` sends for it.
-        learner_class: `PPO`, `A2C` or a subclass.
+        learner_class: a `pbmarl.protocols.GradientSource` class (`PPO`, `A2C` or a subclass).
         config: the learner's config (its `workers` is set to 1 here).
         player, opponents: the task being trained.
     """
@@ -90,7 +90,7 @@ class GradientWorker:
             game = game_from_spec(game)
         self.learner = learner_class(game, config=replace(config, workers=1), seed=0)
         self.learner.start(player, list(opponents))
-        self.params = [p for m in self.learner._server_modules() for p in m.parameters()]
+        self.params = [p for m in self.learner.server_modules() for p in m.parameters()]
         self.workers = int(config.workers)
         #: the collected batch (a `RolloutBatch`) and what is left of its plan: (minibatch index, ends an epoch)
         self.traj: Trajectories | None = None
@@ -116,9 +116,8 @@ class GradientWorker:
             traj = self._start_batch(seeds)
         index, epoch_end = self.plan.pop(0)
         loss, stats = self._loss(self.batch.take(index))
-        cfg = learner.config
-        if epoch_end and getattr(cfg, "target_kl", None) is not None and stats["approx_kl"] > cfg.target_kl:
-            self.plan = []  # PPO's early stop, on this worker's shard
+        if epoch_end and learner.stop_early(stats):
+            self.plan = []  # PPO's early stop (target_kl), on this worker's shard
         return GradientResult(self._gradient(loss), int(version), tuple(int(s) for s in seeds), traj, stats,
                               batch=len(index), plan=self.planned, left=len(self.plan))
 
@@ -143,43 +142,12 @@ class GradientWorker:
         del self.plan[:int(consumed)]
 
     def _plan(self, size: int, rng: np.random.Generator) -> list[tuple[np.ndarray, bool]]:
-        """The minibatches of a batch of `size` samples: the whole batch for A2C, PPO's epochs of shuffled shards."""
-        from pbmarl.learners.oracles.ppo import PPOConfig
-
-        cfg = self.learner.config
-        if not isinstance(cfg, PPOConfig):
-            return [(np.arange(size), True)]
-        # the learner on the combined batch of ~workers * size samples cuts it into `minibatches` parts
-        # (or parts of `minibatch_size`); each worker gives every one of them its own share
-        count = cfg.minibatches if cfg.minibatch_size is None else -(-self.workers * size // cfg.minibatch_size)
-        count = min(count, size)
-        return [(index, j == count - 1) for _ in range(cfg.epochs)
-                for j, index in enumerate(np.array_split(rng.permutation(size), count))]
+        """The minibatches of a batch of `size` samples (the learner's `minibatch_plan`, for `workers` workers)."""
+        return self.learner.minibatch_plan(size, self.workers, rng)
 
     def _loss(self, mb: Any) -> tuple[torch.Tensor, dict[str, float]]:
-        """The learner's loss on minibatch `mb` at the current weights: PPO's clipped surrogate, A2C's policy gradient."""
-        from pbmarl.learners.oracles.ppo import PPOConfig
-
-        learner, cfg = self.learner, self.learner.config
-        logp, entropy, value = learner._evaluate(mb)
-        adv = learner._advantage(mb)
-        log_ratio = logp - mb.old_logp
-        ratio = log_ratio.exp()
-        if isinstance(cfg, PPOConfig):
-            clipped = ratio.clamp(1 - cfg.clip_coef, 1 + cfg.clip_coef)
-            pg_loss = torch.max(-adv * ratio, -adv * clipped).mean()
-            clip_fraction = float(((ratio - 1).abs() > cfg.clip_coef).float().mean())
-        else:  # A2C: the gradient at the weights that collected the batch
-            pg_loss = -(adv * logp).mean()
-            clip_fraction = 0.0
-        v_loss = 0.5 * (value - mb.returns).pow(2).mean()
-        ent = entropy.mean()
-        loss = pg_loss + cfg.vf_coef * v_loss - cfg.ent_coef * ent
-        with torch.no_grad():
-            approx_kl = float(((ratio - 1) - log_ratio).mean())
-        stats = {"loss": loss.item(), "policy_loss": pg_loss.item(), "value_loss": v_loss.item(),
-                 "entropy": ent.item(), "approx_kl": approx_kl, "clip_fraction": clip_fraction}
-        return loss, stats
+        """The learner's loss on minibatch `mb` at the current weights (its `gradient_loss`)."""
+        return self.learner.gradient_loss(mb)
 
     def _gradient(self, loss: torch.Tensor) -> np.ndarray:
         """The flat gradient of `loss` over `params` (zeros where it does not reach)."""
@@ -193,9 +161,9 @@ class GradientWorker:
         return True
 
     def node_id(self) -> str:
-        import ray
+        from pbmarl.hosting.ray import node_id
 
-        return str(ray.get_runtime_context().get_node_id())
+        return node_id()
 
 
 class ReplayGradientWorker(GradientWorker):

@@ -42,10 +42,10 @@ from typing import Any
 import numpy as np
 
 from pbmarl.algorithms.teams.records import MARLConfig, MARLRecord
+from pbmarl.algorithms.teams.rounds import MARLRounds
 from pbmarl.config import build_config, check_seed, is_int
 from pbmarl.distributed.on_server import OnServer
 from pbmarl.games.base import Game
-from pbmarl.learners.common.nets import torch_threads
 from pbmarl.learners.multiagent.group import GroupLearner
 from pbmarl.policies.base import Policy, new_policy_from_state
 from pbmarl.policies.mixture import Mixture
@@ -53,6 +53,7 @@ from pbmarl.rollout.mapping import AgentMapping
 from pbmarl.rollout.results import EvalResult
 from pbmarl.runs import Run, SavedRun, State
 from pbmarl.runs.transaction import all_or_nothing
+from pbmarl.torchutil import torch_threads
 
 #: the group learners by their registry name (what a run folder and the command line name): module, class
 GROUP_LEARNERS: dict[str, tuple[str, str]] = {
@@ -247,8 +248,6 @@ class MARL(Run, OnServer):
 
     def _server_step(self) -> MARLRecord:
         """One round of the parameter server's jobs (`pbmarl.algorithms.teams.rounds`)."""
-        from pbmarl.algorithms.teams.rounds import MARLRounds
-
         t0 = time.perf_counter()
         fresh = self._rounds is None
         try:

@@ -56,6 +56,9 @@ from typing import Any
 import numpy as np
 import torch
 
+from pbmarl.distributed.executors import make_executor
+from pbmarl.distributed.modes import Rounds
+from pbmarl.distributed.workers import weighted_means
 from pbmarl.learners.control.rounds import (
     StateProcess,
     StateServer,
@@ -64,12 +67,9 @@ from pbmarl.learners.control.rounds import (
     set_state,
     step_on_mean,
 )
-from pbmarl.distributed.executors import make_executor
-from pbmarl.distributed.modes import Rounds
-from pbmarl.distributed.workers import weighted_means
-from pbmarl.learners.common.nets import torch_threads
 from pbmarl.learners.multiagent.group import GroupLearner
 from pbmarl.learners.multiagent.mappo import MAPPO, RoundData
+from pbmarl.torchutil import torch_threads
 
 __all__ = ["MARLResult", "MARLRounds", "MARLServerProcess", "MARLWorker", "Team", "TeamGradient"]
 
@@ -100,10 +100,10 @@ class Team:
             lr._weights_loaded()
 
 
-def _rebuild_run(game: Any, mapping_spec: Any, learners: Mapping[str, LearnerRecipe],
+def _rebuild_run(run_class: type, game: Any, mapping_spec: Any, learners: Mapping[str, LearnerRecipe],
                  fixed: Mapping[str, Any], seed: int, num_envs: int, *, one_gradient: bool) -> Any:
-    """A single-process `MARL` of the same game, mapping, learners (``workers=1``) and fixed groups."""
-    from pbmarl.algorithms.teams.marl import MARL
+    """A single-process run of `run_class` (`MARL`, which hands its own class over, so this module does not
+    import it) of the same game, mapping, learners (``workers=1``) and fixed groups."""
     from pbmarl.games.base import Game
     from pbmarl.rollout.mapping import AgentMapping
 
@@ -116,7 +116,7 @@ def _rebuild_run(game: Any, mapping_spec: Any, learners: Mapping[str, LearnerRec
         # a worker's replay learners take one update a `train`; MAPPO's plan reads its own epochs and minibatches
         options = dict(cls.one_gradient or {}) if one_gradient and not issubclass(cls, MAPPO) else {}
         built[g] = cls(config=replace(config, workers=1, **options), seed=int(s))
-    return MARL(game, built, AgentMapping.from_spec(game, mapping_spec), fixed=dict(fixed), seed=int(seed),
+    return run_class(game, built, AgentMapping.from_spec(game, mapping_spec), fixed=dict(fixed), seed=int(seed),
                 num_envs=int(num_envs))
 
 
@@ -177,6 +177,7 @@ class MARLWorker:
     whose optimisers record instead of stepping; it keeps one collected batch and its plan (see the module doc).
 
     Args:
+        run_class: the run's class (`MARL`).
         game: the run's game, or what `game_for_worker` sends for it.
         mapping_spec: the run's `AgentMapping.spec()`.
         learners: ``{group: (class, config, seed)}`` of the learning groups.
@@ -185,10 +186,10 @@ class MARLWorker:
         num_envs: environment instances the worker steps together.
     """
 
-    def __init__(self, game: Any, mapping_spec: Any, learners: Mapping[str, LearnerRecipe], fixed: Mapping[str, Any],
-                 seed: int, num_envs: int) -> None:
+    def __init__(self, run_class: type, game: Any, mapping_spec: Any, learners: Mapping[str, LearnerRecipe],
+                 fixed: Mapping[str, Any], seed: int, num_envs: int) -> None:
         torch.set_num_threads(1)
-        self.run = _rebuild_run(game, mapping_spec, learners, fixed, seed, num_envs, one_gradient=True)
+        self.run = _rebuild_run(run_class, game, mapping_spec, learners, fixed, seed, num_envs, one_gradient=True)
         self.team = Team(self.run.learners)
         #: each replay learner's updates per batch (its copy here takes one a `train`)
         self.updates = {g: int(cfg.updates_per_round) for g, (cls, cfg, _) in learners.items()
@@ -299,16 +300,16 @@ class MARLServerProcess(StateProcess):
     """A copy of the learners that applies averaged per-optimiser gradients (the server actor's body).
 
     Args:
-        game, mapping_spec, learners, fixed: rebuild the run (see `MARLWorker`).
+        run_class, game, mapping_spec, learners, fixed: rebuild the run (see `MARLWorker`).
         state: the learners' `get_state` vector; optimizers: the optimisers' ``state_dict`` by name;
         counters: the learners' update counts; version: the updates applied so far.
     """
 
-    def __init__(self, game: Any, mapping_spec: Any, learners: Mapping[str, LearnerRecipe], fixed: Mapping[str, Any],
-                 state: np.ndarray, optimizers: dict[str, dict[str, Any]], counters: dict[str, int],
+    def __init__(self, run_class: type, game: Any, mapping_spec: Any, learners: Mapping[str, LearnerRecipe],
+                 fixed: Mapping[str, Any], state: np.ndarray, optimizers: dict[str, dict[str, Any]], counters: dict[str, int],
                  version: int) -> None:
         torch.set_num_threads(1)
-        run = _rebuild_run(game, mapping_spec, learners, fixed, 0, 1, one_gradient=False)
+        run = _rebuild_run(run_class, game, mapping_spec, learners, fixed, 0, 1, one_gradient=False)
         self.team = self.owner = Team(run.learners)
         self._load(state, optimizers, version)
         self.team.set_counters(counters)
@@ -353,7 +354,7 @@ class MARLRounds(Rounds):
 
         opts = run.parallel
         recipes = {g: (type(lr), lr.config, lr.seed) for g, lr in run.learners.items()}
-        common = (game_for_worker(run.game), run.mapping.spec(), recipes, dict(run.fixed))
+        common = (type(run), game_for_worker(run.game), run.mapping.spec(), recipes, dict(run.fixed))
         base = int(run.rng.integers(2**31))
 
         def args(w: int) -> tuple[Any, ...]:

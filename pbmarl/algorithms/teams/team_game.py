@@ -35,9 +35,9 @@ import numpy as np
 
 from pbmarl.games.base import Game
 from pbmarl.games.state import State
-from pbmarl.learners.common.nets import torch_threads
 from pbmarl.policies.base import Policy
 from pbmarl.rollout.mapping import AgentMapping
+from pbmarl.torchutil import torch_threads
 
 if TYPE_CHECKING:  # pragma: no cover
     from pbmarl.payoffs import PayoffTable

@@ -11,7 +11,7 @@ from __future__ import annotations
 import contextlib
 import copy
 import inspect
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any, TypeVar
 
 import numpy as np
@@ -32,7 +32,7 @@ from pbmarl.policies.neural import (
 
 __all__ = [
     "EpsilonGreedy", "adam", "build_mlp", "tempered_policy", "masked_argmax", "masked_logits",
-    "obs_dim", "seeded", "to_tensor", "torch_threads",
+    "obs_dim", "seeded", "to_tensor",
     "NoisyLinear", "RainbowNet", "frozen", "LeanAdam",
 ]
 
@@ -53,20 +53,6 @@ def seeded(seed: int, build: Callable[[], M]) -> M:
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(int(seed))
         return build()
-
-
-@contextlib.contextmanager
-def torch_threads(n: int | None) -> Iterator[None]:
-    """Run the block with `n` torch threads (None: unchanged), restoring the setting after."""
-    if n is None:
-        yield
-        return
-    before = torch.get_num_threads()
-    torch.set_num_threads(n)
-    try:
-        yield
-    finally:
-        torch.set_num_threads(before)
 
 
 def adam(params: Iterator[nn.Parameter] | list[nn.Parameter], *, lr: float, eps: float = 1e-8) -> torch.optim.Adam:
@@ -153,28 +139,6 @@ class LeanAdam(torch.optim.Adam):
         return None
 
     step.hooked = True  # type: ignore[attr-defined]  # torch wraps a class's step in its hook runner unless marked
-
-
-def clip_grad_norm(params: Iterable[torch.Tensor], max_norm: float) -> torch.Tensor:
-    """`torch.nn.utils.clip_grad_norm_` (2-norm) with the same kernels, in the same order, so the same bits.
-
-    torch's regroups the gradients by device and dtype and checks foreach support on every call: about
-    45 us of Python (90 against 47 us for a 4-256-256-2 MLP on this machine), in a CartPole DQN update of
-    about 1.3 ms. Gradients on one CPU device and dtype are clipped here directly; anything else (mixed
-    devices or dtypes, sparse gradients, accelerators) takes torch's own. Returns the total norm.
-    """
-    params = list(params)
-    grads = [p.grad for p in params if p.grad is not None]
-    if not grads:
-        return torch.tensor(0.0)
-    first = grads[0]
-    if first.device.type != "cpu" or any(g.dtype != first.dtype or g.device != first.device or g.is_sparse
-                                         for g in grads):
-        return torch.nn.utils.clip_grad_norm_(params, max_norm)
-    with torch.no_grad():
-        total = torch.linalg.vector_norm(torch.stack(torch._foreach_norm(grads, 2.0)), 2.0)
-        torch._foreach_mul_(grads, torch.clamp(float(max_norm) / (total + 1e-6), max=1.0))
-    return total
 
 
 def to_tensor(array: np.ndarray, dtype: torch.dtype | None = torch.float32) -> torch.Tensor:

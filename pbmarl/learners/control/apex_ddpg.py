@@ -30,13 +30,13 @@ from typing import TYPE_CHECKING, Any, ClassVar
 import numpy as np
 
 from pbmarl.config import POSITIVE, POSITIVE_INT, UNIT, Rule
-from pbmarl.learners.oracles.apex import apex_epsilons
 from pbmarl.distributed.executors import make_executor
 from pbmarl.distributed.options import ACTORS_NOT_WORKERS, BACKENDS
 from pbmarl.distributed.replay import RemoteReplay
 from pbmarl.distributed.server import get_vector, set_vector
 from pbmarl.learners.control.base import ControlRecord
 from pbmarl.learners.control.ddpg import DDPG, DDPGConfig
+from pbmarl.learners.oracles.apex import apex_epsilons
 from pbmarl.policies.noise import Normal
 from pbmarl.runs.transaction import all_or_nothing
 

@@ -58,7 +58,6 @@ from pbmarl.config import build_config, check_seed, is_int
 from pbmarl.distributed.on_server import OnServer
 from pbmarl.games.base import Game
 from pbmarl.learners.common.buffers import Batch, PrioritizedReplayBuffer, ReplayBuffer, check_memory
-from pbmarl.learners.common.nets import torch_threads
 from pbmarl.learners.common.recorded import Recorded
 from pbmarl.learners.control.config import ControlConfig, ControlRecord, PrioritizedOptions
 from pbmarl.learners.control.step_env import EnvSource, StepEnv, evaluate_policy, single_agent_env, space_kind
@@ -66,6 +65,7 @@ from pbmarl.policies.neural import bfloat16_products
 from pbmarl.protocols import BestResponse
 from pbmarl.runs import Run
 from pbmarl.runs.transaction import all_or_nothing
+from pbmarl.torchutil import torch_threads
 
 if TYPE_CHECKING:  # pragma: no cover
     from pbmarl.rollout.results import EvalResult

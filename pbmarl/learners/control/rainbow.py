@@ -35,13 +35,14 @@ from pbmarl.config import FLAG, POSITIVE, POSITIVE_INT, UNIT, Rule
 from pbmarl.config import is_real as _is_real
 from pbmarl.games.base import Game
 from pbmarl.learners.common.buffers import Batch
-from pbmarl.learners.common.nets import RainbowNet, adam, clip_grad_norm, seeded, to_tensor
+from pbmarl.learners.common.nets import RainbowNet, adam, seeded, to_tensor
 from pbmarl.learners.control.base import ControlConfig, ControlLearner, ControlRecord, PrioritizedOptions
 from pbmarl.policies.base import Policy
 from pbmarl.rl.multistep import nstep_targets
 from pbmarl.rl.polyak import soft_update
 from pbmarl.rl.schedules import linear_schedule
 from pbmarl.rl.value_learning import c51_projection
+from pbmarl.torchutil import clip_grad_norm
 
 
 @dataclass(frozen=True)

@@ -37,10 +37,10 @@ import numpy as np
 import torch
 
 from pbmarl.distributed.executors import make_executor
-from pbmarl.hosting.hosted import Hosted
 from pbmarl.distributed.modes import Rounds
 from pbmarl.distributed.server import RemoteServer
 from pbmarl.distributed.workers import weighted_means
+from pbmarl.hosting.hosted import Hosted
 from pbmarl.rollout.worker import game_for_worker
 
 __all__ = ["ControlResult", "ControlRounds", "server_round", "ControlServer", "ControlServerProcess", "ControlWorker",
@@ -368,7 +368,7 @@ def server_round(learner: Any) -> tuple[list[float], dict[str, list[float]]]:
     """One `ControlLearner.step` on the parameter server: rounds of `workers` jobs until ``steps_per_round`` env
     steps (or the rest of the budget); the returns of the episodes that ended and the rounds' losses. The
     server (built by the first call) hands its networks, optimisers and ``updates`` back at the end."""
-    from pbmarl.learners.common.nets import torch_threads
+    from pbmarl.torchutil import torch_threads
 
     cfg = learner.config
     start = learner.env_steps

@@ -26,8 +26,8 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from pbmarl.games.base import Game
-from pbmarl.learners.common.nets import torch_threads
 from pbmarl.protocols import BestResponse
+from pbmarl.torchutil import torch_threads
 
 if TYPE_CHECKING:
     from pbmarl.learners.control.base import ControlLearner

@@ -26,7 +26,7 @@ import torch
 
 from pbmarl.config import NON_NEGATIVE, NON_NEGATIVE_INT, POSITIVE, POSITIVE_INT, UNIT, Config, Rule, is_real
 from pbmarl.distributed.options import ParallelOptions
-from pbmarl.learners.common.nets import build_mlp, clip_grad_norm, masked_logits
+from pbmarl.learners.common.nets import build_mlp, masked_logits
 from pbmarl.learners.multiagent.group import HIDDEN, GroupLearner, as_widths, joint_steps
 from pbmarl.policies.base import Policy
 from pbmarl.policies.continuous import DeterministicPolicy
@@ -35,6 +35,7 @@ from pbmarl.policies.noise import Normal
 from pbmarl.rl.polyak import Polyak
 from pbmarl.rollout.mapping import GroupGame
 from pbmarl.rollout.trajectories import Trajectories
+from pbmarl.torchutil import clip_grad_norm
 
 
 @dataclass(frozen=True)

@@ -29,7 +29,7 @@ import torch
 
 from pbmarl.config import FLAG, NON_NEGATIVE, POSITIVE, POSITIVE_INT, UNIT, Config, Rule, is_int
 from pbmarl.distributed.options import ParallelOptions
-from pbmarl.learners.common.nets import build_mlp, clip_grad_norm, masked_logits, to_tensor
+from pbmarl.learners.common.nets import build_mlp, masked_logits, to_tensor
 from pbmarl.learners.multiagent.episode_batch import episode_grid
 from pbmarl.learners.multiagent.group import (
     HIDDEN,
@@ -49,6 +49,7 @@ from pbmarl.rl.policy_gradients import clipped_surrogate_loss
 from pbmarl.rl.schedules import linear_schedule
 from pbmarl.rollout.mapping import GroupGame
 from pbmarl.rollout.trajectories import Trajectories
+from pbmarl.torchutil import clip_grad_norm
 
 
 @dataclass(frozen=True)

@@ -37,7 +37,7 @@ import torch
 
 from pbmarl.config import FLAG, POSITIVE, POSITIVE_INT, UNIT, Config, Rule, is_real
 from pbmarl.distributed.options import ParallelOptions
-from pbmarl.learners.common.nets import clip_grad_norm, masked_argmax
+from pbmarl.learners.common.nets import masked_argmax
 from pbmarl.learners.multiagent.episode_batch import episode_grid, unroll_q
 from pbmarl.learners.multiagent.group import (
     HIDDEN,
@@ -54,6 +54,7 @@ from pbmarl.policies.recurrent import RecurrentQNet, RecurrentQPolicy
 from pbmarl.rl.schedules import linear_schedule
 from pbmarl.rollout.mapping import GroupGame
 from pbmarl.rollout.trajectories import Trajectories
+from pbmarl.torchutil import clip_grad_norm
 
 
 @dataclass(frozen=True)

@@ -17,6 +17,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import ClassVar
 
+import numpy as np
+import torch
+
 from pbmarl.config import Rule
 from pbmarl.distributed.options import ParallelOptions
 from pbmarl.learners.common.config import LearnerConfig, LearnerRecord
@@ -83,6 +86,14 @@ class A2C(PPO):
     name = "a2c"
     config_class = A2CConfig
     record_class = A2CRecord
+
+    def minibatch_plan(self, size: int, workers: int, rng: np.random.Generator) -> list[tuple[np.ndarray, bool]]:
+        """One minibatch, the whole batch: A2C takes one gradient a batch."""
+        return [(np.arange(size), True)]
+
+    def _policy_loss(self, adv: torch.Tensor, logp: torch.Tensor, ratio: torch.Tensor) -> tuple[torch.Tensor, float]:
+        """The policy gradient at the weights that collected the batch (no clip)."""
+        return -(adv * logp).mean(), 0.0
 
     def _update(self, batch: RolloutBatch, task: Task) -> dict[str, float]:
         cfg = self.config

@@ -35,7 +35,6 @@ from typing import Any, ClassVar
 import numpy as np
 
 from pbmarl.config import POSITIVE, POSITIVE_INT, UNIT, Rule
-from pbmarl.learners.oracles.impala import RolloutResult
 from pbmarl.distributed.options import ACTORS_NOT_WORKERS, BACKENDS
 from pbmarl.distributed.replay import RemoteReplay
 from pbmarl.distributed.resume import JobLog, jobs_from_state, jobs_state
@@ -44,6 +43,7 @@ from pbmarl.games.base import Game
 from pbmarl.learners.common.nets import EpsilonGreedy
 from pbmarl.learners.oracles.base import Task
 from pbmarl.learners.oracles.dqn import DQN, DQNConfig
+from pbmarl.learners.oracles.impala import RolloutResult
 from pbmarl.rollout.trajectories import Trajectories, concat_trajectories
 from pbmarl.rollout.worker import game_for_worker
 
@@ -128,9 +128,9 @@ class ApeXActor:
         return True
 
     def node_id(self) -> str:
-        import ray
+        from pbmarl.hosting.ray import node_id
 
-        return str(ray.get_runtime_context().get_node_id())
+        return node_id()
 
 
 class ApeX(DQN):
@@ -166,9 +166,10 @@ class ApeX(DQN):
             return (spec, actor_cfg, task.player, opponents, eps[i])
 
         self.executor = JobLog(cfg.backend, args, cfg.actors, ApeXActor)
-        self.replay = RemoteReplay(self.replay, backend=cfg.backend, prefetch=cfg.replay_prefetch)  # the central replay
+        central = RemoteReplay(self.replay, backend=cfg.backend, prefetch=cfg.replay_prefetch)
+        self.replay = central  # the central replay
         self.executor.ready()  # the actors and the replay start with the task, not inside its first round
-        self.replay.host.ready()
+        central.host.ready()
         self.published = (0, get_vector(list(self.q_net.parameters())))
         #: every consumed batch: (actor, weights version, seeds, learner transitions, env steps)
         self.log: list[tuple[int, int, tuple[int, ...], int, int]] = []

@@ -174,7 +174,7 @@ class Learner(Run, Recorded, OnServer, abc.ABC):
     def _set_task_extra(self, extra: dict[str, Any]) -> None:
         """Put back what `_task_extra` returned."""
 
-    def _weights_changed(self) -> None:
+    def weights_changed(self) -> None:
         """The task's weights changed outside an update (restored): refresh policies cached by version."""
 
     def _close_workers(self) -> None:
@@ -270,7 +270,7 @@ class Learner(Run, Recorded, OnServer, abc.ABC):
     @all_or_nothing
     def step(self) -> LearnerRecord:
         """One round of the open task (the first opens the learner's own); returns its record."""
-        from pbmarl.learners.common.nets import torch_threads
+        from pbmarl.torchutil import torch_threads
 
         t0 = time.perf_counter()
         if self.task is None:
@@ -422,7 +422,7 @@ class Learner(Run, Recorded, OnServer, abc.ABC):
         if buffer is not None:
             self._buffer().load_state_arrays(buffer)
         self._set_task_extra(copy.deepcopy(extra))
-        self._weights_changed()
+        self.weights_changed()
 
     def close(self) -> None:
         """Stop the task's workers and actors, if any (idempotent; the next step starts fresh ones)."""

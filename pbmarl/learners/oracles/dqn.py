@@ -41,13 +41,13 @@ import torch.nn.functional as F
 
 from pbmarl.config import FLAG, NON_NEGATIVE_INT, POSITIVE, POSITIVE_INT, UNIT, Rule
 from pbmarl.distributed.options import ParallelOptions
+from pbmarl.distributed.workers import ReplayGradientWorker
 from pbmarl.learners.common.buffers import PrioritizedReplayBuffer, ReplayBuffer
 from pbmarl.learners.common.config import LearnerConfig, LearnerRecord
 from pbmarl.learners.common.nets import (
     EpsilonGreedy,
     adam,
     build_mlp,
-    clip_grad_norm,
     obs_dim,
     seeded,
     tempered_policy,
@@ -55,8 +55,10 @@ from pbmarl.learners.common.nets import (
 )
 from pbmarl.learners.oracles.base import Learner, Task
 from pbmarl.policies.neural import MLPPolicy
+from pbmarl.protocols import ReplayStore
 from pbmarl.rl.value_learning import masked_max_q
 from pbmarl.rollout.trajectories import Trajectories
+from pbmarl.torchutil import clip_grad_norm
 
 LOSSES = ("huber", "mse")
 
@@ -147,7 +149,7 @@ class DQN(Learner):
         self.target_net = copy.deepcopy(self.q_net)
         self.optimizer = adam(self.q_net.parameters(), lr=cfg.lr)
         if cfg.prioritized:
-            self.replay: ReplayBuffer = PrioritizedReplayBuffer(
+            self.replay: ReplayStore = PrioritizedReplayBuffer(
                 cfg.buffer_size, self.game.observation_shape, A, alpha=cfg.priority_alpha, beta=cfg.priority_beta)
         else:
             self.replay = ReplayBuffer(cfg.buffer_size, self.game.observation_shape, A)
@@ -199,16 +201,14 @@ class DQN(Learner):
                       "buffer": int(sum(r.stats["buffer"] for r in rounds.latest.values())),
                       "max_staleness": stats["max_staleness"]}
 
-    # -- the parameter server's view (pbmarl.distributed.modes.ServerLearner) ---------------------
-    def _server_modules(self) -> list[torch.nn.Module]:
+    # -- the parameter server's view (`pbmarl.protocols.GradientSource`) ---------------------
+    def server_modules(self) -> list[torch.nn.Module]:
         return [self.q_net]
 
-    def _worker_class(self) -> type:
-        from pbmarl.distributed.workers import ReplayGradientWorker
-
+    def worker_class(self) -> type:
         return ReplayGradientWorker
 
-    def _job_args(self, rounds: Any) -> tuple[Any, ...]:
+    def job_args(self, rounds: Any) -> tuple[Any, ...]:
         """(epsilon, whether the task learns yet, the target weights) of the next job."""
         cfg, task = self.config, self._require_task()
         version, weights = rounds.server.weights()
@@ -217,7 +217,7 @@ class DQN(Learner):
         return (self.epsilon(task.learner_steps, task.budget), task.learner_steps >= cfg.learning_starts,
                 self._target[1])
 
-    def _weights_changed(self) -> None:
+    def weights_changed(self) -> None:
         self.behaviour.version += 1  # pools cache policies by version
 
     def _td_loss(self, batch: Any) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
@@ -264,7 +264,7 @@ class DQN(Learner):
     def _modules(self) -> dict[str, Any]:
         return {"q": self.q_net, "target": self.target_net, "optimizer": self.optimizer}
 
-    def _buffer(self) -> ReplayBuffer:
+    def _buffer(self) -> ReplayStore:
         return self.replay
 
     def _task_extra(self) -> dict[str, Any]:

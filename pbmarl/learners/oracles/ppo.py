@@ -31,11 +31,11 @@ import torch
 
 from pbmarl.config import FLAG, NON_NEGATIVE, POSITIVE, POSITIVE_INT, UNIT, Rule
 from pbmarl.distributed.options import ParallelOptions
+from pbmarl.distributed.workers import GradientWorker
 from pbmarl.learners.common.config import LearnerConfig, LearnerRecord
 from pbmarl.learners.common.nets import (
     adam,
     build_mlp,
-    clip_grad_norm,
     masked_logits,
     obs_dim,
     seeded,
@@ -47,6 +47,7 @@ from pbmarl.policies.neural import MLPPolicy
 from pbmarl.rl.multistep import gae
 from pbmarl.rl.policy_gradients import clipped_surrogate_loss
 from pbmarl.rollout.trajectories import Trajectories
+from pbmarl.torchutil import clip_grad_norm
 
 #: checks of the fields PPO and A2C share
 ACTOR_CRITIC_CHECKS: dict[str, Rule] = {
@@ -183,20 +184,59 @@ class PPO(Learner):
         self.actor.version += 1  # workers cache policies by version
         return traj, stats
 
-    # -- the parameter server's view (pbmarl.distributed.modes.ServerLearner) ---------------------
-    def _server_modules(self) -> list[torch.nn.Module]:
+    # -- the parameter server's view (`pbmarl.protocols.GradientSource`) ----------------------------
+    def server_modules(self) -> list[torch.nn.Module]:
         return [self.actor.net, self.critic]
 
-    def _worker_class(self) -> type:
-        from pbmarl.distributed.workers import GradientWorker
-
+    def worker_class(self) -> type:
         return GradientWorker
 
-    def _job_args(self, rounds: Any) -> tuple[Any, ...]:
+    def job_args(self, rounds: Any) -> tuple[Any, ...]:
         return ()
 
-    def _weights_changed(self) -> None:
+    def weights_changed(self) -> None:
         self.actor.version += 1  # pools cache policies by version
+
+    def minibatch_plan(self, size: int, workers: int, rng: np.random.Generator) -> list[tuple[np.ndarray, bool]]:
+        """A gradient worker's minibatches of its batch of `size` samples: ``(sample index, ends an epoch)``.
+
+        The learner on the combined batch of ~``workers * size`` samples cuts it into `minibatches` parts
+        (or parts of `minibatch_size`); each worker gives every one of them its own share, `epochs` times.
+        """
+        cfg = self.config
+        count = cfg.minibatches if cfg.minibatch_size is None else -(-workers * size // cfg.minibatch_size)
+        count = min(count, size)
+        return [(index, j == count - 1) for _ in range(cfg.epochs)
+                for j, index in enumerate(np.array_split(rng.permutation(size), count))]
+
+    def gradient_loss(self, mb: RolloutBatch) -> tuple[torch.Tensor, dict[str, float]]:
+        """A gradient worker's loss on minibatch `mb` at the current weights (PPO's clipped surrogate), and its statistics."""
+        cfg = self.config
+        logp, entropy, value = self._evaluate(mb)
+        adv = self._advantage(mb)
+        log_ratio = logp - mb.old_logp
+        ratio = log_ratio.exp()
+        pg_loss, clip_fraction = self._policy_loss(adv, logp, ratio)
+        v_loss = 0.5 * (value - mb.returns).pow(2).mean()
+        ent = entropy.mean()
+        loss = pg_loss + cfg.vf_coef * v_loss - cfg.ent_coef * ent
+        with torch.no_grad():
+            approx_kl = float(((ratio - 1) - log_ratio).mean())
+        stats = {"loss": loss.item(), "policy_loss": pg_loss.item(), "value_loss": v_loss.item(),
+                 "entropy": ent.item(), "approx_kl": approx_kl, "clip_fraction": clip_fraction}
+        return loss, stats
+
+    def _policy_loss(self, adv: torch.Tensor, logp: torch.Tensor, ratio: torch.Tensor) -> tuple[torch.Tensor, float]:
+        """The policy term of `gradient_loss` and its clip fraction: PPO's clipped surrogate."""
+        clip = self.config.clip_coef
+        clipped = ratio.clamp(1 - clip, 1 + clip)
+        pg_loss = torch.max(-adv * ratio, -adv * clipped).mean()
+        return pg_loss, float(((ratio - 1).abs() > clip).float().mean())
+
+    def stop_early(self, stats: dict[str, float]) -> bool:
+        """Whether a worker stops its epochs after an epoch whose last minibatch had `stats` (``target_kl``)."""
+        target_kl = getattr(self.config, "target_kl", None)
+        return target_kl is not None and stats["approx_kl"] > target_kl
 
     def _prepare(self, traj: Trajectories) -> RolloutBatch:
         """Tensors of the round, with GAE advantages from the critic's values."""

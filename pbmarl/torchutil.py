@@ -1,0 +1,51 @@
+"""Two torch helpers that every layer from the parameter server up may use: a bit-exact, faster
+`clip_grad_norm` and `torch_threads`, a block with a set number of torch threads.
+
+They import nothing from pbmarl, so `pbmarl.distributed` (the server clips the averaged gradient)
+and the learners above it share one implementation.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterable, Iterator
+
+import torch
+
+__all__ = ["clip_grad_norm", "torch_threads"]
+
+
+@contextlib.contextmanager
+def torch_threads(n: int | None) -> Iterator[None]:
+    """Run the block with `n` torch threads (None: unchanged), restoring the setting after."""
+    if n is None:
+        yield
+        return
+    before = torch.get_num_threads()
+    torch.set_num_threads(n)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(before)
+
+
+def clip_grad_norm(params: Iterable[torch.Tensor], max_norm: float) -> torch.Tensor:
+    """`torch.nn.utils.clip_grad_norm_` (2-norm) with the same kernels, in the same order, so the same bits.
+
+    torch's regroups the gradients by device and dtype and checks foreach support on every call: about
+    45 us of Python (90 against 47 us for a 4-256-256-2 MLP on this machine), in a CartPole DQN update of
+    about 1.3 ms. Gradients on one CPU device and dtype are clipped here directly; anything else (mixed
+    devices or dtypes, sparse gradients, accelerators) takes torch's own. Returns the total norm.
+    """
+    params = list(params)
+    grads = [p.grad for p in params if p.grad is not None]
+    if not grads:
+        return torch.tensor(0.0)
+    first = grads[0]
+    if first.device.type != "cpu" or any(g.dtype != first.dtype or g.device != first.device or g.is_sparse
+                                         for g in grads):
+        return torch.nn.utils.clip_grad_norm_(params, max_norm)
+    with torch.no_grad():
+        total = torch.linalg.vector_norm(torch.stack(torch._foreach_norm(grads, 2.0)), 2.0)
+        torch._foreach_mul_(grads, torch.clamp(float(max_norm) / (total + 1e-6), max=1.0))
+    return total
