@@ -7,6 +7,10 @@ value recorded at or before a budget of ``env_steps=``, ``wall_time=`` or ``iter
 with unequal numbers of runs on a game are refused, as marl-eval refuses them, unless
 ``allow_unequal=True``.
 
+The three aggregates are rliable's: the mean and the IQM (25% trimmed mean) pool every run, and the
+median is the median across games of each game's mean score (`metrics.aggregate_median`), so with
+one game per table it equals the mean.
+
 Example:
     >>> import pandas as pd
     >>> rows = [{"game": "g", "method": m, "trial": f"{m}{s}", "seed": s, "iteration": 1,
