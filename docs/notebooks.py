@@ -27,6 +27,7 @@ FOLDERS = ("tutorials", "notebooks")
 RAY_CELL = re.compile(r"init_ray\(|ray\.init\(|backend=\\?[\"']ray")  # as tests/conftest.py groups them
 STAMP = "pbmarl_docs"
 WIDGET = "application/vnd.jupyter.widget-view+json"
+PROGRESS = re.compile(r"\d+/\d+ \[|\d+%\||it/s\]")  # tqdm's text form of its notebook bar
 WIDGET_NOTE = "[an interactive widget (buttons and live plots): it works in Jupyter, with a running kernel]"
 NOTE = (
     "```{{note}}\nThis page was executed when the documentation was built, with `PBMARL_SMOKE=1`: the small "
@@ -87,11 +88,17 @@ def execute(source: Path, lib: str) -> tuple[str, float]:
             raise RuntimeError(f"{source.relative_to(ROOT)}: {text[:800]}\n...\n{text[-1200:]}") from None
     seconds = time.perf_counter() - start
     for cell in notebook.cells:  # a widget needs a live kernel: say what is there instead of printing its repr
+        kept = []
         for output in cell.get("outputs", []):
             data = output.get("data", {})
             if WIDGET in data:
+                if PROGRESS.search(str(data.get("text/plain", ""))):
+                    continue  # a progress bar, frozen at its start: noise on a static page
                 data.pop(WIDGET)
                 data["text/plain"] = WIDGET_NOTE
+            kept.append(output)
+        if cell.cell_type == "code":
+            cell.outputs = kept
     note = nbformat.v4.new_markdown_cell(NOTE.format(folder=source.parent.name, name=source.name))
     if notebook.nbformat_minor < 5:  # cell ids came with nbformat 4.5
         note.pop("id", None)
