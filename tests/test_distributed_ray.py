@@ -24,7 +24,7 @@ def test_a_killed_impala_actor_is_replaced_and_no_step_is_lost_or_counted_twice(
     learner = pb.IMPALA(game, actors=2, backend="ray", steps_per_round=32, num_envs=4, hidden=(16,), seed=0)
     try:
         learner.step()
-        ray.kill(learner.executor.inner.actors[0], no_restart=True)  # dies with a job in flight
+        ray.kill(learner.executor.inner.actors[0].actor, no_restart=True)  # dies with a job in flight
         records = [learner.step() for _ in range(2)]
         assert learner.executor.replacements >= 1
         assert len(learner.log) == 6
