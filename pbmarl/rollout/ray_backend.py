@@ -15,9 +15,9 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from pbmarl.games.base import Game
-from pbmarl.hosting import ray as hosting
 from pbmarl.hosting.hosted import HostDied, Hosted, close_all, connected, first_done, head_error
 from pbmarl.hosting.liveness import CHECK_EVERY_S
+from pbmarl.hosting.ray import free_cpus, node_id
 from pbmarl.hosting.shipping import ship
 from pbmarl.policies.base import Policy
 from pbmarl.rollout.units import UnitResult, WorkUnit
@@ -28,7 +28,7 @@ class _RayWorker(RolloutWorker):
     """A RolloutWorker that can say where it runs."""
 
     def node_id(self) -> str:
-        return hosting.node_id()
+        return node_id()
 
 
 class RayBackend:
@@ -39,7 +39,7 @@ class RayBackend:
     def __init__(self, game: Game, *, num_workers: int, envs_per_worker: int, engine: str,
                  worker_cpus: float = 1.0, inflight: int = 2, max_replacements: int | None = None) -> None:
         self.num_workers = num_workers
-        free, total = hosting.free_cpus(num_workers * worker_cpus, grace_s=2.0)
+        free, total = free_cpus(num_workers * worker_cpus, grace_s=2.0)
         if num_workers * worker_cpus > free + 1e-9:
             raise ValueError(
                 f"{num_workers} workers with worker_cpus={worker_cpus} need {num_workers * worker_cpus:g} CPUs, "
