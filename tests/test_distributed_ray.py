@@ -183,8 +183,12 @@ def test_marl_workers_on_ray_push_asynchronously_with_exact_counts(ray_session) 
     try:
         before = get_state(Team(run.learners))
         records = [run.step() for _ in range(2)]
-        assert len(run.staleness) == 4 and len(run._rounds.log) == 4
-        assert records[-1].env_steps == sum(e[4] for e in run._rounds.log)
+        cfg = run.learners["team"].config
+        per_batch = cfg.epochs * cfg.minibatches  # a collected batch is followed by its whole plan of gradients
+        log = run._rounds.log
+        assert len(run.staleness) == len(log) == 2 * 2 * per_batch and len({e[2] for e in log}) == len(log)
+        assert sum(e[4] > 0 for e in log) >= 4  # a batch each worker, each step
+        assert records[-1].env_steps == sum(e[4] for e in log)
         assert not np.array_equal(get_state(Team(run.learners)), before)  # pulled from the server actor
     finally:
         run.close()
