@@ -44,7 +44,7 @@ def best_of(fn: Callable[..., object], repeats: int, setup: Callable[[], object]
     return min(times)
 
 
-def to_openspiel(game: pb.Game, pi: pb.TabularPolicy) -> object:
+def to_openspiel(game: pb.games.Game, pi: pb.TabularPolicy) -> object:
     from open_spiel.python import policy as osp
 
     out = osp.TabularPolicy(game.pyspiel_game)
@@ -53,7 +53,7 @@ def to_openspiel(game: pb.Game, pi: pb.TabularPolicy) -> object:
     return out
 
 
-def population(game: pb.Game, n: int, seed: int) -> pb.Population:
+def population(game: pb.games.Game, n: int, seed: int) -> pb.Population:
     pop = pb.Population(game)
     for p in range(game.num_players):
         for i in range(n):

@@ -96,7 +96,7 @@ def timed(fn: Callable[[], object]) -> tuple[float, object]:
     return time.perf_counter() - start, out
 
 
-def bare_walk(game: pb.Game) -> int:
+def bare_walk(game: pb.games.Game) -> int:
     return walk_from(game.new_initial_state(), game.num_players)
 
 
@@ -124,7 +124,7 @@ def walk_from(root: Any, num_players: int) -> int:
     return n
 
 
-def tree_timings(game: pb.Game, name: str) -> tuple[int, float, float, object, float]:
+def tree_timings(game: pb.games.Game, name: str) -> tuple[int, float, float, object, float]:
     """(histories, bare walk s, the engine's walk s (disk cache off), the tree, load from the disk cache s)."""
     os.environ["PBMARL_TREE_CACHE"] = "0"
     t_bare, nodes = timed(lambda: bare_walk(game))

@@ -123,7 +123,7 @@ def _learner(slice_: str, seed: int, server: dict[str, Any] | None = None, *,
     if slice_ == "mappo":
         return pb.MAPPO(seed=seed, **options)
     if slice_ == "ippo":
-        return pb.IPPO(seed=seed, **options)
+        return pb.learners.IPPO(seed=seed, **options)
     if slice_ == "qmix":
         return pb.QMIX(seed=seed, **options)
     if slice_ == "maddpg":

@@ -10,7 +10,7 @@ Slices (run one at a time on a shared machine, ``--only``):
   exactly by CFR+), with the same DQN oracle on Leduc for ``--minutes``: wall time to exploitability
   1, 0.5, 0.3, 0.2, 0.1, beside exact-oracle PSRO (the iterations each level needs with perfect best
   responses) and CFR+, in the same process. ``--parallel-oracle`` (psro, xdo) trains the two players' best
-  responses side by side, one DQN per player in its own Ray actor (`pb.ParallelOracle`).
+  responses side by side, one DQN per player in its own Ray actor (`pb.algorithms.ParallelOracle`).
 - ``nfsp-peer``: OpenSpiel's PyTorch NFSP example on Kuhn, run in its own venv
   (``OPENSPIEL_NFSP_VENV``), exploitability at 10k..40k episodes.
 - ``oracle``: the DQN oracle's best-response gap on Leduc (exact BR value minus the exact value of
@@ -255,7 +255,7 @@ def leduc_slice(args: argparse.Namespace, sink: Sink) -> None:
         setup = time.perf_counter()  # Ray's start and the oracle actors fall before the run's clock: timed apart
         learner = pb.DQN(game, seed=seed, **options)
         # a parallel oracle: one DQN per player, seeded seed + player, each in its own Ray actor
-        oracle = pb.ParallelOracle(learner, backend="ray") if args.parallel_oracle else learner
+        oracle = pb.algorithms.ParallelOracle(learner, backend="ray") if args.parallel_oracle else learner
         run: pb.PSRO | pb.XDO
         if args.only == "psro":
             run = pb.PSRO(game, learner=oracle, seed=seed, solver=meta_solver(args.solver))
@@ -286,7 +286,7 @@ def leduc_slice(args: argparse.Namespace, sink: Sink) -> None:
                 break
         if isinstance(run, pb.P2SRO):
             run.close()
-        elif isinstance(oracle, pb.ParallelOracle):
+        elif isinstance(oracle, pb.algorithms.ParallelOracle):
             oracle.close()
         if isinstance(run, pb.XDO):
             xdo_control(game, run, seed, sink)
@@ -450,7 +450,7 @@ def _oracle_gaps(ev: Any, learner: Any, player: int, opponents: Any, warm: bool,
         learner.step()
 
 
-class RandomOpening(pb.Policy):
+class RandomOpening(pb.policies.Policy):
     """`policy`, except that the first `plies` moves of a Connect Four game (pieces on the board, read from the
     observation's two 6x7 planes) are uniformly random: deterministic policies then meet in many games, not one.
 
@@ -553,7 +553,7 @@ def _solver_spec(text: str) -> str:
 def _dqn_option(text: str) -> tuple[str, Any]:
     """``KEY=VALUE`` of ``--dqn``: a DQNConfig field and a Python literal (``warm_start=True``, ``lr=3e-4``)."""
     key, sep, value = text.partition("=")
-    fields = {f.name for f in dataclasses.fields(pb.DQNConfig)}
+    fields = {f.name for f in dataclasses.fields(pb.learners.DQNConfig)}
     if not sep or key not in fields:
         raise argparse.ArgumentTypeError(f"--dqn takes KEY=VALUE with KEY a DQNConfig field ({', '.join(sorted(fields))}), "
                                          f"got {text!r}")
@@ -575,7 +575,7 @@ def main() -> None:
                         help="psro: the meta-solver (nash, prd, rm, ...), with options as NAME:KEY=VALUE,... "
                              "(prd:iterations=500)")
     parser.add_argument("--parallel-oracle", action="store_true",
-                        help="psro, xdo: the players' best responses trained side by side (pb.ParallelOracle on Ray)")
+                        help="psro, xdo: the players' best responses trained side by side (pb.algorithms.ParallelOracle on Ray)")
     parser.add_argument("--seeds", type=lambda s: [int(x) for x in s.split(",")], default=[0])
     parser.add_argument("--episodes", type=int, default=40_000, help="nfsp: episodes per seed")
     parser.add_argument("--episodes-per-step", type=int, default=10_000)

@@ -40,7 +40,7 @@ import pbmarl as pb  # noqa: E402
 PEER = Path("/work/venvs/tianshou/bin/python")
 
 
-def play(game: pb.Game, learner: pb.Policy | None, episodes: int, seed: int) -> dict[str, float]:
+def play(game: pb.games.Game, learner: pb.policies.Policy | None, episodes: int, seed: int) -> dict[str, float]:
     """The greedy `learner` (None: uniformly random) as player_2 against a uniformly random legal opponent."""
     rng = np.random.default_rng(seed)
     outcome = []

@@ -12,7 +12,7 @@ KUHN, LEDUC, KUHN3 = "kuhn_poker", "leduc_poker", "kuhn_poker(players=3)"
 GOOF3 = "goofspiel(num_cards=3,imp_info=True,points_order=descending)"
 
 
-def to_openspiel(game: pb.Game, profile: list[pb.TabularPolicy]) -> osp.TabularPolicy:
+def to_openspiel(game: pb.games.Game, profile: list[pb.TabularPolicy]) -> osp.TabularPolicy:
     """One OpenSpiel TabularPolicy whose player-p rows come from ``profile[p]`` (by OpenSpiel's own keys)."""
     out = osp.TabularPolicy(game.pyspiel_game)
     for p, pi in enumerate(profile):
@@ -21,7 +21,7 @@ def to_openspiel(game: pb.Game, profile: list[pb.TabularPolicy]) -> osp.TabularP
     return out
 
 
-def openspiel_value(game: pb.Game, joint: osp.Policy) -> np.ndarray:
+def openspiel_value(game: pb.games.Game, joint: osp.Policy) -> np.ndarray:
     """OpenSpiel's expected returns of a joint policy (simultaneous games take one joint policy)."""
     state = game.pyspiel_game.new_initial_state()
     if game.turn_based:

@@ -26,5 +26,5 @@ CASES = {
     # a buffer smaller than the run: later rounds overwrite rows, which an interrupted round must put back
     "Rainbow": Case("gym:CartPole-v1", _seeded(pb.Rainbow, buffer_size=120, learning_starts=30,
                                                target_update_interval=20), "n_steps"),
-    "ApeXDDPG": Case("gym:Pendulum-v1", _seeded(pb.ApeXDDPG, actors=1, backend="local", buffer_size=300), "actor"),
+    "ApeXDDPG": Case("gym:Pendulum-v1", _seeded(pb.learners.ApeXDDPG, actors=1, backend="local", buffer_size=300), "actor"),
 }

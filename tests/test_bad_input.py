@@ -128,7 +128,7 @@ ROWS: list[tuple[str, Callable[[], Any], type[Exception], str]] = [
      r"returned action \[5.0\], outside Box\(-2.0, 2.0, \(1,\), float32\): accepted are low \[-2.0\] to high \[2.0\]"),
     ("collect Pendulum policy acts NaN", lambda: oob_collect(_ActsNaN, pend), ValueError,
      r"returned action \[nan\], outside Box\(-2.0, 2.0"),
-    ("apex_epsilons(3, eps=2)", lambda: pb.apex_epsilons(3, eps=2.0), ValueError,
+    ("apex_epsilons(3, eps=2)", lambda: pb.learners.apex_epsilons(3, eps=2.0), ValueError,
      r"eps \(an exploration probability\) must be a finite number >= 0 and <= 1, got 2.0"),
     ("sequence_form_lp max_nodes=0", lambda: pb.sequence_form_lp("kuhn_poker", max_nodes=0), ValueError,
      r"max_nodes must be a positive int, got 0"),
@@ -153,7 +153,7 @@ def test_good_input_still_works() -> None:
     pi = pb.GaussianPolicy(pend(), hidden=[8], seed=np.int64(3), log_std_init=-1, state_dependent_std=False)
     assert pi.hidden == (8,) and np.isfinite(pi.act(np.zeros((2, 3), np.float32), rng=0).action).all()
     assert N_.OrnsteinUhlenbeck(theta=1e-3).stationary_variance > 0
-    assert pb.apex_epsilons(2, eps=1.0, alpha=0) == [1.0, 1.0]
+    assert pb.learners.apex_epsilons(2, eps=1.0, alpha=0) == [1.0, 1.0]
     pool = pb.RolloutPool(pend())
     traj = pool.collect(0, pb.DeterministicPolicy(pend(), hidden=(8,)), [None], 50, seed=0)
     assert traj.steps >= 50 and np.all(np.abs(traj.action) <= 2.0)

@@ -138,7 +138,7 @@ def test_discrete_policies_act_with_log_probs():
     state.apply_action(1)
     obs = np.repeat(game.observation(state, 0)[None], 500, axis=0)
     mask = np.repeat(game.legal_mask(state, 0)[None], 500, axis=0)
-    pi = pb.FixedPolicy(game, [0.25, 0.75])
+    pi = pb.policies.FixedPolicy(game, [0.25, 0.75])
     out = pi.act(obs, mask, rng=0)
     assert out.action.dtype == np.int64 and 0.68 < out.action.mean() < 0.82
     np.testing.assert_allclose(out.log_prob, np.log(np.where(out.action == 1, 0.75, 0.25)))

@@ -109,7 +109,7 @@ def test_dqn_workers_only_collect_before_learning_starts_and_the_target_follows_
 
 def test_dqn_on_the_parameter_server_learns_a_best_response() -> None:
     kuhn = pb.load_game("kuhn_poker")
-    opponents = [None, pb.Mixture([pb.RandomPolicy(kuhn), pb.FixedPolicy.pure(kuhn, 1)], [0.3, 0.7])]
+    opponents = [None, pb.Mixture([pb.RandomPolicy(kuhn), pb.policies.FixedPolicy.pure(kuhn, 1)], [0.3, 0.7])]
     _, best = pb.ExactBestResponse(kuhn).best_response_with_value(0, opponents)
     learner = pb.DQN(kuhn, workers=2, sync="bsp", seed=0, steps_per_round=16, batch_size=64, learning_starts=200,
                      budget=8000, target_update_interval=25, updates_per_round=1)
@@ -295,11 +295,11 @@ def test_apex_updates_per_step_keeps_the_replay_ratio_as_batches_grow(cartpole) 
 
 
 def test_apex_actors_use_their_epsilon_schedule(cartpole) -> None:
-    assert pb.apex_epsilons(1) == [0.4]
-    assert pb.apex_epsilons(4) == pytest.approx([0.4, 0.4 ** (1 + 7 / 3), 0.4 ** (1 + 14 / 3), 0.4 ** 8])
+    assert pb.learners.apex_epsilons(1) == [0.4]
+    assert pb.learners.apex_epsilons(4) == pytest.approx([0.4, 0.4 ** (1 + 7 / 3), 0.4 ** (1 + 14 / 3), 0.4 ** 8])
     learner = pb.ApeX(cartpole, actors=4, apex_epsilon=0.5, steps_per_round=32, num_envs=4, hidden=(16,),
                       learning_starts=0, updates_per_round=4, publish_interval=2, batch_size=16, seed=0)
-    eps = pb.apex_epsilons(4, 0.5)
+    eps = pb.learners.apex_epsilons(4, 0.5)
     seen = set()
     for _ in range(2):
         record = learner.step()
@@ -317,7 +317,7 @@ def test_apex_actors_use_their_epsilon_schedule(cartpole) -> None:
     assert isinstance(central, ReplayProcess) and len(central.buffer) == record.buffer
     assert central.buffer.state_arrays()["obs"].shape[0] == record.buffer
     with pytest.raises(ValueError, match="n must be a positive int"):
-        pb.apex_epsilons(0)
+        pb.learners.apex_epsilons(0)
 
 
 class _Ref:
@@ -424,9 +424,9 @@ def test_ctrl_c_stops_the_actors_and_leaves_the_last_checkpoint_whole(cartpole, 
 
 def test_apex_ddpg_actors_explore_with_their_own_noise_scale() -> None:
     game = pb.load_game("gym:Pendulum-v1")
-    learner = pb.ApeXDDPG(game, actors=3, steps_per_round=30, hidden=(8,), learning_starts=10**6, seed=0)
+    learner = pb.learners.ApeXDDPG(game, actors=3, steps_per_round=30, hidden=(8,), learning_starts=10**6, seed=0)
     record = learner.step()
-    sigmas = pb.apex_epsilons(3)
+    sigmas = pb.learners.apex_epsilons(3)
     assert learner.actor_sigmas == sigmas
     assert {(e[0], e[4]) for e in learner.log} <= {(i, s) for i, s in enumerate(sigmas)}
     workers = learner.executor.inner.workers

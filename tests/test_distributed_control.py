@@ -133,7 +133,7 @@ def test_bad_parameter_server_options_are_named() -> None:
     with pytest.raises(ValueError, match="workers must be a positive int, got 0"):
         pb.TD3("gym:Pendulum-v1", workers=0)
     for make in (lambda: pb.ApeX("gym:CartPole-v1", workers=2), lambda: pb.IMPALA("gym:CartPole-v1", workers=2),
-                 lambda: pb.ApeXDDPG("gym:Pendulum-v1", workers=2)):
+                 lambda: pb.learners.ApeXDDPG("gym:Pendulum-v1", workers=2)):
         with pytest.raises(ValueError, match="workers must be 1: this learner scales with actors=N"):
             make()
     spread = pb.load_game("pettingzoo:simple_spread_v3", N=2, continuous_actions=True, max_cycles=5)

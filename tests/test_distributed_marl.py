@@ -18,7 +18,7 @@ from pbmarl.learners.control.rounds import get_state, named_optimizers
 
 
 @pytest.fixture(scope="module")
-def spread() -> pb.Game:
+def spread() -> pb.games.Game:
     return pb.load_game("pettingzoo:simple_spread_v3", N=2, local_ratio=0.5, max_cycles=5)
 
 
@@ -38,7 +38,7 @@ def _recipe(run: pb.MARL) -> tuple[Any, ...]:
 
 
 @pytest.mark.parametrize("algo", ["mappo", "qmix", "maddpg"])
-def test_one_recorded_job_applied_by_the_server_is_the_single_process_update(spread: pb.Game, algo: str) -> None:
+def test_one_recorded_job_applied_by_the_server_is_the_single_process_update(spread: pb.games.Game, algo: str) -> None:
     """A worker's first gradient of a batch, stepped by the server, gives the networks one single-process update
     gives on the same rows (targets, ValueNorm and update counts included): MAPPO of one epoch of one minibatch,
     the replay learners' first update. MADDPG's actor is the one exception (its loss sees the critic before that
@@ -74,7 +74,7 @@ def test_one_recorded_job_applied_by_the_server_is_the_single_process_update(spr
     assert server.team.counters() == Team(single.learners).counters()
 
 
-def test_bsp_steps_adam_once_on_the_workers_mean_gradient(spread: pb.Game) -> None:
+def test_bsp_steps_adam_once_on_the_workers_mean_gradient(spread: pb.games.Game) -> None:
     """Adam's first step on a gradient g moves each weight by lr * g / (|g| + eps): checked against the mean
     of the two workers' gradients, computed by hand (one epoch of one minibatch: one update a step)."""
     learner = pb.MAPPO(seed=0, workers=2, sync="bsp", value_norm=False, epochs=1, **SMALL["mappo"])
@@ -97,7 +97,7 @@ def test_bsp_steps_adam_once_on_the_workers_mean_gradient(spread: pb.Game) -> No
 
 
 @pytest.mark.parametrize("sync", ["asp", "bap"])
-def test_bap_keeps_its_bound_asp_records_staleness_and_env_steps_are_counted_once(spread: pb.Game,
+def test_bap_keeps_its_bound_asp_records_staleness_and_env_steps_are_counted_once(spread: pb.games.Game,
                                                                                     sync: str) -> None:
     learner = pb.QMIX(seed=0, workers=3, sync=sync, staleness=1, **SMALL["qmix"])
     run = pb.MARL(spread, {"team": learner}, seed=0, num_envs=4)
@@ -118,7 +118,7 @@ def test_bap_keeps_its_bound_asp_records_staleness_and_env_steps_are_counted_onc
     run.close()
 
 
-def test_an_interrupted_step_is_undone_and_the_next_starts_fresh_workers(spread: pb.Game, ctrl_c: Any) -> None:
+def test_an_interrupted_step_is_undone_and_the_next_starts_fresh_workers(spread: pb.games.Game, ctrl_c: Any) -> None:
     run = pb.MARL(spread, {"team": pb.MAPPO(seed=0, workers=2, sync="asp", **SMALL["mappo"])}, seed=0, num_envs=4)
     run.step()
     before = run.snapshot()
@@ -139,7 +139,7 @@ def _state_of(run: pb.MARL, snapshot: Any) -> np.ndarray:
     return get_state(Team(other.learners))
 
 
-def test_a_parallel_run_saves_loads_and_goes_on(tmp_path, spread: pb.Game) -> None:
+def test_a_parallel_run_saves_loads_and_goes_on(tmp_path, spread: pb.games.Game) -> None:
     run = pb.MARL(spread, {"team": pb.MADDPG(seed=0, workers=2, sync="bap", **SMALL["maddpg"])}, seed=0,
                   num_envs=4)
     run.step()
@@ -167,7 +167,7 @@ def test_parallel_mappo_learns_a_coordination_game() -> None:
     run.close()
 
 
-def test_bad_parallel_marl_set_ups_are_named(spread: pb.Game) -> None:
+def test_bad_parallel_marl_set_ups_are_named(spread: pb.games.Game) -> None:
     with pytest.raises(ValueError, match=r"sync must be one of \('bsp', 'asp', 'bap'\), got 'ssp'"):
         pb.MAPPO(workers=2, sync="ssp")
     with pytest.raises(ValueError, match="workers must be a positive int, got 0"):
@@ -176,12 +176,12 @@ def test_bad_parallel_marl_set_ups_are_named(spread: pb.Game) -> None:
     with pytest.raises(ValueError, match="the same parameter server.*a: \\(2, 'bsp', 1, 'local'\\); b: \\(1"):
         pb.MARL(spread, {"a": pb.MAPPO(workers=2), "b": pb.MAPPO()}, mapping)
     with pytest.raises(ValueError, match="group 'b'.*Independent has no parameter-server mode"):
-        pb.MARL(spread, {"a": pb.MAPPO(workers=2), "b": pb.Independent(algo="rainbow")}, mapping)
+        pb.MARL(spread, {"a": pb.MAPPO(workers=2), "b": pb.learners.Independent(algo="rainbow")}, mapping)
     with pytest.raises(ValueError, match="pool= cannot be combined with the learners' workers=2"):
         pb.MARL(spread, {"team": pb.MAPPO(workers=2)}, pool=pb.RolloutPool(spread))
 
 
-def test_a_job_that_steps_an_optimiser_twice_is_refused(spread: pb.Game) -> None:
+def test_a_job_that_steps_an_optimiser_twice_is_refused(spread: pb.games.Game) -> None:
     run = pb.MARL(spread, {"team": pb.QMIX(seed=0, workers=2, **SMALL["qmix"])}, seed=0, num_envs=4)
     recipe = list(_recipe(run))
     cls, config, seed = recipe[3]["team"]

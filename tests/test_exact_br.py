@@ -16,12 +16,12 @@ from pbmarl.evaluation.realization import realization_plans, terminal_reach
 from pbmarl.games.tree import GameTree, PlayerInfosets
 
 
-def openspiel_br_value(game: pb.Game, player: int, joint: osp.Policy) -> float:
+def openspiel_br_value(game: pb.games.Game, player: int, joint: osp.Policy) -> float:
     root = game.pyspiel_game.new_initial_state()
     return float(best_response.BestResponsePolicy(game.pyspiel_game, player, joint).value(root))
 
 
-def assert_pure_on_legal(game: pb.Game, player: int, br: pb.TabularPolicy) -> None:
+def assert_pure_on_legal(game: pb.games.Game, player: int, br: pb.TabularPolicy) -> None:
     infos = game.tree().infosets[player]
     rows = br.table[[br.index[k] for k in infos.keys]]
     assert ((rows == 0) | (rows == 1)).all() and (rows.sum(axis=1) == 1).all()
@@ -70,7 +70,7 @@ def test_br_against_population_mixture_equals_openspiel(name: str, n: int) -> No
         assert learner.evaluator.evaluate(opponents)[player] == pytest.approx(learner.last_value, abs=1e-9)
 
 
-def _pure_strategies(game: pb.Game, player: int):
+def _pure_strategies(game: pb.games.Game, player: int):
     """Every pure strategy of `player` as a TabularPolicy (other players' rows left uniform)."""
     infos = game.tree().infosets[player]
     choices = [np.flatnonzero(row) for row in infos.legal]

@@ -19,7 +19,7 @@ from pbmarl.policies.base import Policy
 GAMES = [KUHN, LEDUC, KUHN3, GOOF3, "matrix_rps"]
 
 
-def random_population(game: pb.Game, n: int, seed: int) -> pb.Population:
+def random_population(game: pb.games.Game, n: int, seed: int) -> pb.Population:
     pop = pb.Population(game)
     for p in range(game.num_players):
         for i in range(n):
@@ -192,7 +192,7 @@ def test_matrix_rps_nash_conv_equals_matrix_algebra() -> None:
     rng = np.random.default_rng(8)
     for game in (pb.load_game("matrix_rps"), pb.MatrixGame(A)):
         x, y = rng.dirichlet(np.ones(3)), rng.dirichlet(np.ones(3))
-        result = pb.exploitability(game, [pb.FixedPolicy(game, x), pb.FixedPolicy(game, y)])
+        result = pb.exploitability(game, [pb.policies.FixedPolicy(game, x), pb.policies.FixedPolicy(game, y)])
         value = x @ A @ y
         np.testing.assert_allclose(result.values, [value, -value], atol=1e-12)
         np.testing.assert_allclose(result.br_values, [(A @ y).max(), (-(x @ A)).max()], atol=1e-12)

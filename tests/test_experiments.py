@@ -59,9 +59,9 @@ def test_the_example_specs_check_and_round_trip_through_json(tmp_path, name) -> 
 
 
 def test_a_spec_builds_the_run_it_names() -> None:
-    s = pb.spec(pb.MARL, learners={"team": pb.spec(pb.IPPO, steps_per_round=40, hidden=[16])}, num_envs=2)
+    s = pb.spec(pb.MARL, learners={"team": pb.spec(pb.learners.IPPO, steps_per_round=40, hidden=[16])}, num_envs=2)
     assert s.label == "MARL(learners={team: IPPO(hidden=[16], steps_per_round=40)}, num_envs=2)"
-    run = pb.RunSpec.from_dict(json.loads(json.dumps(s.to_dict()))).build(
+    run = pb.experiments.RunSpec.from_dict(json.loads(json.dumps(s.to_dict()))).build(
         "pettingzoo:simple_spread_v3(N=2, max_cycles=5)", seed=3)
     try:
         assert type(run.learners["team"]).__name__ == "IPPO" and run.seed == 3 and run.config.num_envs == 2
@@ -74,7 +74,7 @@ def test_tensorboard_events_read_back_with_tensorboards_reader(tmp_path) -> None
     from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
     run = pb.PSRO("kuhn_poker", seed=0)
-    with pb.TensorBoardLogger(tmp_path / "tb") as tb:
+    with pb.experiments.TensorBoardLogger(tmp_path / "tb") as tb:
         run.run(3, progress=False, loggers=[tb])
     acc = EventAccumulator(str(tmp_path / "tb"), size_guidance={"scalars": 0, "tensors": 0})
     acc.Reload()
@@ -90,7 +90,7 @@ def test_a_control_run_logs_against_env_steps_and_the_attribute_form_works(tmp_p
 
     run = pb.SAC("gym:Pendulum-v1", seed=0, num_envs=1, steps_per_round=50, learning_starts=20, batch_size=16,
                  hidden=(8,))
-    run.loggers = [pb.TensorBoardLogger(tmp_path / "tb"), pb.CSVLogger(tmp_path / "history.csv")]
+    run.loggers = [pb.experiments.TensorBoardLogger(tmp_path / "tb"), pb.experiments.CSVLogger(tmp_path / "history.csv")]
     run.run(2, progress=False)
     acc = EventAccumulator(str(tmp_path / "tb"))
     acc.Reload()
@@ -106,7 +106,7 @@ def test_mlflow_store_read_back_through_its_client(tmp_path) -> None:
     from mlflow.tracking import MlflowClient
 
     run = pb.PSRO("kuhn_poker", seed=0)
-    logger = pb.MLflowLogger(tmp_path / "mlruns", experiment="kuhn", run_name="nash-s0")
+    logger = pb.experiments.MLflowLogger(tmp_path / "mlruns", experiment="kuhn", run_name="nash-s0")
     run.run(2, progress=False, loggers=[logger])
     logger.close()
     client = MlflowClient(tracking_uri=logger.tracking_uri)
@@ -123,7 +123,7 @@ def test_wandb_offline_run_holds_the_same_names(tmp_path) -> None:
     from wandb.proto import wandb_internal_pb2
 
     run = pb.PSRO("kuhn_poker", seed=0)
-    logger = pb.WandbLogger(tmp_path, project="kuhn", name="nash-s0")
+    logger = pb.experiments.WandbLogger(tmp_path, project="kuhn", name="nash-s0")
     run.run(2, progress=False, loggers=[logger])
     logger.close()
     (path,) = tmp_path.glob("wandb/offline-run-*/run-*.wandb")
@@ -169,7 +169,7 @@ def test_a_missing_extra_says_what_to_install(monkeypatch) -> None:
 
     monkeypatch.setattr(builtins, "__import__", no_mlflow)
     with pytest.raises(ImportError, match=r"pip install 'pbmarl\[tracking\]'"):
-        pb.MLflowLogger("unused")
+        pb.experiments.MLflowLogger("unused")
 
 
 # -- statistics, plots, report -------------------------------------------------------------------------------

@@ -272,7 +272,7 @@ def test_metasolver_gives_joint_and_marginals() -> None:
     with pytest.raises(ValueError, match="epsilon"):
         pb.MetaSolver("mgcce", epsilon=-1.0)(U)
     with pytest.raises(ValueError, match="joint must have shape"):
-        pb.MetaStrategy(([0.5, 0.5], [1.0]), solver="manual", joint=np.ones((2, 2)) / 4)
+        pb.solvers.MetaStrategy(([0.5, 0.5], [1.0]), solver="manual", joint=np.ones((2, 2)) / 4)
 
 
 # -- JPSRO -----------------------------------------------------------------------------------------

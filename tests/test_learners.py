@@ -79,7 +79,7 @@ def test_final_evaluation_estimates_the_value(kuhn):
 
 def test_best_response_to_a_mixture(kuhn):
     rand = pb.RandomPolicy(kuhn)
-    always_bet = pb.FixedPolicy.pure(kuhn, 1)
+    always_bet = pb.policies.FixedPolicy.pure(kuhn, 1)
     opponents = [None, pb.Mixture([rand, always_bet], [0.3, 0.7])]
     _, best = pb.ExactBestResponse(kuhn).best_response_with_value(0, opponents)
     policy = pb.DQN(kuhn, seed=0).best_response(0, opponents)
@@ -132,7 +132,7 @@ def test_same_seed_same_policy_other_seed_other_policy(kuhn, name):
 ])
 def test_checkpoint_mid_task_resumes_exactly(kuhn, tmp_path, spec):
     rand = pb.RandomPolicy(kuhn)
-    opponents = [pb.Mixture([rand, pb.FixedPolicy.pure(kuhn, 0)], [0.5, 0.5]), None]
+    opponents = [pb.Mixture([rand, pb.policies.FixedPolicy.pure(kuhn, 0)], [0.5, 0.5]), None]
     learner = make_learner(kuhn, {**spec, "seed": 3})
     learner.start(1, opponents)
     for _ in range(3):
@@ -213,7 +213,7 @@ def test_a_one_player_game_trains_on_its_own():
 
 
 def test_the_own_task_plays_the_opponents_given(kuhn):
-    always_bet = pb.FixedPolicy.pure(kuhn, 1)
+    always_bet = pb.policies.FixedPolicy.pure(kuhn, 1)
     learner = pb.A2C(kuhn, seed=0, budget=300, opponents=[None, always_bet])
     learner.step()
     assert learner.task.opponents[1].policies == [always_bet]

@@ -30,7 +30,7 @@ def climbing() -> pb.MatrixGame:
 
 
 @pytest.fixture(scope="module")
-def spread() -> pb.Game:
+def spread() -> pb.games.Game:
     return pb.load_game("pettingzoo:simple_spread_v3", N=3, local_ratio=0.5, max_cycles=5)
 
 
@@ -63,7 +63,7 @@ def test_vdn_gradient_is_one_and_mixer_checks_shapes() -> None:
 def test_groups_get_their_own_agents_rows() -> None:
     game = pb.load_game("pettingzoo:simple_adversary_v3", max_cycles=5)
     mapping = pb.AgentMapping(game, {"adversary_0": "red", "agent_0": "blue", "agent_1": "blue"})
-    red, blue = pb.IPPO(seed=0, steps_per_round=20, epochs=1), pb.MAPPO(seed=1, steps_per_round=20, epochs=1)
+    red, blue = pb.learners.IPPO(seed=0, steps_per_round=20, epochs=1), pb.MAPPO(seed=1, steps_per_round=20, epochs=1)
     marl = pb.MARL(game, {"red": red, "blue": blue}, mapping, num_envs=2)
     assert red.seats == (0,) and blue.seats == (1, 2) and blue.n_agents == 2
     rec = marl.step()
@@ -91,7 +91,7 @@ def test_fixed_group_plays_but_does_not_learn() -> None:
 
 
 # -- centralised inputs -----------------------------------------------------------------------------
-def test_centralised_critic_reads_the_global_state_and_the_actor_does_not(spread: pb.Game) -> None:
+def test_centralised_critic_reads_the_global_state_and_the_actor_does_not(spread: pb.games.Game) -> None:
     mapping = pb.AgentMapping.shared(spread, agent_id=True)
     mappo = pb.MAPPO(seed=0, steps_per_round=30, epochs=1)
     pb.MARL(spread, {"shared": mappo}, mapping, num_envs=2)
@@ -109,7 +109,7 @@ def test_centralised_critic_reads_the_global_state_and_the_actor_does_not(spread
     np.testing.assert_array_equal(x[:, state_dim:], np.eye(3, dtype=np.float32)[rows.agent])
     assert rows.obs.shape[1] == obs_dim + 3 and not np.array_equal(rows.obs[:, :obs_dim], rows.global_state[:, :obs_dim])
     # IPPO's critic reads the agent's own observation only
-    ippo = pb.IPPO(seed=0)
+    ippo = pb.learners.IPPO(seed=0)
     ippo.bind(mapping, "shared")
     assert ippo.critic_width == obs_dim + 3
     np.testing.assert_array_equal(ippo.critic_inputs(rows)[0], rows.obs)
@@ -125,7 +125,7 @@ def test_without_global_state_the_critic_and_mixer_read_concatenated_observation
     assert isinstance(qmix.mixer, QMixer) and qmix.mixer.state_dim == 2 * 2
 
 
-def test_joint_steps_line_agents_up(spread: pb.Game) -> None:
+def test_joint_steps_line_agents_up(spread: pb.games.Game) -> None:
     mapping = pb.AgentMapping.shared(spread)
     pool = pb.RolloutPool(spread, envs_per_worker=2)
     rows = pool.collect(policies={"shared": pb.RandomPolicy(mapping.group_game("shared"))}, mapping=mapping,
@@ -217,10 +217,10 @@ def test_deterministic_evaluation_plays_each_policys_most_likely_action(climbing
     MADDPG's noisy actor plays its noise-free action. Evaluating leaves the run's own random state alone."""
     marl = pb.MARL(climbing, {"shared": pb.MAPPO(seed=0)}, pb.AgentMapping.shared(climbing), seed=1, num_envs=8)
     view = marl.mapping.group_game("shared")
-    leaning = {"shared": pb.FixedPolicy(view, [0.3, 0.45, 0.25])}
+    leaning = {"shared": pb.policies.FixedPolicy(view, [0.3, 0.45, 0.25])}
     state = marl.rng.bit_generator.state
     greedy = marl.evaluate(50, policies=leaning, deterministic=True)
-    pure = marl.evaluate(50, policies={"shared": pb.FixedPolicy.pure(view, 1)})
+    pure = marl.evaluate(50, policies={"shared": pb.policies.FixedPolicy.pure(view, 1)})
     sampled = marl.evaluate(50, policies=leaning)
     assert greedy.mean["shared"] == pure.mean["shared"] == 2 * CLIMBING[1][1]   # both agents score 7
     assert sampled.mean["shared"] < 2 * 7.0 - 1.0                               # miscoordination costs -30
@@ -302,10 +302,10 @@ def test_a_group_learner_is_a_psro_oracle() -> None:
     rps = pb.MatrixGame([[0, -1, 1], [1, 0, -1], [-1, 1, 0]], name="rps")
     # the one-step game's observation is a 2-dim seat one-hot: the MAPPO code's LayerNorm (the default, for MPE)
     # only slows these 1,024-step answers (exploitability after 3 iterations 0.37 with it, 0.05 without)
-    oracle = GroupOracle(rps, lambda s: pb.IPPO(seed=s, steps_per_round=256, epochs=4, lr=1e-2, gamma=0.0,
+    oracle = GroupOracle(rps, lambda s: pb.learners.IPPO(seed=s, steps_per_round=256, epochs=4, lr=1e-2, gamma=0.0,
                                                 layer_norm=False), steps=1024, eval_episodes=100)
     assert isinstance(oracle, Oracle) and oracle.name == "marl-ippo"
-    br = oracle.respond(0, [None, pb.FixedPolicy(rps, [1.0, 0.0, 0.0])])   # against rock: paper
+    br = oracle.respond(0, [None, pb.policies.FixedPolicy(rps, [1.0, 0.0, 0.0])])   # against rock: paper
     assert br.value > 0.8 and br.env_steps >= 1024
     assert br.policy.action_probabilities(np.array([[1.0, 0.0]]), np.ones((1, 3), bool))[0, 1] > 0.8
     psro = pb.PSRO(rps, solver="nash", learner=oracle, evaluator=pb.ExactEvaluator(rps))
@@ -337,14 +337,14 @@ def test_climbing_game_only_weighted_qmix_finds_the_optimum(climbing: pb.MatrixG
         if algo == "wqmix":
             learner = pb.QMIX(weighting="ow", weight_alpha=0.01, central_hidden=(64,), **options)
         else:
-            learner = (pb.QMIX if algo == "qmix" else pb.IQL)(**options)
+            learner = (pb.QMIX if algo == "qmix" else pb.learners.IQL)(**options)
     mapping = pb.AgentMapping.shared(climbing, agent_id=True)
     marl = pb.MARL(climbing, {"shared": learner}, mapping, seed=0, num_envs=64)
     marl.run(20 if algo != "mappo" else 25, progress=False)
     pi = marl.policies()["shared"]
     eye = np.eye(2, dtype=np.float32)
     obs = np.concatenate([eye, eye], axis=1)          # each agent's seat one-hot and its agent id
-    assert isinstance(pi, pb.Policy)
+    assert isinstance(pi, pb.policies.Policy)
     joint = pi.action_probabilities(obs, np.ones((2, 3), bool)).argmax(axis=1)
     value = CLIMBING[joint[0]][joint[1]]
     if algo == "wqmix":
@@ -354,7 +354,7 @@ def test_climbing_game_only_weighted_qmix_finds_the_optimum(climbing: pb.MatrixG
 
 
 # -- the one vocabulary: building, options, files ---------------------------------------------------
-def test_a_group_learner_takes_a_game_a_name_or_none(spread: pb.Game) -> None:
+def test_a_group_learner_takes_a_game_a_name_or_none(spread: pb.games.Game) -> None:
     by_game, by_name, bare = pb.MAPPO(spread, seed=0), pb.MAPPO("pettingzoo:simple_spread_v3", seed=0), pb.MAPPO()
     assert by_game.game is spread and by_name.game is not None and bare.game is None
     marl = pb.MARL(spread, {"shared": by_game}, seed=0, num_envs=2)
@@ -367,14 +367,14 @@ def test_a_group_learner_takes_a_game_a_name_or_none(spread: pb.Game) -> None:
                                                                        pad=True))
 
 
-def test_one_learner_trains_one_group_of_one_run(spread: pb.Game) -> None:
+def test_one_learner_trains_one_group_of_one_run(spread: pb.games.Game) -> None:
     learner = pb.MAPPO(seed=0, steps_per_round=10)
     pb.MARL(spread, {"shared": learner}, num_envs=2)
     with pytest.raises(ValueError, match="already trains group 'shared'.*build a new one"):
         pb.MARL(spread, {"shared": learner}, num_envs=2)
     two = pb.load_game("pettingzoo:simple_spread_v3", N=2, max_cycles=5)
     mapping = pb.AgentMapping.independent(two)
-    same = pb.IPPO(seed=0)
+    same = pb.learners.IPPO(seed=0)
     with pytest.raises(ValueError, match="one learner object is given for several groups"):
         pb.MARL(two, {"agent_0": same, "agent_1": same}, mapping)
     # a set-up that fails on its second learner leaves the first free for another run
@@ -400,14 +400,14 @@ def test_one_learner_trains_one_group_of_one_run(spread: pb.Game) -> None:
     (lambda: pb.QMIX(workers=0), "workers must be a positive int, got 0"),
     (lambda: pb.MAPPO(config=pb.QMIX().config), "config for MAPPO must be a MAPPOConfig"),
     (lambda: pb.MAPPO(42), "game of MAPPO must be a pbmarl Game, a game name or None"),
-    (lambda: pb.Independent(algo="sac", lrr=1e-3), "unknown option 'lrr' for Independent\\('sac'\\); did you mean 'lr'"),
+    (lambda: pb.learners.Independent(algo="sac", lrr=1e-3), "unknown option 'lrr' for Independent\\('sac'\\); did you mean 'lr'"),
 ])
 def test_bad_learner_options_are_named(make: Any, message: str) -> None:
     with pytest.raises((ValueError, TypeError), match=message):
         make()
 
 
-def test_bad_marl_options_are_named(spread: pb.Game) -> None:
+def test_bad_marl_options_are_named(spread: pb.games.Game) -> None:
     learner = lambda: {"shared": pb.MAPPO(seed=0, steps_per_round=10)}  # noqa: E731
     for options, message in [({"num_envs": True}, "num_envs must be a positive int, got True"),
                              ({"num_envs": 2.7}, "num_envs must be a positive int, got 2.7"),
@@ -431,7 +431,7 @@ def test_a_fixed_group_of_another_observation_width_saves_and_loads(tmp_path: An
     blue = pb.MLPPolicy(mapping.group_game("blue"), hidden=(8,), seed=3)
     red_mix = pb.Mixture([pb.MLPPolicy(mapping.group_game("red"), hidden=(8,), seed=s) for s in (1, 2)], [0.25, 0.75])
     for learner_group, fixed in (("red", {"blue": blue}), ("blue", {"red": red_mix})):
-        marl = pb.MARL(game, {learner_group: pb.IPPO(seed=0, steps_per_round=10, epochs=1)}, mapping, fixed=fixed,
+        marl = pb.MARL(game, {learner_group: pb.learners.IPPO(seed=0, steps_per_round=10, epochs=1)}, mapping, fixed=fixed,
                        seed=0, num_envs=2)
         marl.step()
         marl.save(tmp_path / learner_group)
@@ -443,7 +443,7 @@ def test_a_fixed_group_of_another_observation_width_saves_and_loads(tmp_path: An
             x = np.ones((1, 10), np.float32)
             np.testing.assert_array_equal(saved.action_probabilities(x, np.ones((1, 5), bool)),
                                           blue.action_probabilities(x, np.ones((1, 5), bool)))
-        twin = pb.MARL(game, {learner_group: pb.IPPO(seed=0, steps_per_round=10, epochs=1)}, mapping, fixed=fixed,
+        twin = pb.MARL(game, {learner_group: pb.learners.IPPO(seed=0, steps_per_round=10, epochs=1)}, mapping, fixed=fixed,
                        seed=0, num_envs=2)
         twin.run(2, progress=False)
         loaded.step()

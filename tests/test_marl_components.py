@@ -16,12 +16,12 @@ from pbmarl.learners.multiagent.mixers import wqmix_weights
 
 
 @pytest.fixture(scope="module")
-def spread() -> pb.Game:
+def spread() -> pb.games.Game:
     return pb.load_game("pettingzoo:simple_spread_v3", N=2, local_ratio=0.5, max_cycles=6)
 
 
 # -- the GRU agent network ---------------------------------------------------------------------------
-def test_gru_replay_unrolls_the_hidden_states_the_agents_acted_on(spread: pb.Game) -> None:
+def test_gru_replay_unrolls_the_hidden_states_the_agents_acted_on(spread: pb.games.Game) -> None:
     """Greedy play (epsilon 0) took argmax Q(h_t) with each (instance, agent) carrying its own state from t = 0;
     replay's unroll from the buffer must give the same argmax at every step. A stateless reading does not."""
     mapping = pb.AgentMapping.shared(spread, agent_id=True)
@@ -45,7 +45,7 @@ def test_gru_replay_unrolls_the_hidden_states_the_agents_acted_on(spread: pb.Gam
     assert not torch.equal(alone.argmax(-1).view(S, n), played)
 
 
-def test_gru_qmix_trains_and_resumes(tmp_path, spread: pb.Game) -> None:
+def test_gru_qmix_trains_and_resumes(tmp_path, spread: pb.games.Game) -> None:
     def make() -> pb.MARL:
         learner = pb.QMIX(seed=1, agent="gru", rnn_hidden=16, steps_per_round=24, batch_episodes=4,
                           updates_per_round=2, target_update=3)
@@ -54,7 +54,7 @@ def test_gru_qmix_trains_and_resumes(tmp_path, spread: pb.Game) -> None:
 
     straight, resumed = marl_straight_and_resumed(make, tmp_path / "run")
     assert all(np.isfinite(r.losses["team"]["td_loss"]) for r in straight.records)
-    assert isinstance(resumed.learners["team"].agent, pb.Policy) and resumed.learners["team"].config.agent == "gru"
+    assert isinstance(resumed.learners["team"].agent, pb.policies.Policy) and resumed.learners["team"].config.agent == "gru"
     assert [r.returns for r in resumed.records] == [r.returns for r in straight.records]
     assert [r.losses for r in resumed.records] == [r.losses for r in straight.records]
     # the greedy policy travels as a population member (arrays + meta) and acts the same
@@ -81,7 +81,7 @@ def test_wqmix_weights_follow_the_paper() -> None:
 
 
 # -- single-agent learners per agent or per group -----------------------------------------------------
-def test_independent_learners_share_or_not(spread: pb.Game) -> None:
+def test_independent_learners_share_or_not(spread: pb.games.Game) -> None:
     mapping, learners = independent_learners(spread, "sac", share=False, seed=4, steps_per_round=12,
                                              learning_starts=6, batch_size=4)
     assert list(learners) == ["agent_0", "agent_1"] and [lr.seed for lr in learners.values()] == [4, 5]
@@ -114,7 +114,7 @@ def test_independent_continuous_resumes(tmp_path) -> None:
 
 
 def test_group_learner_bad_input() -> None:
-    with pytest.raises(ValueError, match="for independent PPO use pb.IPPO"):
+    with pytest.raises(ValueError, match="for independent PPO use pb.learners.IPPO"):
         Independent(algo="ppo")
     with pytest.raises(ValueError, match="algo must be one of .*'sac'.*, got 'sca'"):
         Independent(algo="sca")
@@ -124,7 +124,7 @@ def test_group_learner_bad_input() -> None:
     with pytest.raises(ValueError, match="agent must be 'mlp' or 'gru', got 'lstm'"):
         pb.QMIX(agent="lstm")
     with pytest.raises(ValueError, match="weighting='ow' weights a mixer's TD errors"):
-        pb.IQL(weighting="ow")
+        pb.learners.IQL(weighting="ow")
     with pytest.raises(ValueError, match=r"weight_alpha must be a number in \(0, 1\], got 0.0"):
         pb.QMIX(weighting="cw", weight_alpha=0.0)
     cont = pb.load_game("pettingzoo:simple_spread_v3", N=2, continuous_actions=True, max_cycles=5)
@@ -133,7 +133,7 @@ def test_group_learner_bad_input() -> None:
 
 
 # -- MAPPO's networks as the MAPPO code builds them -------------------------------------------------------
-def test_mappo_networks_carry_layer_norm_and_orthogonal_init_and_export_with_them(spread: pb.Game) -> None:
+def test_mappo_networks_carry_layer_norm_and_orthogonal_init_and_export_with_them(spread: pb.games.Game) -> None:
     from pbmarl.policies.base import new_policy_from_state
 
     mapping = pb.AgentMapping.shared(spread, agent_id=True)
@@ -162,7 +162,7 @@ def test_mappo_networks_carry_layer_norm_and_orthogonal_init_and_export_with_the
         pb.MAPPO(layer_norm=1)
 
 
-def test_mappo_tanh_networks_take_tanhs_gain_and_export_with_it(spread: pb.Game) -> None:
+def test_mappo_tanh_networks_take_tanhs_gain_and_export_with_it(spread: pb.games.Game) -> None:
     """``activation="tanh"`` (the MAPPO authors' simple_spread run): Tanh in actor and critic, orthogonal gain
     5/3 inside, and the exported policy rebuilds its Tanh layers (its probabilities survive a save and load)."""
     from pbmarl.policies.base import new_policy_from_state
@@ -207,7 +207,7 @@ def test_clipped_value_loss_stops_a_prediction_that_moved_past_the_clip_towards_
     assert value_loss(v.detach(), target, 10.0) == torch.nn.functional.huber_loss(v.detach(), target, delta=10.0)
 
 
-def test_mappo_clip_apart_keeps_the_policy_step_free_of_the_value_loss(spread: pb.Game) -> None:
+def test_mappo_clip_apart_keeps_the_policy_step_free_of_the_value_loss(spread: pb.games.Game) -> None:
     """``clip_apart=True`` (the MAPPO authors' one clip per network): the actor's step is the same whatever
     the value loss weighs; with the joint clip a heavy value loss shrinks it. ``value_clip`` changes nothing
     in a round's first epoch (every prediction is still at its old value) and changes the second."""
@@ -235,7 +235,7 @@ def test_mappo_clip_apart_keeps_the_policy_step_free_of_the_value_loss(spread: p
             pb.MAPPO(**{name: 1})
 
 
-def test_mappo_team_reward_and_truncation_bootstrap_set_the_value_targets(spread: pb.Game) -> None:
+def test_mappo_team_reward_and_truncation_bootstrap_set_the_value_targets(spread: pb.games.Game) -> None:
     """``team_reward=True`` (the MAPPO paper's ``shared_reward``): each row's reward becomes the sum over the
     group's agents at that step. ``bootstrap_truncated=False`` (the paper code's time limit): a row cut by
     ``max_cycles`` adds no ``gamma * V(s')``. The value targets `train` normalises are the GAE returns of that."""

@@ -21,7 +21,7 @@ def test_team_payoffs_are_the_groups_summed_returns_exactly() -> None:
     pop = pb.Population(team)
     for p, view in enumerate(team.views):
         for a in range(2):
-            pop.add(p, pb.FixedPolicy.pure(view, a))
+            pop.add(p, pb.policies.FixedPolicy.pure(view, a))
     table = pb.PayoffTable(pop)
     fill = TeamEvaluator(team, num_envs=4).fill(table, 3, seed=0)
     assert fill.cells == 4 and fill.steps == 4 * 3

@@ -13,8 +13,8 @@ def pop():
     game = pb.MatrixGame([[0, -1, 1], [1, 0, -1], [-1, 1, 0]], name="rps")
     pop = pb.Population(game)
     for a in range(2):
-        pop.add(0, pb.FixedPolicy.pure(game, a))
-        pop.add(1, pb.FixedPolicy.pure(game, a))
+        pop.add(0, pb.policies.FixedPolicy.pure(game, a))
+        pop.add(1, pb.policies.FixedPolicy.pure(game, a))
     return pop
 
 
@@ -30,8 +30,8 @@ def test_growth_keeps_counts_and_means(pop):
     table.update((0, 1), [[1.0, -1.0], [3.0, -3.0]])
     table.set_exact(("p0/1", "p1/0"), [1.0, -1.0])
     game = pop.game
-    pop.add(1, pb.FixedPolicy.pure(game, 2))
-    pop.add(0, pb.FixedPolicy.pure(game, 2))
+    pop.add(1, pb.policies.FixedPolicy.pure(game, 2))
+    pop.add(0, pb.policies.FixedPolicy.pure(game, 2))
     assert table.sizes == (3, 3)
     assert table.counts[0, 1] == 2 and table.values[0, 1].tolist() == [2.0, -2.0]
     assert table.exact[1, 0] and table.values[1, 0].tolist() == [1.0, -1.0]

@@ -12,7 +12,7 @@ from pbmarl.evaluation.cfr import CFRPlus
 from pbmarl.learners.oracles.exact import ExactBestResponse
 
 
-def _goofspiel(n: int) -> pb.Game:
+def _goofspiel(n: int) -> pb.games.Game:
     game = pb.load_game(f"goofspiel(num_cards={n})")
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", UserWarning)
@@ -21,11 +21,11 @@ def _goofspiel(n: int) -> pb.Game:
 
 
 @pytest.fixture(scope="module", params=[3, 4])
-def goofspiel(request: pytest.FixtureRequest) -> pb.Game:
+def goofspiel(request: pytest.FixtureRequest) -> pb.games.Game:
     return _goofspiel(request.param)
 
 
-def test_keys_have_perfect_recall_and_name_the_player(goofspiel: pb.Game) -> None:
+def test_keys_have_perfect_recall_and_name_the_player(goofspiel: pb.games.Game) -> None:
     tree = goofspiel.tree()
     assert goofspiel.recall_keys and tree.recall_keys
     for p, infos in enumerate(tree.infosets):
@@ -37,7 +37,7 @@ def test_keys_have_perfect_recall_and_name_the_player(goofspiel: pb.Game) -> Non
     assert not set(tree.infosets[0].keys) & set(tree.infosets[1].keys)
 
 
-def test_rollouts_and_the_tree_use_the_same_keys(goofspiel: pb.Game) -> None:
+def test_rollouts_and_the_tree_use_the_same_keys(goofspiel: pb.games.Game) -> None:
     tree = goofspiel.tree()
     env = goofspiel.vec_env(8, seed=0)
     seen = 0
@@ -54,7 +54,7 @@ def test_rollouts_and_the_tree_use_the_same_keys(goofspiel: pb.Game) -> None:
     assert seen > 50
 
 
-def test_exact_psro_runs(goofspiel: pb.Game) -> None:
+def test_exact_psro_runs(goofspiel: pb.games.Game) -> None:
     psro = pb.PSRO(goofspiel, solver="nash")
     records = psro.run(3, progress=False)  # may stop early: PSRO stops once NashConv is 0
     assert records and all(r.nash_conv is not None and r.nash_conv >= -1e-12 for r in records)
@@ -62,7 +62,7 @@ def test_exact_psro_runs(goofspiel: pb.Game) -> None:
     assert records[-1].nash_conv == pytest.approx(psro.evaluator.exploitability(psro.population, psro.meta_strategy).nash_conv)
 
 
-def test_cfr_plus_value_of_the_symmetric_game_is_zero(goofspiel: pb.Game) -> None:
+def test_cfr_plus_value_of_the_symmetric_game_is_zero(goofspiel: pb.games.Game) -> None:
     solver = CFRPlus(goofspiel.tree()).run(150 if goofspiel.name.endswith("3)") else 80)
     values, nash_conv = solver.values(), solver.nash_conv()
     assert nash_conv < 0.02
@@ -70,7 +70,7 @@ def test_cfr_plus_value_of_the_symmetric_game_is_zero(goofspiel: pb.Game) -> Non
     assert abs(values[0]) <= nash_conv + 1e-12 and abs(values[0]) < 1e-3
 
 
-def test_best_response_value_is_the_value_of_the_returned_policy(goofspiel: pb.Game) -> None:
+def test_best_response_value_is_the_value_of_the_returned_policy(goofspiel: pb.games.Game) -> None:
     ev = pb.ExactEvaluator(goofspiel)
     learner = ExactBestResponse(goofspiel, evaluator=ev)
     opponent = pb.TabularPolicy.random(goofspiel, seed=1)
@@ -82,7 +82,7 @@ def test_best_response_value_is_the_value_of_the_returned_policy(goofspiel: pb.G
         assert ev.evaluate(profile)[player] == pytest.approx(value, abs=1e-12)
 
 
-def test_no_single_information_state_deviation_improves_a_best_response(goofspiel: pb.Game) -> None:
+def test_no_single_information_state_deviation_improves_a_best_response(goofspiel: pb.games.Game) -> None:
     ev = pb.ExactEvaluator(goofspiel)
     opponent = pb.TabularPolicy.random(goofspiel, seed=2)
     br, value = ExactBestResponse(goofspiel, evaluator=ev).best_response_with_value(0, [None, opponent])

@@ -22,8 +22,8 @@ def _batch(game, n=64, seed=0):
 @pytest.mark.parametrize("make", [
     lambda g: pb.RandomPolicy(g),
     lambda g: pb.TabularPolicy.random(g, seed=0),
-    lambda g: pb.FixedPolicy(g, [0.5, 0.5, 0.0]),
-    lambda g: pb.FixedPolicy.pure(g, 2),
+    lambda g: pb.policies.FixedPolicy(g, [0.5, 0.5, 0.0]),
+    lambda g: pb.policies.FixedPolicy.pure(g, 2),
     lambda g: pb.MLPPolicy(g, hidden=(16, 16), seed=0),
 ])
 def test_probabilities_are_distributions_on_legal_actions(leduc, make):
@@ -58,7 +58,7 @@ def test_mlp_same_seed_same_weights(leduc):
 @pytest.mark.parametrize("make", [
     lambda g: pb.RandomPolicy(g),
     lambda g: pb.TabularPolicy.random(g, seed=1),
-    lambda g: pb.FixedPolicy(g, [0.1, 0.6, 0.3]),
+    lambda g: pb.policies.FixedPolicy(g, [0.1, 0.6, 0.3]),
     lambda g: pb.MLPPolicy(g, hidden=(8, 4), seed=2),
 ])
 def test_serialisation_round_trip_is_exact(leduc, make):
@@ -89,7 +89,7 @@ def test_tabular_set_row_bumps_version_and_validates():
     assert policy.row(key).tolist() == [0.25, 0.75]
 
 
-class _WrongShape(pb.Policy):
+class _WrongShape(pb.policies.Policy):
     kind = "test-wrong-shape"
 
     def _probs(self, obs, legal_mask, keys):
@@ -107,14 +107,14 @@ def test_policy_for_another_game_is_rejected(leduc):
 
 
 def test_mixture_weights_must_be_on_the_simplex(leduc):
-    members = [pb.RandomPolicy(leduc), pb.FixedPolicy.pure(leduc, 1)]
+    members = [pb.RandomPolicy(leduc), pb.policies.FixedPolicy.pure(leduc, 1)]
     for bad in ([0.5, 0.6], [1.2, -0.2], [1.0], [np.nan, 1.0]):
         with pytest.raises(ValueError, match="simplex|entries"):
             pb.Mixture(members, bad)
 
 
 def test_mixture_draws_members_by_weight(leduc):
-    members = [pb.RandomPolicy(leduc), pb.FixedPolicy.pure(leduc, 1)]
+    members = [pb.RandomPolicy(leduc), pb.policies.FixedPolicy.pure(leduc, 1)]
     mix = pb.Mixture(members, [0.25, 0.75])
     draws = mix.sample_index(np.random.default_rng(0), size=20_000)
     assert abs(draws.mean() - 0.75) < 0.015

@@ -39,7 +39,7 @@ def test_mixture_checks_distributions(kuhn):
     pop = pb.Population(kuhn)
     for p in (0, 1):
         pop.add(p, pb.RandomPolicy(kuhn))
-        pop.add(p, pb.FixedPolicy.pure(kuhn, 0))
+        pop.add(p, pb.policies.FixedPolicy.pure(kuhn, 0))
     mixes = pop.mixture([[0.3, 0.7], [1.0, 0.0]])
     assert mixes[0].weights.tolist() == [0.3, 0.7]
     with pytest.raises(ValueError, match="player 1's distribution"):
@@ -52,7 +52,7 @@ def test_save_load_round_trip_is_exact(tmp_path, kuhn):
     pop = pb.Population(kuhn)
     pop.add(0, pb.TabularPolicy.random(kuhn, seed=1), name="br", iteration=1, stats={"value": 0.5})
     pop.add(1, pb.MLPPolicy(kuhn, hidden=(8,), seed=0))
-    pop.add(1, pb.FixedPolicy(kuhn, [0.2, 0.8]))
+    pop.add(1, pb.policies.FixedPolicy(kuhn, [0.2, 0.8]))
     pop.save(tmp_path / "pop")
     back = pb.Population.load(tmp_path / "pop")
     assert back.all_ids == pop.all_ids
@@ -73,7 +73,7 @@ def test_load_rejects_another_game(tmp_path, kuhn):
 def test_matrix_game_population_round_trip(tmp_path):
     game = pb.MatrixGame([[1, 2], [3, 4]], name="tiny")
     pop = pb.Population(game)
-    pop.add(0, pb.FixedPolicy.pure(game, 1))
+    pop.add(0, pb.policies.FixedPolicy.pure(game, 1))
     pop.save(tmp_path / "pop")
     back = pb.Population.load(tmp_path / "pop")
     assert np.array_equal(back.game.payoffs, game.payoffs)

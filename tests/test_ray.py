@@ -279,7 +279,7 @@ def make_population(pb):
     for p in range(2):
         pop.add(p, pb.RandomPolicy(game))
         pop.add(p, pb.TabularPolicy.random(game, seed=p))
-        pop.add(p, pb.FixedPolicy.pure(game, 1))
+        pop.add(p, pb.policies.FixedPolicy.pure(game, 1))
     return game, pop
 
 

@@ -10,7 +10,7 @@ pytestmark = pytest.mark.ray
 
 def test_pettingzoo_game_on_ray(ray_session):
     game = pb.load_game("pettingzoo:tictactoe_v3")
-    pis = [pb.FixedPolicy(game, np.arange(1, 10) / 45), pb.RandomPolicy(game)]  # no torch in the workers
+    pis = [pb.policies.FixedPolicy(game, np.arange(1, 10) / 45), pb.RandomPolicy(game)]  # no torch in the workers
     with pb.RolloutPool(game, num_workers=2, backend="ray", envs_per_worker=32, unit_episodes=50) as ray_pool, \
             pb.RolloutPool(game, envs_per_worker=32, unit_episodes=50) as local:
         a = ray_pool.evaluate(pis, 200, seed=4)

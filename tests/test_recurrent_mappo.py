@@ -15,11 +15,11 @@ from pbmarl.policies.recurrent import RecurrentNet, RecurrentPolicy
 
 
 @pytest.fixture(scope="module")
-def spread() -> pb.Game:
+def spread() -> pb.games.Game:
     return pb.load_game("pettingzoo:simple_spread_v3", N=3, local_ratio=0.5, max_cycles=6)
 
 
-def _trained(spread: pb.Game, **options: object) -> tuple[pb.MARL, pb.AgentMapping]:
+def _trained(spread: pb.games.Game, **options: object) -> tuple[pb.MARL, pb.AgentMapping]:
     mapping = pb.AgentMapping.shared(spread, agent_id=True)
     marl = pb.MARL(spread, {"shared": pb.MAPPO(seed=0, recurrent=True, steps_per_round=72, epochs=2, **options)},
                    mapping, seed=1, num_envs=4)
@@ -27,7 +27,7 @@ def _trained(spread: pb.Game, **options: object) -> tuple[pb.MARL, pb.AgentMappi
     return marl, mapping
 
 
-def test_the_actor_carries_a_hidden_state_per_instance(spread: pb.Game) -> None:
+def test_the_actor_carries_a_hidden_state_per_instance(spread: pb.games.Game) -> None:
     """The same observation after different histories gets different probabilities; a reset forgets the history;
     instances do not share states; without ids a row is an episode's first step."""
     marl, mapping = _trained(spread)
@@ -47,7 +47,7 @@ def test_the_actor_carries_a_hidden_state_per_instance(spread: pb.Game) -> None:
     np.testing.assert_allclose(after_reset[0], first[1], atol=1e-6)
 
 
-def test_training_unroll_reproduces_the_log_probabilities_recorded_in_play(spread: pb.Game) -> None:
+def test_training_unroll_reproduces_the_log_probabilities_recorded_in_play(spread: pb.games.Game) -> None:
     """Before an update the PPO ratio is exactly 1: the whole-episode unroll gives what the step-by-step actor
     gave, and the recurrent critic's value of a row's next input is the value of the next row."""
     marl, mapping = _trained(spread)
@@ -74,20 +74,20 @@ def test_training_unroll_reproduces_the_log_probabilities_recorded_in_play(sprea
         assert abs(float(critic.step(row, critic.initial(1))[0]) - float(critic.step(row, later[:, -1])[0])) > 1e-4
 
 
-def test_recurrent_mappo_save_resume_gives_the_same_history(tmp_path, spread: pb.Game) -> None:
+def test_recurrent_mappo_save_resume_gives_the_same_history(tmp_path, spread: pb.games.Game) -> None:
     def make() -> pb.MARL:
-        return pb.MARL(spread, {"shared": pb.RMAPPO(seed=3, steps_per_round=36, epochs=2, value_clip=True)},
+        return pb.MARL(spread, {"shared": pb.learners.RMAPPO(seed=3, steps_per_round=36, epochs=2, value_clip=True)},
                        pb.AgentMapping.shared(spread, agent_id=True), seed=5, num_envs=3)
 
     straight, resumed = marl_straight_and_resumed(make, tmp_path / "run")
-    assert type(resumed.learners["shared"]) is pb.RMAPPO and resumed.learners["shared"].config.recurrent
+    assert type(resumed.learners["shared"]) is pb.learners.RMAPPO and resumed.learners["shared"].config.recurrent
     cols = [c for c in straight.history.columns if not c.startswith(("wall_time", "time/"))]
     pd.testing.assert_frame_equal(straight.history[cols], resumed.history[cols])
     pd.testing.assert_series_equal(resumed.evaluate(6, deterministic=True).mean,
                                    straight.evaluate(6, deterministic=True).mean)
 
 
-def test_recurrent_policy_files_round_trip(spread: pb.Game) -> None:
+def test_recurrent_policy_files_round_trip(spread: pb.games.Game) -> None:
     marl, mapping = _trained(spread)
     pi = marl.learners["shared"].policy()
     assert isinstance(pi, RecurrentPolicy)
@@ -105,8 +105,8 @@ def test_recurrent_policy_files_round_trip(spread: pb.Game) -> None:
 def test_recurrent_options_are_checked() -> None:
     from pbmarl.algorithms.teams.marl import make_group_learner
 
-    assert pb.RMAPPO().config.recurrent and not pb.MAPPO().config.recurrent
-    assert type(make_group_learner("rmappo")) is pb.RMAPPO
+    assert pb.learners.RMAPPO().config.recurrent and not pb.MAPPO().config.recurrent
+    assert type(make_group_learner("rmappo")) is pb.learners.RMAPPO
     with pytest.raises(ValueError, match="recurrent must be True or False, got 'yes'"):
         pb.MAPPO(recurrent="yes")
     with pytest.raises(ValueError, match=r"at least one hidden layer before its GRU, got hidden=\(\)"):

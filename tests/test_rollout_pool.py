@@ -33,7 +33,7 @@ def _same(a, b):
 
 
 def test_evaluate_same_seed_same_result(kuhn):
-    pi = [pb.TabularPolicy.random(kuhn, seed=0), pb.Mixture([pb.RandomPolicy(kuhn), pb.FixedPolicy.pure(kuhn, 1)])]
+    pi = [pb.TabularPolicy.random(kuhn, seed=0), pb.Mixture([pb.RandomPolicy(kuhn), pb.policies.FixedPolicy.pure(kuhn, 1)])]
     with pb.RolloutPool(kuhn, seed=4) as pool:
         a = pool.evaluate(pi, 3_000, seed=11, keep_returns=True)
         b = pool.evaluate(pi, 3_000, seed=11, keep_returns=True)
@@ -80,7 +80,7 @@ def test_fill_samples_every_missing_cell_exactly(kuhn):
     err = np.abs(table.values - exact.values)
     assert np.all(err <= 5 * table.stderr + 1e-9), (err, table.stderr)
     # a member added later: only the new cells are sampled
-    pop.add(0, pb.FixedPolicy.pure(kuhn, 0))
+    pop.add(0, pb.policies.FixedPolicy.pure(kuhn, 0))
     with pb.RolloutPool(kuhn, seed=1) as pool:
         rec = pool.fill(table, episodes=500)
     assert len(rec.cells) == 3
@@ -208,7 +208,7 @@ def test_bad_input_fails_fast_and_changes_nothing(kuhn):
 
 def test_collect_whole_episodes(kuhn):
     learner = pb.MLPPolicy(kuhn, hidden=(8,), seed=0)
-    opponents = [pb.Mixture([pb.RandomPolicy(kuhn), pb.FixedPolicy.pure(kuhn, 0)]), None]
+    opponents = [pb.Mixture([pb.RandomPolicy(kuhn), pb.policies.FixedPolicy.pure(kuhn, 0)]), None]
     with pb.RolloutPool(kuhn, seed=0, unit_steps=1_000) as pool:
         a = pool.collect(1, learner, opponents, 2_500)
         b = pool.collect(1, learner, opponents, 2_500, seed=5)

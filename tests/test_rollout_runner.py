@@ -44,7 +44,7 @@ def test_matrix_game_matches_hand_computed_value(engine):
     M = np.array([[0.0, -1.0, 2.0], [1.0, 0.0, -1.0], [-1.0, 3.0, 0.0]])
     game = pb.MatrixGame(M)
     x, y = np.array([0.5, 0.3, 0.2]), np.array([0.2, 0.5, 0.3])
-    out = run_episodes(game, [pb.FixedPolicy(game, x), pb.FixedPolicy(game, y)], np.random.default_rng(0),
+    out = run_episodes(game, [pb.policies.FixedPolicy(game, x), pb.policies.FixedPolicy(game, y)], np.random.default_rng(0),
                        episodes=50_000, engine=engine)
     value = x @ M @ y
     _close(out.returns, [value, -value])
@@ -56,7 +56,7 @@ def test_three_player_matrix_game():
     payoffs = rng.normal(size=(2, 3, 2, 3))
     game = pb.MatrixGame(payoffs)
     strategies = [np.array([0.3, 0.7]), np.array([0.2, 0.2, 0.6]), np.array([0.9, 0.1])]
-    out = run_episodes(game, [pb.FixedPolicy(game, np.pad(s, (0, 3 - len(s)))) for s in strategies],
+    out = run_episodes(game, [pb.policies.FixedPolicy(game, np.pad(s, (0, 3 - len(s)))) for s in strategies],
                        np.random.default_rng(1), episodes=60_000)
     exact = np.einsum("abcp,a,b,c->p", payoffs, *strategies)
     _close(out.returns, exact)
@@ -64,7 +64,7 @@ def test_three_player_matrix_game():
 
 def test_simultaneous_openspiel_game_agrees_between_engines():
     game = pb.load_game("goofspiel(num_cards=4)")
-    pi = [pb.FixedPolicy(game, [0.1, 0.2, 0.3, 0.4]), pb.RandomPolicy(game)]
+    pi = [pb.policies.FixedPolicy(game, [0.1, 0.2, 0.3, 0.4]), pb.RandomPolicy(game)]
     a = run_episodes(game, pi, np.random.default_rng(0), episodes=20_000, engine="tree")
     b = run_episodes(game, pi, np.random.default_rng(1), episodes=5_000, engine="states")
     assert np.all(a.lengths == 3) and np.all(b.lengths == 3)  # the last card plays itself
@@ -88,7 +88,7 @@ def test_mixture_member_is_drawn_once_per_episode(engine):
     # three rounds of rock-paper-scissors: against pure rock the learner (always rock) gets 0 per
     # round, against pure paper -1; an episode mixing the two would betray per-step mixing
     game = pb.load_game("repeated_game(stage_game=matrix_rps(),num_repetitions=3)")
-    rock, paper = pb.FixedPolicy.pure(game, 0), pb.FixedPolicy.pure(game, 1)
+    rock, paper = pb.policies.FixedPolicy.pure(game, 0), pb.policies.FixedPolicy.pure(game, 1)
     out = run_episodes(game, [rock, pb.Mixture([rock, paper], [0.5, 0.5])], np.random.default_rng(3),
                        learner=0, min_learner_steps=3_000, num_envs=64, engine=engine)
     traj = out.trajectories

@@ -100,7 +100,7 @@ def test_table_explorer_shows_the_selected_cell() -> None:
     pop = pb.Population(game)
     for p in range(2):
         for action in range(3):
-            pop.add(p, pb.FixedPolicy.pure(game, action))
+            pop.add(p, pb.policies.FixedPolicy.pure(game, action))
     table = pb.PayoffTable(pop)
     table.update((1, 2), [[-1.0, 1.0], [-1.0, 1.0], [0.0, 0.0]])
     table.set_exact((0, 2), [1.0, -1.0])

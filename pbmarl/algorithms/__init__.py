@@ -1,11 +1,58 @@
 """The outer loops (drivers): PSRO and its relatives, composed of solvers, learners and evaluators.
 
 Families in folders: `psro/` (PSRO, P2SRO, ParallelOracle, targets), `league/` (League, PFSP,
-win rates); single drivers `nfsp.py`, `xdo.py`, `jpsro.py`; multi-agent teams in `teams/`
-(MARL, its records, team games, the group oracle and its parameter-server rounds).
+win rates); single drivers `nfsp.py`, `xdo.py`, `jpsro.py`, `mmd.py`; self-play baselines in
+`selfplay/`; multi-agent teams in `teams/` (MARL, its records, team games, the group oracle and its
+parameter-server rounds). Names beyond the drivers (configs, records, helpers) load on first
+access, so ``pb.algorithms.LeagueConfig`` does not import torch until it is used.
 """
 
-from pbmarl.algorithms.psro.psro import PSRO, FictitiousPlay, SelfPlay
-from pbmarl.algorithms.psro.records import IterationRecord
+from __future__ import annotations
 
-__all__ = ["PSRO", "FictitiousPlay", "IterationRecord", "SelfPlay"]
+import importlib
+from typing import Any
+
+from pbmarl.algorithms.psro.psro import PSRO as PSRO
+from pbmarl.algorithms.psro.psro import FictitiousPlay as FictitiousPlay
+from pbmarl.algorithms.psro.psro import SelfPlay as SelfPlay
+from pbmarl.algorithms.psro.records import IterationRecord as IterationRecord
+
+#: public name -> module that defines it (loaded lazily)
+_LAZY: dict[str, str] = {
+    "P2SRO": "pbmarl.algorithms.psro.p2sro",
+    "ParallelOracle": "pbmarl.algorithms.psro.parallel_oracle",
+    "Target": "pbmarl.algorithms.psro.targets",
+    "TargetSelector": "pbmarl.algorithms.psro.targets",
+    "XDO": "pbmarl.algorithms.xdo",
+    "JPSRO": "pbmarl.algorithms.jpsro",
+    "MMD": "pbmarl.algorithms.mmd",
+    "PPOSelfPlay": "pbmarl.algorithms.selfplay.ppo",
+    "DeepMMD": "pbmarl.algorithms.selfplay.deep_mmd",
+    "League": "pbmarl.algorithms.league.league",
+    "LeagueConfig": "pbmarl.algorithms.league.rules",
+    "WinRateTable": "pbmarl.algorithms.league.win_rates",
+    "pfsp": "pbmarl.algorithms.league.pfsp",
+    "NFSP": "pbmarl.algorithms.nfsp",
+    "NFSPConfig": "pbmarl.algorithms.nfsp",
+    "MARL": "pbmarl.algorithms.teams.marl",
+    "MARLRecord": "pbmarl.algorithms.teams.marl",
+    "GroupOracle": "pbmarl.algorithms.teams.oracle",
+    "TeamGame": "pbmarl.algorithms.teams.team_game",
+    "TeamEvaluator": "pbmarl.algorithms.teams.team_game",
+    "team_psro": "pbmarl.algorithms.teams.oracle",
+}
+
+__all__ = sorted(["PSRO", "FictitiousPlay", "IterationRecord", "SelfPlay", *_LAZY])
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'pbmarl.algorithms' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return __all__

@@ -34,7 +34,7 @@ def add_psro_parser(sub: Any) -> None:
                       help="learner decisions per RL best response (default: the learner's own)")
     psro.add_argument("--parallel-oracle", action="store_true",
                       help="train the players' RL best responses side by side, one Ray actor (1 CPU) per player "
-                           "(pb.ParallelOracle)")
+                           "(pb.algorithms.ParallelOracle)")
     psro.add_argument("--evaluator", default=None, choices=("exact", "rollout"),
                       help="how payoff-table cells are filled: exactly, or sampled with a RolloutPool "
                            "(default: exact, or rollout for games too large for the exact engine)")
@@ -201,7 +201,7 @@ def _set_up_psro(args: argparse.Namespace, argv: Sequence[str], game: Any, out: 
     write_json(out / STARTED, {"argv": ["pbmarl", *argv]})
     learner = _make_learner(game, oracle, args.seed, args.budget)
     if args.parallel_oracle:
-        learner = pb.ParallelOracle(learner, backend="ray")
+        learner = pb.algorithms.ParallelOracle(learner, backend="ray")
         notes.append(f"best responses of the {game.num_players} players trained side by side (--parallel-oracle)")
     evaluator = None
     if evaluator_name == "rollout":

@@ -70,7 +70,7 @@ def cmd_train(args: argparse.Namespace, argv: Sequence[str]) -> int:
                                   "backend": args.backend, "matmul_precision": args.matmul_precision})
     if isinstance(learner, ControlLearner) and learner.multi_seat:
         raise CliError(f"pbmarl train trains one agent, and {game.name!r} has {game.num_players} seats; use "
-                       "pb.Independent with pb.MARL for independent agents, or the learner as a PSRO oracle")
+                       "pb.learners.Independent with pb.MARL for independent agents, or the learner as a PSRO oracle")
     ensure_writable_folder(out, what="run folder")
     write_json(out / MARKER, {"argv": ["pbmarl", *argv], "game": game.name, "algo": args.algo,
                               "eval_episodes": args.eval_episodes})

@@ -18,7 +18,7 @@ Example:
     >>> import pbmarl as pb, tempfile
     >>> run = pb.PSRO("kuhn_poker", seed=0)
     >>> with tempfile.TemporaryDirectory() as d:
-    ...     tb = pb.TensorBoardLogger(d)
+    ...     tb = pb.experiments.TensorBoardLogger(d)
     ...     _ = run.run(3, progress=False, loggers=[tb])
     ...     tb.close()
 """

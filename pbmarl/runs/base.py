@@ -128,8 +128,8 @@ class Run:
         loggers = self.loggers if loggers is None else loggers
         for logger in loggers:
             if not isinstance(logger, RunLogger):
-                raise TypeError(f"loggers must be pbmarl loggers (pb.TensorBoardLogger, pb.MLflowLogger, "
-                                f"pb.WandbLogger, pb.CSVLogger), got {type(logger).__name__}: {logger!r}")
+                raise TypeError(f"loggers must be pbmarl loggers (pb.experiments.TensorBoardLogger, pb.experiments.MLflowLogger, "
+                                f"pb.experiments.WandbLogger, pb.experiments.CSVLogger), got {type(logger).__name__}: {logger!r}")
         out = Records()
         bar = progress_bar(progress, total=steps, desc=type(self).__name__)
         try:

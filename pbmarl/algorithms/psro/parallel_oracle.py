@@ -14,7 +14,7 @@ not sent again every iteration. Each copy warm-starts from its own previous best
 single learner does per player.
 
 Example:
-    >>> oracle = pb.ParallelOracle(pb.DQN(game, seed=0, budget=20_000))   # doctest: +SKIP
+    >>> oracle = pb.algorithms.ParallelOracle(pb.DQN(game, seed=0, budget=20_000))   # doctest: +SKIP
     >>> psro = pb.PSRO(game, learner=oracle, seed=0)                        # doctest: +SKIP
     >>> for record in psro.run(10): print(record)                          # doctest: +SKIP
     >>> oracle.close()                                                      # doctest: +SKIP

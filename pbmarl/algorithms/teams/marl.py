@@ -1,7 +1,7 @@
 """`MARL`: teams trained together (MALib's MARL scenario), a `pbmarl.runs.Run` like every other.
 
 An `AgentMapping` sends every agent to a group; each group is played either by a
-learner (`pb.MAPPO`, `pb.IPPO`, `pb.QMIX`, `pb.IQL`, `pb.MADDPG`, ...) or by a fixed
+learner (`pb.MAPPO`, `pb.learners.IPPO`, `pb.QMIX`, `pb.learners.IQL`, `pb.MADDPG`, ...) or by a fixed
 policy. One `step()`:
 
 1. collects at least the largest ``steps_per_round`` of the learners in env steps,
@@ -156,8 +156,8 @@ class MARL(Run, OnServer):
             raise ValueError(f"learners must be a non-empty dict {{group: learner}}, got {learners!r}")
         for g, learner in learners.items():
             if not isinstance(learner, GroupLearner):
-                raise TypeError(f"group {g!r}'s learner must be a multi-agent learner (pb.MAPPO, pb.IPPO, pb.QMIX, "
-                                f"pb.IQL, pb.MADDPG, or pb.Independent(algo='sac') for a single-agent one), got "
+                raise TypeError(f"group {g!r}'s learner must be a multi-agent learner (pb.MAPPO, pb.learners.IPPO, pb.QMIX, "
+                                f"pb.learners.IQL, pb.MADDPG, or pb.learners.Independent(algo='sac') for a single-agent one), got "
                                 f"{type(learner).__name__}: {learner!r}")
         if len({id(lr) for lr in learners.values()}) < len(learners):
             raise ValueError("one learner object is given for several groups; each group needs a learner of its own")

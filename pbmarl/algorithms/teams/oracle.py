@@ -9,7 +9,7 @@ groups of its mapping: the learner trains one group (all its agents) against the
 groups' mixtures, and PSRO keeps one population per group; `team_psro` builds that PSRO.
 
 Example:
-    >>> oracle = GroupOracle(lambda seed: pb.IPPO(seed=seed, steps_per_round=256), steps=2048)  # doctest: +SKIP
+    >>> oracle = GroupOracle(lambda seed: pb.learners.IPPO(seed=seed, steps_per_round=256), steps=2048)  # doctest: +SKIP
     >>> psro = pb.PSRO(game, solver="nash", learner=oracle, evaluator=pb.ExactEvaluator(game))  # doctest: +SKIP
 """
 
@@ -43,7 +43,7 @@ class GroupOracle:
     def __init__(self, game: Game, make: Callable[[int], GroupLearner], *, steps: int = 10_000,
                  eval_episodes: int = 100, seed: int = 0, num_envs: int = 32) -> None:
         if not callable(make):
-            raise TypeError(f"make must be a callable seed -> learner (e.g. lambda s: pb.IPPO(seed=s)), got {make!r}")
+            raise TypeError(f"make must be a callable seed -> learner (e.g. lambda s: pb.learners.IPPO(seed=s)), got {make!r}")
         if int(steps) < 1 or int(eval_episodes) < 1:
             raise ValueError(f"steps and eval_episodes must be positive, got {steps!r} and {eval_episodes!r}")
         self.game, self.make, self.steps, self.eval_episodes = game, make, int(steps), int(eval_episodes)

@@ -8,7 +8,7 @@ the sum of its agents' episode returns (what `pb.MARL` reports as ``return/{grou
 
 - `TeamEvaluator` fills a `PayoffTable` over the groups' populations by playing each
   profile for sampled episodes in the same parallel engine `pb.MARL` trains with;
-- `pb.GroupOracle` on a `TeamGame` trains a group learner (MAPPO, QMIX, ...) for one
+- `pb.algorithms.GroupOracle` on a `TeamGame` trains a group learner (MAPPO, QMIX, ...) for one
   group against the other groups' meta-strategy mixtures;
 - `team_psro` (`pbmarl.algorithms.teams.oracle`) puts the three into a `pb.PSRO`.
 

@@ -16,7 +16,7 @@ stopped; with several local actors the jobs come back in actor order, which may 
 the simulated arrival order of the run that went on (the same jobs, the same data).
 
 Example:
-    >>> learner = pb.ApeXDDPG("gym:Pendulum-v1", actors=4)  # doctest: +SKIP
+    >>> learner = pb.learners.ApeXDDPG("gym:Pendulum-v1", actors=4)  # doctest: +SKIP
     >>> record = learner.step()  # doctest: +SKIP
 """
 

@@ -413,7 +413,7 @@ class ControlLearner(Run, Recorded, OnServer, abc.ABC):
         if self.__dict__.get("multi_seat"):
             raise ValueError(f"{type(self).__name__} on {self.game.name!r} ({self.game.num_players} seats) is an "
                              f"oracle only, so it has no {what}: call best_response(player, opponents) or respond(), "
-                             "or train independent agents with pb.Independent and pb.MARL")
+                             "or train independent agents with pb.learners.Independent and pb.MARL")
 
     # -- files -------------------------------------------------------------------------
     def _extra_arrays(self) -> dict[str, np.ndarray]:

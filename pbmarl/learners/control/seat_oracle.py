@@ -5,7 +5,7 @@ matrix game): the learner trains one agent, seat `player`, while every other sea
 its entry of `opponents` (a policy, or a mixture drawn once per episode), fixed. It is
 independent learning through an `AgentMapping` (one group per agent), with the rows the
 rollout pool collects going through a fresh learner of the same algorithm and config
-built for that seat's spaces (`pb.Independent`), so the algorithm is the one-agent
+built for that seat's spaces (`pb.learners.Independent`), so the algorithm is the one-agent
 algorithm, unchanged. The value is the mean return of seat `player` over
 ``eval_episodes`` episodes of the trained policy (no exploration) against the same
 opponents.

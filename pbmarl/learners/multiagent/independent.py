@@ -13,8 +13,8 @@ The wrapped learner keeps its own algorithm, replay and exploration: the rows
 `pb.MARL` collects go through the learner's transition hooks in order (per agent, per
 episode, so n-step returns stay within an agent's own trajectory), one update every
 ``train_freq`` of them, uniformly random actions for the first ``learning_starts``.
-PPO and DQN have group forms of their own: `pb.IPPO` (MAPPO with local critics) and
-`pb.IQL` (QMIX without a mixer).
+PPO and DQN have group forms of their own: `pb.learners.IPPO` (MAPPO with local critics) and
+`pb.learners.IQL` (QMIX without a mixer).
 
 Example:
     >>> import pbmarl as pb
@@ -53,7 +53,7 @@ CONTROL_ALGOS = ("sac", "ddpg", "td3", "hddpg", "rainbow")
 
 def _algo_ok(algo: Any) -> bool:
     if algo in ("ppo", "dqn", "a2c"):
-        alt = {"ppo": "pb.IPPO", "dqn": "pb.IQL", "a2c": "pb.IPPO"}[algo]
+        alt = {"ppo": "pb.learners.IPPO", "dqn": "pb.learners.IQL", "a2c": "pb.learners.IPPO"}[algo]
         raise ValueError(f"Independent wraps the control learners {list(CONTROL_ALGOS)}; for independent "
                          f"{algo.upper()} use {alt}, its group form")
     return algo in CONTROL_ALGOS
@@ -145,7 +145,7 @@ class LearnerActsBox(BoxPolicy):
 class Independent(GroupLearner):
     """A single-agent control learner for a whole group; see the module doc.
 
-    ``pb.Independent(algo="sac", seed=0, steps_per_round=1000, lr=1e-3)``: ``algo`` and ``steps_per_round``
+    ``pb.learners.Independent(algo="sac", seed=0, steps_per_round=1000, lr=1e-3)``: ``algo`` and ``steps_per_round``
     (fields of `IndependentConfig`) set it, every other keyword goes to the wrapped learner's config.
     """
 

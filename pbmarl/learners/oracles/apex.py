@@ -18,7 +18,7 @@ priority updates travel with those requests.
 Between steps every actor is busy with its next batch; those jobs are kept
 (`pbmarl.distributed.resume`), so an interrupted step or a loaded learner hands them out again
 and goes on exactly as it would have. Ape-X plays discrete actions (a Box game is refused:
-`pb.ApeXDDPG` is its continuous counterpart).
+`pb.learners.ApeXDDPG` is its continuous counterpart).
 
 Example:
     >>> learner = pb.ApeX("gym:CartPole-v1", actors=4)
@@ -147,7 +147,7 @@ class ApeX(DQN):
         space = self.game.action_space(0)
         if not isinstance(space, spaces.Discrete):
             raise ValueError(f"ApeX is Ape-X DQN: it plays discrete actions, and {self.game.name!r} has "
-                             f"{type(space).__name__} actions; use pb.ApeXDDPG (Ape-X with a DDPG learner) there")
+                             f"{type(space).__name__} actions; use pb.learners.ApeXDDPG (Ape-X with a DDPG learner) there")
 
     @property
     def actor_epsilons(self) -> list[float]:

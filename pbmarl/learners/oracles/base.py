@@ -140,7 +140,7 @@ class Learner(Run, Recorded, OnServer, abc.ABC):
         space = self.game.action_space(0) if hasattr(self.game, "action_space") else None
         if space is not None and not isinstance(space, spaces.Discrete):
             raise ValueError(f"{type(self).__name__} plays discrete actions; {self.game.name!r} has "
-                             f"{type(space).__name__} actions. Use pb.SAC, pb.TD3 or pb.DDPG (or pb.ApeXDDPG) there")
+                             f"{type(space).__name__} actions. Use pb.SAC, pb.TD3 or pb.DDPG (or pb.learners.ApeXDDPG) there")
 
     # -- the algorithm's hooks ---------------------------------------------
     @abc.abstractmethod
