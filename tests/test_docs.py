@@ -17,7 +17,7 @@ ROOT = Path(__file__).resolve().parents[1]
 DOCS = ROOT / "docs"
 sys.path.insert(0, str(DOCS))
 
-FULL = 'python3 -m venv .venv && . .venv/bin/activate && pip install -c constraints.txt -e ".[all]" && '
+FULL = 'python3 -m venv .venv && . .venv/bin/activate && pip install -c constraints.txt -e ".[all]" && pip install "arch>=8" && '
 SETUP = [FULL + "pbmarl psro --game kuhn_poker", FULL + "python -m pytest -q -n 2 --dist loadgroup"]
 LIGHT = 'python3 -m venv .venv && . .venv/bin/activate && pip install -e . && pbmarl psro --game kuhn_poker'
 
