@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import importlib
 import os
+import re
 import sys
 from pathlib import Path
 
@@ -178,7 +179,29 @@ def _index(app):  # noqa: ANN001, ANN202
     app.env.pbmarl_by_short = by_short
 
 
+_SECTION = re.compile(r"^\s*(Args|Arguments|Attributes|Example|Examples|Note|Notes|Returns|Return|Raises|Yields|"
+                      r"See Also|Warning|Warnings|Parameters|Keyword Args|Other Parameters|References|Todo|Methods)"
+                      r"\s*:\s*$")
+
+
+def _indented_code_is_literal(app, what, name, obj, options, lines):  # noqa: ANN001, ANN202
+    """The project's docstrings show code as an indented block after a blank line (``    run = pb.PSRO(...)``),
+    Markdown's way; reST reads that as a block quote and fails on a deeper continuation line. A lone ``::``
+    before such a block makes it the literal block it is meant to be (napoleon's sections are left alone)."""
+    out: list[str] = []
+    for i, line in enumerate(lines):
+        starts_block = (line.startswith("    ") and i > 0 and not lines[i - 1].strip()
+                        and not line.lstrip().startswith(">>>"))
+        if starts_block:
+            before = next((p for p in reversed(lines[:i]) if p.strip()), "")
+            if not before.startswith(" ") and not before.rstrip().endswith("::") and not _SECTION.match(before):
+                out += ["::", ""]
+        out.append(line)
+    lines[:] = out
+
+
 def setup(app):  # noqa: ANN001, ANN201
+    app.connect("autodoc-process-docstring", _indented_code_is_literal, priority=400)
     app.connect("builder-inited", _index)
     app.connect("missing-reference", _resolve_public)
     return {"parallel_read_safe": True}

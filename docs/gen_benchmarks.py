@@ -267,7 +267,9 @@ def glance(frames: dict[str, pd.DataFrame]) -> str:
         rows = df[keep].sort_values("date")
         if "seed" in rows and name != "population_learning":
             rows = rows.groupby([c for c in ["seed", "algo"] if c in rows]).tail(1)
-        elif "actors" in rows:
+        elif "actors" in rows:  # the latest command that ran the peer beside pbmarl: a ratio needs both
+            with_peer = set(df.loc[df["algo"].astype(str).str.startswith("RLlib"), "command"])
+            rows = rows[rows["command"].isin(with_peer)]
             rows = rows[rows["command"] == rows["command"].iloc[-1]].sort_values("actors") if len(rows) else rows
         elif name == "population_learning":
             rows = rows.groupby("seed").tail(1)

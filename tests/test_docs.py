@@ -138,3 +138,24 @@ def test_the_ray_start_lines_of_the_guide_use_options_ray_has() -> None:
     for line in lines:
         for option in re.findall(r"(--[a-z-]+)", line):
             assert re.search(rf"^\s+{option}\b", help_text, re.M), f"{line!r}: ray start has no {option}"
+
+
+def test_every_pb_name_the_readme_and_the_docs_write_exists() -> None:
+    """`pb.NAME` and `pb.SUBPACKAGE.NAME` in prose and code: a name moved or renamed leaves no stale spelling behind
+    (the changelog's "before" column excepted)."""
+    import pbmarl
+
+    pages = [ROOT / "README.md", *DOCS.glob("*.md"), *DOCS.glob("guide/*.md")]
+    stale = []
+    for page in pages:
+        text = page.read_text()
+        if page.name == "changelog.md":  # its tables spell the old names on purpose: keep the "now" column only
+            text = "\n".join(line.rsplit("|", 2)[-2] if line.startswith("|") else line for line in text.splitlines())
+        for chain in sorted(set(re.findall(r"\bpb((?:\.[A-Za-z_]\w*)+)", text))):
+            obj: object = pbmarl
+            for attr in chain.strip(".").split(".")[:2]:
+                if not hasattr(obj, attr):
+                    stale.append(f"{page.name}: pb{chain}")
+                    break
+                obj = getattr(obj, attr)
+    assert not stale
