@@ -11,10 +11,8 @@ Names are imported lazily: ``import pbmarl`` loads neither torch nor Ray.
 
 from __future__ import annotations
 
-import importlib
-from typing import Any
-
 from pbmarl._version import __version__
+from pbmarl.lazy import lazy_exports
 
 #: public name -> module that defines it
 _EXPORTS: dict[str, str] = {
@@ -90,16 +88,4 @@ _SUBPACKAGES = ("algorithms", "config", "envs", "evaluation", "experiments", "ga
 __all__ = sorted(_EXPORTS) + ["__version__"]
 
 
-def __getattr__(name: str) -> Any:
-    module = _EXPORTS.get(name)
-    if module is None:
-        if name in _SUBPACKAGES:
-            return importlib.import_module(f"pbmarl.{name}")
-        raise AttributeError(f"module 'pbmarl' has no attribute {name!r}")
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return __all__
+__getattr__, __dir__ = lazy_exports(globals(), _EXPORTS, __all__, subpackages=_SUBPACKAGES)

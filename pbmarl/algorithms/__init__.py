@@ -9,13 +9,11 @@ access, so ``pb.algorithms.LeagueConfig`` does not import torch until it is used
 
 from __future__ import annotations
 
-import importlib
-from typing import Any
-
 from pbmarl.algorithms.psro.psro import PSRO as PSRO
 from pbmarl.algorithms.psro.psro import FictitiousPlay as FictitiousPlay
 from pbmarl.algorithms.psro.psro import SelfPlay as SelfPlay
 from pbmarl.algorithms.psro.records import IterationRecord as IterationRecord
+from pbmarl.lazy import lazy_exports
 
 #: public name -> module that defines it (loaded lazily)
 _LAZY: dict[str, str] = {
@@ -45,14 +43,4 @@ _LAZY: dict[str, str] = {
 __all__ = sorted(["PSRO", "FictitiousPlay", "IterationRecord", "SelfPlay", *_LAZY])
 
 
-def __getattr__(name: str) -> Any:
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module 'pbmarl.algorithms' has no attribute {name!r}")
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return __all__
+__getattr__, __dir__ = lazy_exports(globals(), _LAZY, __all__)

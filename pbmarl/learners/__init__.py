@@ -12,9 +12,7 @@ Example:
 
 from __future__ import annotations
 
-import importlib
-from typing import Any
-
+from pbmarl.lazy import lazy_exports
 from pbmarl.learners.oracles.exact import ExactBestResponse as ExactBestResponse
 
 #: public name -> module that defines it (loaded lazily)
@@ -72,14 +70,4 @@ _LAZY: dict[str, str] = {
 __all__ = sorted(["ExactBestResponse", *_LAZY])
 
 
-def __getattr__(name: str) -> Any:
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module 'pbmarl.learners' has no attribute {name!r}")
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return __all__
+__getattr__, __dir__ = lazy_exports(globals(), _LAZY, __all__)
