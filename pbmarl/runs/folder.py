@@ -245,12 +245,7 @@ def open_run(path: str | os.PathLike[str]) -> SavedRun:
         raise RunFolderError(f"{str(folder)!r} is not a folder")
     if meta_path.is_symlink() or not meta_path.is_file():
         raise RunFolderError(f"{str(folder)!r} is not a pbmarl run folder (no run.json)")
-    try:
-        meta = read_json(meta_path)
-    except ValueError as exc:
-        raise RunFolderError(str(exc)) from None
-    if not isinstance(meta, dict):
-        raise RunFolderError(f"{str(meta_path)!r} must hold a JSON object")
+    meta = _read_checked(meta_path)
     if meta.get("format") != FORMAT:
         raise RunFolderError(
             f"{str(meta_path)!r} has folder format {meta.get('format')!r}; this pbmarl ({__version__}) reads format "
