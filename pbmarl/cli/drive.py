@@ -13,7 +13,7 @@ import re
 import shutil
 import sys
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -51,6 +51,22 @@ def add_server_options(parser: Any) -> None:
     parser.add_argument("--staleness", type=int_at_least(0, "--staleness"), default=1, help="the BAP bound")
     parser.add_argument("--backend", choices=("local", "ray"), default="local",
                         help="workers in this process or as Ray actors (default: local)")
+
+
+def add_run_folder_options(parser: Any, name: str) -> None:
+    """``--out`` (default: ``runs/NAME-TIME``) and ``--quiet``: a command that writes a run folder."""
+    parser.add_argument("--out", type=Path, default=None, help=f"run folder (default: runs/{name}-TIME)")
+    parser.add_argument("--quiet", action="store_true", help="only the first and the final line")
+
+
+def add_training_parser(sub: Any, command: str, *, help: str, game: str, algos: Sequence[str],
+                        algo: str) -> Any:
+    """The parser of a command that trains with a learner on a game (``pbmarl train``, ``pbmarl marl``):
+    ``--game`` (`game`: its help) and ``--algo`` (one of `algos`; `algo`: its help), both required."""
+    parser = sub.add_parser(command, help=help)
+    parser.add_argument("--game", required=True, help=game)
+    parser.add_argument("--algo", required=True, choices=algos, help=algo)
+    return parser
 
 
 def default_out(name: str, tag: str) -> Path:

@@ -24,7 +24,15 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from pbmarl.cli.drive import CliError, add_server_options, default_out, drive, int_at_least
+from pbmarl.cli.drive import (
+    CliError,
+    add_run_folder_options,
+    add_server_options,
+    add_training_parser,
+    default_out,
+    drive,
+    int_at_least,
+)
 from pbmarl.fmt import fmt
 from pbmarl.runs.stop import Stop
 
@@ -35,10 +43,10 @@ MARKER = "marl.json"
 
 def add_marl_parser(sub: Any) -> None:
     """Register ``pbmarl marl`` on the CLI's subparsers."""
-    p = sub.add_parser("marl", help="train teams of agents together (MAPPO, QMIX, MADDPG, ...) and write a run folder")
-    p.add_argument("--game", required=True, help="a PettingZoo Parallel game, e.g. pettingzoo:simple_spread_v3 or "
-                                                 "'pettingzoo:simple_spread_v3(N=3, local_ratio=0.5)'")
-    p.add_argument("--algo", required=True, choices=ALGOS, help="the learner of every group")
+    p = add_training_parser(sub, "marl", help="train teams of agents together (MAPPO, QMIX, MADDPG, ...) and write a "
+                            "run folder", game="a PettingZoo Parallel game, e.g. pettingzoo:simple_spread_v3 or "
+                            "'pettingzoo:simple_spread_v3(N=3, local_ratio=0.5)'", algos=ALGOS,
+                            algo="the learner of every group")
     p.add_argument("--mapping", default="role", choices=MAPPINGS,
                    help="agents to groups: by role (default), all shared, or one group per agent")
     p.add_argument("--agent-id", action="store_true", help="append a one-hot agent id to shared groups' observations")
@@ -49,8 +57,7 @@ def add_marl_parser(sub: Any) -> None:
     p.add_argument("--num-envs", type=int_at_least(1, "--num-envs"), default=32, help="environments stepped together")
     p.add_argument("--eval-episodes", type=int_at_least(1, "--eval-episodes"), default=50)
     add_server_options(p)  # every learning group on one parameter server
-    p.add_argument("--out", type=Path, default=None, help="run folder (default: runs/GAME-ALGO-TIME)")
-    p.add_argument("--quiet", action="store_true", help="only the first and the final line")
+    add_run_folder_options(p, "GAME-ALGO")
 
 
 def is_marl_folder(folder: Path) -> bool:

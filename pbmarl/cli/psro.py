@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from pbmarl.cli.drive import STARTED, CliError, default_out, drive, int_at_least, set_up_in
+from pbmarl.cli.drive import STARTED, CliError, add_run_folder_options, default_out, drive, int_at_least, set_up_in
 from pbmarl.fmt import fmt
 from pbmarl.protocols import Specified
 
@@ -47,8 +47,7 @@ def add_psro_parser(sub: Any) -> None:
                       help="most iterations to run (default: 50)")
     psro.add_argument("--stop", type=float, default=1e-6, help="stop once exploitability <= this (default: 1e-6)")
     psro.add_argument("--seed", type=int_at_least(0, "--seed"), default=0)
-    psro.add_argument("--out", type=Path, default=None, help="run folder (default: runs/GAME-SOLVER-TIME)")
-    psro.add_argument("--quiet", action="store_true", help="only the first and the final line")
+    add_run_folder_options(psro, "GAME-SOLVER")
 
 
 

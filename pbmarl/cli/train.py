@@ -23,7 +23,15 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from pbmarl.cli.drive import CliError, add_server_options, default_out, drive, int_at_least
+from pbmarl.cli.drive import (
+    CliError,
+    add_run_folder_options,
+    add_server_options,
+    add_training_parser,
+    default_out,
+    drive,
+    int_at_least,
+)
 from pbmarl.fmt import fmt
 from pbmarl.learners.control.config import PRECISIONS
 
@@ -33,10 +41,9 @@ MARKER = "train.json"
 
 def add_train_parser(sub: Any) -> None:
     """Register ``pbmarl train`` on the CLI's subparsers."""
-    train = sub.add_parser("train", help="train one agent with a control learner and write a run folder")
-    train.add_argument("--game", required=True, help="a one-player game: gym:Pendulum-v1, gym:CartPole-v1, "
-                                                     "mdp:two_round_dmdp")
-    train.add_argument("--algo", required=True, choices=ALGOS, help="the learner")
+    train = add_training_parser(sub, "train", help="train one agent with a control learner and write a run folder",
+                                game="a one-player game: gym:Pendulum-v1, gym:CartPole-v1, mdp:two_round_dmdp",
+                                algos=ALGOS, algo="the learner")
     train.add_argument("--steps", type=int_at_least(1, "--steps"), default=20_000, help="env steps (default: 20000)")
     train.add_argument("--seed", type=int_at_least(0, "--seed"), default=0)
     train.add_argument("--eval-episodes", type=int_at_least(1, "--eval-episodes"), default=10,
@@ -47,8 +54,7 @@ def add_train_parser(sub: Any) -> None:
                             "faster on CPUs with bfloat16 instructions and networks of 256 units or more; "
                             "default: float32")
     add_server_options(train)
-    train.add_argument("--out", type=Path, default=None, help="run folder (default: runs/GAME-ALGO-TIME)")
-    train.add_argument("--quiet", action="store_true", help="only the first and the final line")
+    add_run_folder_options(train, "GAME-ALGO")
 
 
 def is_train_folder(folder: Path) -> bool:
