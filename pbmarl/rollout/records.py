@@ -69,6 +69,17 @@ class EpisodeBook:
         self._lengths: list[np.ndarray] = []
         self.num_players = num_players
 
+    def slots(self, num_envs: int) -> tuple[int, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray,
+                                            np.ndarray]:
+        """``N, active, ret, length, member, episode, last_t``: how many environments step together (at most
+        `num_envs`, and no more than the episodes, or learner steps, asked for) and their per-slot bookkeeping,
+        all empty: ``active [N]`` False, ``ret [N, P]``, ``length [N]`` and ``member [N, P]`` zero, the slot's
+        ``episode [N]`` and last learner step ``last_t [N]`` -1."""
+        N = int(max(1, min(num_envs, self.episodes if self.episodes is not None else self.min_learner_steps or 1)))
+        P = self.num_players
+        return (N, np.zeros(N, dtype=bool), np.zeros((N, P)), np.zeros(N, dtype=np.int64),
+                np.zeros((N, P), dtype=np.int64), np.full(N, -1, dtype=np.int64), np.full(N, -1, dtype=np.int64))
+
     def may_start(self, wanted: int) -> int:
         """How many of `wanted` new episodes may start now."""
         if self.episodes is not None:

@@ -44,15 +44,9 @@ def run_states(
 ) -> RunOutput:
     """Play `book`'s episodes by stepping state objects; see the module doc."""
     P, A = game.num_players, game.num_actions
-    N = int(max(1, min(num_envs, book.episodes if book.episodes is not None else book.min_learner_steps or 1)))
+    N, active, ret, length, member, episode, last_t = book.slots(num_envs)
     new_state = state_factory(game, rng)
     states: list[Any] = [None] * N
-    active = np.zeros(N, dtype=bool)
-    ret = np.zeros((N, P))
-    length = np.zeros(N, dtype=np.int64)
-    member = np.zeros((N, P), dtype=np.int64)
-    episode = np.full(N, -1, dtype=np.int64)
-    last_t = np.full(N, -1, dtype=np.int64)
     buf = TransitionBuffer(A, tuple(game.observation_shape)) if learner is not None else None
 
     uniform = stepper.Uniforms(rng)

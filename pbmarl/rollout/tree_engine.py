@@ -87,14 +87,8 @@ def run_tree(
     kind, player, infoset, children = tree.kind, tree.player, tree.infoset, tree.children
     chance_cdf, reward, strides = tree.chance_cdf, tree.reward, tree.strides
     simultaneous = tree.has_simultaneous
-    N = int(max(1, min(num_envs, book.episodes if book.episodes is not None else book.min_learner_steps or 1)))
+    N, active, ret, length, member, episode, last_t = book.slots(num_envs)
     node = np.zeros(N, dtype=np.int64)
-    active = np.zeros(N, dtype=bool)
-    ret = np.zeros((N, P))
-    length = np.zeros(N, dtype=np.int64)
-    member = np.zeros((N, P), dtype=np.int64)
-    episode = np.full(N, -1, dtype=np.int64)
-    last_t = np.full(N, -1, dtype=np.int64)
     buf = TransitionBuffer(tree.num_actions, tuple(game.observation_shape)) if learner is not None else None
 
     def start(idx: np.ndarray) -> None:
