@@ -93,6 +93,16 @@ def seeded_torch(seed: int | None) -> Iterator[None]:
         yield
 
 
+def network_from_state(cls: Any, game: Game, arrays: dict[str, np.ndarray], meta: dict[str, Any], *,
+                       layer_norm: bool) -> Any:
+    """A network policy of class `cls` rebuilt from its `arrays` and `meta` (``hidden``, ``layer_norm``,
+    ``activation``, ``version``); `layer_norm` is the class's default, for a save that does not say."""
+    policy = cls(game, hidden=meta["hidden"], seed=None, layer_norm=bool(meta.get("layer_norm", layer_norm)),
+                 activation=str(meta.get("activation", "relu")))
+    policy.net.load_state_dict({k: torch.as_tensor(np.array(v)) for k, v in arrays.items()})
+    policy.version = int(meta.get("version", 0))
+    return policy
+
 def build_mlp(in_dim: int, hidden: Sequence[int], out_dim: int, *, activation: type[nn.Module] = nn.ReLU,
               layer_norm: bool = False) -> nn.Sequential:
     """A plain MLP: Linear-activation blocks, then a Linear head.
@@ -186,10 +196,7 @@ class MLPPolicy(Policy):
 
     @classmethod
     def from_state(cls, game: Game, arrays: dict[str, np.ndarray], meta: dict[str, Any]) -> MLPPolicy:
-        policy = cls(game, hidden=meta["hidden"], seed=None, layer_norm=bool(meta.get("layer_norm", False)),
-                     activation=str(meta.get("activation", "relu")))
-        policy.net.load_state_dict({k: torch.as_tensor(np.array(v)) for k, v in arrays.items()})
-        policy.version = int(meta.get("version", 0))
+        policy: MLPPolicy = network_from_state(cls, game, arrays, meta, layer_norm=False)
         return policy
 
     def __repr__(self) -> str:

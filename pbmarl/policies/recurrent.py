@@ -31,7 +31,7 @@ from torch import nn
 
 from pbmarl.config import MAX_WIDTH, check_int, check_widths
 from pbmarl.games.base import Game
-from pbmarl.policies.neural import seeded_torch
+from pbmarl.policies.neural import network_from_state, seeded_torch
 from pbmarl.policies.stateful import StatefulPolicy
 
 
@@ -250,10 +250,7 @@ class RecurrentPolicy(StatefulPolicy):
 
     @classmethod
     def from_state(cls, game: Game, arrays: dict[str, np.ndarray], meta: dict[str, Any]) -> RecurrentPolicy:
-        policy = cls(game, hidden=meta["hidden"], seed=None, layer_norm=bool(meta.get("layer_norm", True)),
-                     activation=str(meta.get("activation", "relu")))
-        policy.net.load_state_dict({k: torch.as_tensor(np.array(v)) for k, v in arrays.items()})
-        policy.version = int(meta.get("version", 0))
+        policy: RecurrentPolicy = network_from_state(cls, game, arrays, meta, layer_norm=True)
         return policy
 
     def __repr__(self) -> str:
