@@ -14,7 +14,7 @@ from __future__ import annotations
 from pbmarl._version import __version__
 from pbmarl.lazy import lazy_exports
 
-#: public name -> module that defines it
+#: public name -> module that defines it, or the subpackage that exports it (and says where it lives)
 _EXPORTS: dict[str, str] = {
     # games
     "MatrixGame": "pbmarl.games.matrix",
@@ -45,11 +45,11 @@ _EXPORTS: dict[str, str] = {
     "DQN": "pbmarl.learners",
     "PPO": "pbmarl.learners",
     "A2C": "pbmarl.learners",
-    "SAC": "pbmarl.learners.control.sac",
-    "TD3": "pbmarl.learners.control.td3",
-    "DDPG": "pbmarl.learners.control.ddpg",
-    "HDDPG": "pbmarl.learners.control.hddpg",
-    "Rainbow": "pbmarl.learners.control.rainbow",
+    "SAC": "pbmarl.learners",
+    "TD3": "pbmarl.learners",
+    "DDPG": "pbmarl.learners",
+    "HDDPG": "pbmarl.learners",
+    "Rainbow": "pbmarl.learners",
     # every run
     "Stop": "pbmarl.runs",
     "load_run": "pbmarl.runs",
@@ -62,22 +62,22 @@ _EXPORTS: dict[str, str] = {
     "PSRO": "pbmarl.algorithms",
     "SelfPlay": "pbmarl.algorithms",
     "FictitiousPlay": "pbmarl.algorithms",
-    "XDO": "pbmarl.algorithms.xdo",
-    "MMD": "pbmarl.algorithms.mmd",
-    "PPOSelfPlay": "pbmarl.algorithms.selfplay.ppo",
-    "DeepMMD": "pbmarl.algorithms.selfplay.deep_mmd",
-    "JPSRO": "pbmarl.algorithms.jpsro",
+    "XDO": "pbmarl.algorithms",
+    "MMD": "pbmarl.algorithms",
+    "PPOSelfPlay": "pbmarl.algorithms",
+    "DeepMMD": "pbmarl.algorithms",
+    "JPSRO": "pbmarl.algorithms",
     "sequence_form_lp": "pbmarl.evaluation.sequence_form",
-    "League": "pbmarl.algorithms.league.league",
-    "NFSP": "pbmarl.algorithms.nfsp",
-    "P2SRO": "pbmarl.algorithms.psro.p2sro",
-    "MARL": "pbmarl.algorithms.teams.marl",
-    "MAPPO": "pbmarl.learners.multiagent.mappo",
-    "QMIX": "pbmarl.learners.multiagent.qmix",
-    "MADDPG": "pbmarl.learners.multiagent.maddpg",
-    "A3C": "pbmarl.learners.oracles.a3c",
-    "IMPALA": "pbmarl.learners.oracles.impala",
-    "ApeX": "pbmarl.learners.oracles.apex",
+    "League": "pbmarl.algorithms",
+    "NFSP": "pbmarl.algorithms",
+    "P2SRO": "pbmarl.algorithms",
+    "MARL": "pbmarl.algorithms",
+    "MAPPO": "pbmarl.learners",
+    "QMIX": "pbmarl.learners",
+    "MADDPG": "pbmarl.learners",
+    "A3C": "pbmarl.learners",
+    "IMPALA": "pbmarl.learners",
+    "ApeX": "pbmarl.learners",
 }
 
 #: the subpackages a notebook reaches one dot deeper (configs, records, helpers): ``pb.learners.DQNConfig``
