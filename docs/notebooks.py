@@ -27,7 +27,7 @@ FOLDERS = ("tutorials", "notebooks")
 RAY_CELL = re.compile(r"init_ray\(|ray\.init\(|backend=\\?[\"']ray")  # as tests/conftest.py groups them
 STAMP = "pbmarl_docs"
 WIDGET = "application/vnd.jupyter.widget-view+json"
-PROGRESS = re.compile(r"\d+/\d+ \[|\d+%\||it/s\]")  # tqdm's text form of its notebook bar
+PROGRESS = re.compile(r"\d+/\d+ \[|\d+%\||\d+\w* \[\d\d:\d\d|\?\w+/s\]|\w+/s\]")  # tqdm's text form of its bar
 WIDGET_NOTE = "[an interactive widget (buttons and live plots): it works in Jupyter, with a running kernel]"
 NOTE = (
     "```{{note}}\nThis page was executed when the documentation was built, with `PBMARL_SMOKE=1`: the small "
