@@ -15,7 +15,9 @@ import torch
 
 import pbmarl as pb
 from pbmarl.games.mdp import MDPGame
+from pbmarl.learners.common import nets as common_nets
 from pbmarl.learners.common.buffers import Batch
+from pbmarl.learners.control import critics
 from pbmarl.learners.control.base import ControlLearner
 from pbmarl.learners.control.ddpg import DDPG
 from pbmarl.learners.control.hddpg import HDDPG
@@ -146,7 +148,7 @@ def test_bfloat16_lowers_only_the_hidden_to_hidden_products_of_the_update(make: 
     hooks = [layer.register_forward_hook(lambda mod, inp, out, key=f"{name}.{path}": seen.setdefault(
                  key, set()).add(out.dtype))
              for name, net in nets.items() for path, layer in net.named_modules()
-             if isinstance(layer, (torch.nn.Linear, pb.learners.nets.NoisyLinear, pb.learners.critics.EnsembleLinear))]
+             if isinstance(layer, (torch.nn.Linear, common_nets.NoisyLinear, critics.EnsembleLinear))]
     stats = learner._train_step(learner.replay.sample(32, np.random.default_rng(0)))
     for h in hooks:
         h.remove()

@@ -4,6 +4,7 @@ rliable statistics, plots and the report (the Tune side is in test_experiments_r
 from __future__ import annotations
 
 import json
+import time
 from pathlib import Path
 
 import numpy as np
@@ -126,14 +127,21 @@ def test_wandb_offline_run_holds_the_same_names(tmp_path) -> None:
     logger = pb.experiments.WandbLogger(tmp_path, project="kuhn", name="nash-s0")
     run.run(2, progress=False, loggers=[logger])
     logger.close()
-    (path,) = tmp_path.glob("wandb/offline-run-*/run-*.wandb")
-    rows = []
-    for data in _wandb_records(path.read_bytes()):
-        rec = wandb_internal_pb2.Record()
-        rec.ParseFromString(data)
-        if rec.WhichOneof("record_type") == "history":
-            rows.append({item.key or "/".join(item.nested_key): item.value_json for item in rec.history.item})
-    scalars = [r for r in rows if "exploitability" in r]
+    expected = len(run.history["exploitability"].iloc[1:])
+    deadline = time.monotonic() + 30
+    while True:  # W&B's service process writes the file after finish() returns: wait for the rows, a while at most
+        paths = list(tmp_path.glob("wandb/offline-run-*/run-*.wandb"))
+        rows = []
+        for data in _wandb_records(paths[0].read_bytes()) if len(paths) == 1 else []:
+            rec = wandb_internal_pb2.Record()
+            rec.ParseFromString(data)
+            if rec.WhichOneof("record_type") == "history":
+                rows.append({item.key or "/".join(item.nested_key): item.value_json for item in rec.history.item})
+        scalars = [r for r in rows if "exploitability" in r]
+        if len(scalars) >= expected or time.monotonic() > deadline:
+            break
+        time.sleep(0.5)
+    assert len(paths) == 1
     assert [float(r["exploitability"]) for r in scalars] == pytest.approx(list(run.history["exploitability"].iloc[1:]))
     assert {"nash_conv", "time/oracle", "iteration"} <= set(scalars[0])
 

@@ -120,7 +120,7 @@ import pbmarl as pb
 root = sys.argv[1]
 spec = pb.spec(pb.PSRO, solver="nash", evaluator="rollout", eval_episodes=100)
 local = {}
-for seed in range(4):
+for seed in range(6):
     run = spec.build("kuhn_poker", seed=seed)
     run.run(until=pb.Stop(iterations=3), progress=False)
     local[seed] = run.history["exploitability"].tolist()
@@ -128,7 +128,7 @@ cluster = Cluster(initialize_head=True, head_node_args={"num_cpus": 1, "include_
 cluster.add_node(num_cpus=1)
 cluster.wait_for_nodes()
 try:
-    exp = pb.Experiment("two-nodes", "kuhn_poker", [spec], seeds=range(4), stop={"iterations": 3}, root=root)
+    exp = pb.Experiment("two-nodes", "kuhn_poker", [spec], seeds=range(6), stop={"iterations": 3}, root=root)
     exp.run(address=cluster.address, progress=False)
     import ray
     alive = [n["NodeID"] for n in ray.nodes() if n["Alive"]]

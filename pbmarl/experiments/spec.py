@@ -31,7 +31,7 @@ from pbmarl.runs.registry import RUN_TYPES, run_class
 
 __all__ = ["PART_TYPES", "RunSpec", "spec"]
 
-#: learners that are parts of a run (a MARL run's groups), by name -> the pbmarl export that defines them
+#: learners that are parts of a run (a MARL run's groups), by their name in `pbmarl.learners`
 PART_TYPES: tuple[str, ...] = ("MAPPO", "IPPO", "RMAPPO", "QMIX", "IQL", "MADDPG", "Independent")
 
 #: constructor arguments every run has, which a spec sets itself
@@ -151,9 +151,9 @@ def _owner(cls: type, name: str) -> type:
 
 def _part_class(name: str) -> type:
     if name in PART_TYPES:
-        import pbmarl
+        import pbmarl.learners
 
-        cls: type = getattr(pbmarl, name)
+        cls: type = getattr(pbmarl.learners, name)
         return cls
     raise ValueError(f"unknown part type {name!r}{did_you_mean(name, PART_TYPES)} Known part types: "
                      f"{', '.join(PART_TYPES)}")
