@@ -59,6 +59,12 @@ def add_run_folder_options(parser: Any, name: str) -> None:
     parser.add_argument("--quiet", action="store_true", help="only the first and the final line")
 
 
+def add_training_options(parser: Any) -> None:
+    """What ``pbmarl train`` and ``pbmarl marl`` end with: the parameter-server options (`add_server_options`),
+    then ``--out`` (default: ``runs/GAME-ALGO-TIME``) and ``--quiet``."""
+    add_server_options(parser)
+    add_run_folder_options(parser, "GAME-ALGO")
+
 def add_training_parser(sub: Any, command: str, *, help: str, game: str, algos: Sequence[str],
                         algo: str) -> Any:
     """The parser of a command that trains with a learner on a game (``pbmarl train``, ``pbmarl marl``):

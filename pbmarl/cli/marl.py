@@ -24,15 +24,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from pbmarl.cli.drive import (
-    CliError,
-    add_run_folder_options,
-    add_server_options,
-    add_training_parser,
-    default_out,
-    drive,
-    int_at_least,
-)
+from pbmarl.cli.drive import CliError, add_training_options, add_training_parser, default_out, drive, int_at_least
 from pbmarl.fmt import fmt
 from pbmarl.runs.stop import Stop
 
@@ -56,8 +48,7 @@ def add_marl_parser(sub: Any) -> None:
     p.add_argument("--seed", type=int_at_least(0, "--seed"), default=0)
     p.add_argument("--num-envs", type=int_at_least(1, "--num-envs"), default=32, help="environments stepped together")
     p.add_argument("--eval-episodes", type=int_at_least(1, "--eval-episodes"), default=50)
-    add_server_options(p)  # every learning group on one parameter server
-    add_run_folder_options(p, "GAME-ALGO")
+    add_training_options(p)  # every learning group on one parameter server
 
 
 def is_marl_folder(folder: Path) -> bool:

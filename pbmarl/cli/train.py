@@ -23,15 +23,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from pbmarl.cli.drive import (
-    CliError,
-    add_run_folder_options,
-    add_server_options,
-    add_training_parser,
-    default_out,
-    drive,
-    int_at_least,
-)
+from pbmarl.cli.drive import CliError, add_training_options, add_training_parser, default_out, drive, int_at_least
 from pbmarl.fmt import fmt
 from pbmarl.learners.control.config import PRECISIONS
 
@@ -53,8 +45,7 @@ def add_train_parser(sub: Any) -> None:
                             "product of the updates from bfloat16-rounded inputs (oneDNN's math mode). Both are "
                             "faster on CPUs with bfloat16 instructions and networks of 256 units or more; "
                             "default: float32")
-    add_server_options(train)
-    add_run_folder_options(train, "GAME-ALGO")
+    add_training_options(train)
 
 
 def is_train_folder(folder: Path) -> bool:
