@@ -184,10 +184,7 @@ class MMD(Run):
     @property
     def done(self) -> bool:
         """At ``stop_exploitability`` or ``max_iterations``: where `run()` stops."""
-        cfg = self.config
-        if cfg.max_iterations is None and cfg.stop_exploitability is None:
-            raise ValueError("MMD has no budget: set max_iterations or stop_exploitability, or give run() a number "
-                             "of steps or until=pb.Stop(...)")
+        cfg = self._budgeted(self.config, "stop_exploitability")
         stop = cfg.stop_exploitability
         return ((stop is not None and self.records[-1].exploitability <= stop)
                 or (cfg.max_iterations is not None and self.iteration >= cfg.max_iterations))

@@ -320,10 +320,7 @@ class XDO(Run):
     @property
     def done(self) -> bool:
         """Converged (``stop_exploitability``) or at ``max_iterations``: where `run()` stops."""
-        cfg = self.config
-        if cfg.max_iterations is None and cfg.stop_exploitability is None:
-            raise ValueError("XDO has no budget: set max_iterations or stop_exploitability, or give run() a number "
-                             "of steps or until=pb.Stop(...)")
+        cfg = self._budgeted(self.config, "stop_exploitability")
         return self.converged or (cfg.max_iterations is not None and self.iteration >= cfg.max_iterations)
 
     def evaluate(self, episodes: int = 100, *, seed: int = 0, deterministic: bool = False) -> EvalResult:

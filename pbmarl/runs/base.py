@@ -93,6 +93,14 @@ class Run:
         raise ValueError(f"{type(self).__name__} has no budget of its own: give run() a number of steps "
                          "or until=pb.Stop(...)")
 
+    def _budgeted(self, cfg: Any, stop: str) -> Any:
+        """`cfg` (the run's config), once it sets a budget of its own: ``max_iterations`` or the threshold named
+        `stop` (for `done`; a config with neither raises, saying what to set)."""
+        if cfg.max_iterations is None and getattr(cfg, stop) is None:
+            raise ValueError(f"{type(self).__name__} has no budget: set max_iterations or {stop}, or give run() a "
+                             "number of steps or until=pb.Stop(...)")
+        return cfg
+
     def evaluate(self, episodes: int = 100, *, seed: int = 0, deterministic: bool = False) -> EvalResult:
         """Play `episodes` fresh episodes of what the run has learned; returns a `pb.EvalResult`."""
         raise NotImplementedError(f"{type(self).__name__} does not define evaluate()")

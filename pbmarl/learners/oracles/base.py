@@ -39,17 +39,8 @@ from typing import Any, ClassVar, cast
 
 import numpy as np
 
-from pbmarl.config import (  # the rules' home is pbmarl.config; other families still import them here
-    FLAG,
-    NON_NEGATIVE,
-    NON_NEGATIVE_INT,
-    POSITIVE,
-    POSITIVE_INT,
-    UNIT,
-    Rule,
-    check_seed,
-)
-from pbmarl.config import is_int as _is_int  # still imported from here by league_rules and sac
+from pbmarl.config import check_seed
+from pbmarl.config import is_int as _is_int
 from pbmarl.distributed.on_server import OnServer
 from pbmarl.games.base import Game
 from pbmarl.learners.common.config import LearnerConfig, LearnerRecord, StepRecord
@@ -64,8 +55,7 @@ from pbmarl.rollout.trajectories import Trajectories
 from pbmarl.runs import Run, SavedRun, State
 from pbmarl.runs.transaction import all_or_nothing
 
-__all__ = ["FLAG", "NON_NEGATIVE", "NON_NEGATIVE_INT", "POSITIVE", "POSITIVE_INT", "UNIT", "Learner", "LearnerConfig",
-           "LearnerRecord", "Rule", "StepRecord", "Task"]
+__all__ = ["Learner", "LearnerConfig", "LearnerRecord", "StepRecord", "Task"]
 
 
 def _check(ok: bool, name: str, value: Any, accepted: str) -> None:
