@@ -38,7 +38,7 @@ import torch.nn.functional as F
 from pbmarl.config import FLAG, POSITIVE, POSITIVE_INT, UNIT, Config, Rule, build_config, check_seed
 from pbmarl.games.base import Game
 from pbmarl.games.registry import game_spec, load_game
-from pbmarl.learners.common.buffers import ReplayBuffer
+from pbmarl.learners.common.buffers import ReplayBuffer, Transitions
 from pbmarl.learners.common.nets import build_mlp, obs_dim, seeded, to_tensor
 from pbmarl.learners.common.reservoir import ReservoirBuffer
 from pbmarl.policies.neural import MLPPolicy, masked_logits
@@ -150,22 +150,6 @@ class NFSPRecord(Record):
                 f"{sum(self.times.values()):.2f}s")
 
 
-@dataclass(frozen=True)
-class _Transitions:
-    """The fields `ReplayBuffer.add` reads, for transitions gathered one at a time."""
-
-    obs: np.ndarray
-    legal_mask: np.ndarray
-    action: np.ndarray
-    reward: np.ndarray
-    done: np.ndarray
-    next_obs: np.ndarray
-    next_legal_mask: np.ndarray
-
-    def __len__(self) -> int:
-        return len(self.action)
-
-
 def _modules(run: NFSP) -> dict[str, Any]:
     """Every network and optimiser of the run by a stable name (what `save` and `snapshot` keep)."""
     out: dict[str, Any] = {}
@@ -273,7 +257,7 @@ class NFSP(Run):
                 rows[p].append((o, m, a, gained[p], True, np.zeros_like(o), np.zeros_like(m)))
             if rows[p]:
                 cols = list(zip(*rows[p]))
-                batch = _Transitions(np.stack(cols[0]), np.stack(cols[1]), np.asarray(cols[2], np.int64),
+                batch = Transitions(np.stack(cols[0]), np.stack(cols[1]), np.asarray(cols[2], np.int64),
                                      np.asarray(cols[3], float), np.asarray(cols[4], bool), np.stack(cols[5]),
                                      np.stack(cols[6]))
                 self.replay[p].add(cast(Trajectories, batch))

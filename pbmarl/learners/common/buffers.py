@@ -30,8 +30,9 @@ FIELDS = ("obs", "legal_mask", "action", "reward", "done", "next_obs", "next_leg
 
 
 @dataclass(frozen=True)
-class Batch:
-    """A sampled minibatch; `weight` are importance weights (ones for uniform replay)."""
+class Transitions:
+    """The per-transition arrays a buffer keeps (`FIELDS`): what `ReplayBuffer.add` reads, for transitions
+    gathered one at a time (NFSP's), and the first fields of a sampled `Batch`."""
 
     obs: np.ndarray
     legal_mask: np.ndarray
@@ -40,6 +41,15 @@ class Batch:
     done: np.ndarray
     next_obs: np.ndarray
     next_legal_mask: np.ndarray
+
+    def __len__(self) -> int:
+        return len(self.action)
+
+
+@dataclass(frozen=True)
+class Batch(Transitions):
+    """A sampled minibatch; `weight` are importance weights (ones for uniform replay)."""
+
     weight: np.ndarray
     index: np.ndarray
 
