@@ -196,8 +196,7 @@ class MLPPolicy(Policy):
 
     @classmethod
     def from_state(cls, game: Game, arrays: dict[str, np.ndarray], meta: dict[str, Any]) -> MLPPolicy:
-        policy: MLPPolicy = network_from_state(cls, game, arrays, meta, layer_norm=False)
-        return policy
+        return network_from_state(cls, game, arrays, meta, layer_norm=False)
 
     def __repr__(self) -> str:
         return f"MLPPolicy({self.game_name!r}, hidden={self.hidden})"

@@ -250,8 +250,7 @@ class RecurrentPolicy(StatefulPolicy):
 
     @classmethod
     def from_state(cls, game: Game, arrays: dict[str, np.ndarray], meta: dict[str, Any]) -> RecurrentPolicy:
-        policy: RecurrentPolicy = network_from_state(cls, game, arrays, meta, layer_norm=True)
-        return policy
+        return network_from_state(cls, game, arrays, meta, layer_norm=True)
 
     def __repr__(self) -> str:
         return f"RecurrentPolicy({self.game_name!r}, hidden={self.hidden})"
