@@ -45,7 +45,8 @@ from pbmarl.policies.neural import MLPPolicy, masked_logits
 from pbmarl.rl.value_learning import masked_max_q
 from pbmarl.rollout.results import EvalResult
 from pbmarl.rollout.trajectories import Trajectories
-from pbmarl.runs import Record, Run, RunFolderError, SavedRun, State, shared_row
+from pbmarl.runs import Record, Run, SavedRun, State, shared_row
+from pbmarl.runs.folder import refused_as
 from pbmarl.runs.transaction import all_or_nothing
 
 #: the largest hidden layer, and the most items a buffer (or one step's episodes) may hold
@@ -399,7 +400,9 @@ class NFSP(Run):
         config = build_config(NFSPConfig, None, {**options, **overrides}, owner="NFSP")
         run = cls(saved.game(), seed=check_seed(saved.seed), config=config)
         data = saved.data
-        try:
+        with refused_as((KeyError, TypeError, ValueError, RuntimeError, IndexError), lambda exc: (
+                f"{str(saved.state_dir)!r}: cannot restore the NFSP run "
+                f"({type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''})")):
             P, A, shape = run.game.num_players, run.game.num_actions, tuple(run.game.observation_shape)
             for name, module in _modules(run).items():
                 module.load_state_dict(saved.module(name))
@@ -424,11 +427,6 @@ class NFSP(Run):
             run.rng.bit_generator.state = data["rng"]
             run._wall = float(data["wall_time"])
             run.records = [_record_from_json(r) for r in data["records"]]
-        except (KeyError, TypeError, ValueError, RuntimeError, IndexError) as exc:
-            if isinstance(exc, RunFolderError):
-                raise
-            raise RunFolderError(f"{str(saved.state_dir)!r}: cannot restore the NFSP run "
-                                 f"({type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''})") from None
         return run
 
 

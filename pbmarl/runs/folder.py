@@ -25,12 +25,13 @@ refusal is a `RunFolderError` naming the file and the reason.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 import re
 import shutil
 import tempfile
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -60,6 +61,18 @@ _STATE = re.compile(r"state-\d{6}")
 
 class RunFolderError(ValueError):
     """A run folder that pbmarl refuses to read: the message names the file and the reason."""
+
+
+@contextlib.contextmanager
+def refused_as(errors: tuple[type[Exception], ...], message: Callable[[Exception], str]) -> Iterator[None]:
+    """Around the rebuild of a saved object: one of `errors` (a malformed save) is raised again as a
+    `RunFolderError` with ``message(exc)``; a `RunFolderError` raised inside passes as it is."""
+    try:
+        yield
+    except RunFolderError:
+        raise
+    except errors as exc:
+        raise RunFolderError(message(exc)) from None
 
 
 @dataclass

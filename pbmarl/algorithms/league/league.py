@@ -58,7 +58,7 @@ from pbmarl.population import Population
 from pbmarl.protocols import Checkpointed, Oracle, Restorable
 from pbmarl.rollout.results import EvalResult
 from pbmarl.runs import Run, SavedRun, State
-from pbmarl.runs.folder import RunFolderError
+from pbmarl.runs.folder import refused_as
 from pbmarl.runs.transaction import all_or_nothing
 
 
@@ -399,18 +399,15 @@ class League(Run):
         parts = {k: overrides.pop(k) for k in ("learner", "evaluator") if k in overrides}
         config = build_config(LeagueConfig, None, {**_tuples(saved.config), **overrides}, owner="League")
         game, data = saved.game(), saved.data
-        try:
+        with refused_as((KeyError, TypeError, ValueError, AttributeError, IndexError), lambda exc: (
+                f"{str(saved.state_dir)!r}: cannot rebuild the league ({type(exc).__name__}: {exc}); pass learner= "
+                "or evaluator= to load where they cannot be rebuilt")):
             if "learner" not in parts and data["learner"] is None:
                 raise ValueError("the league was built with a learner factory, which cannot be saved")
             learner = parts["learner"] if "learner" in parts else rebuild_learner(game, data["learner"])
             evaluator = parts["evaluator"] if "evaluator" in parts else rebuild_evaluator(game, data["evaluator"])
             league = cls(game, learner, evaluator, seed=check_seed(saved.seed), config=config)
             league._load(saved, data)
-        except (KeyError, TypeError, ValueError, AttributeError, IndexError) as exc:
-            if isinstance(exc, RunFolderError):
-                raise
-            raise RunFolderError(f"{str(saved.state_dir)!r}: cannot rebuild the league ({type(exc).__name__}: "
-                                 f"{exc}); pass learner= or evaluator= to load where they cannot be rebuilt") from None
         return league
 
     def _load(self, saved: SavedRun, data: dict[str, Any]) -> None:

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from pbmarl.runs.folder import RunFolderError, SavedRun, State
+from pbmarl.runs.folder import SavedRun, State, refused_as
 
 if TYPE_CHECKING:  # pragma: no cover
     from pbmarl.learners.oracles.base import Learner
@@ -72,7 +72,8 @@ def learner_from_state(cls: type[Learner], saved: SavedRun, **overrides: Any) ->
 
     data = saved.data
     where = f"state.json in {str(saved.state_dir)!r}"
-    try:
+    with refused_as((KeyError, TypeError, ValueError, AttributeError),
+                    lambda exc: f"{where} does not describe a {cls.__name__} ({type(exc).__name__}: {exc})"):
         kinds = {str(k): str(v) for k, v in data["arrays"].items()}
         if any(v not in _KINDS for v in kinds.values()):
             raise ValueError(f"array kinds must be among {_KINDS}, got {sorted(set(kinds.values()))}")
@@ -96,10 +97,6 @@ def learner_from_state(cls: type[Learner], saved: SavedRun, **overrides: Any) ->
             extra = {**saved_task["extra"], **{k[6:]: v for k, v in arrays.items() if k.startswith("extra.")}}
             learner._load_task(modules, buffer, extra)
         learner.rng.bit_generator.state = data["rng"]
-    except (KeyError, TypeError, ValueError, AttributeError) as exc:
-        if isinstance(exc, RunFolderError):
-            raise
-        raise RunFolderError(f"{where} does not describe a {cls.__name__} ({type(exc).__name__}: {exc})") from None
     return learner
 
 
