@@ -164,6 +164,17 @@ class Rounds:
         self.last = got
         return self._summary(got, self.server.staleness[applied:])
 
+    def _planned_round(self) -> Any:
+        """Rounds (`_round` of this class) until their results make `workers` batches' worth, each result
+        ``1 / plan`` of its batch: the round of subclasses whose jobs are one of a batch's ``plan`` updates."""
+        applied = len(self.server.staleness)
+        got: list[Any] = []
+        while sum(Fraction(1, r.plan) for r in got) < self.n:
+            Rounds._round(self)
+            got += self.last
+        self.last = got
+        return self._summary(got, self.server.staleness[applied:])
+
     def _apply_pending(self) -> None:
         self._apply(self.pending)
         self.pending = []
@@ -200,13 +211,7 @@ class ParameterRounds(Rounds):
         Under BSP the workers' plans are in step (PPO: ``epochs * minibatches`` rounds, one
         update each); under ASP and BAP a fast worker may end several batches meanwhile.
         """
-        applied = len(self.server.staleness)
-        got: list[GradientResult] = []
-        while sum(Fraction(1, r.plan) for r in got) < self.n:
-            super()._round()
-            got += self.last
-        self.last = got
-        return self._summary(got, self.server.staleness[applied:])
+        return self._planned_round()
 
     def _count(self, result: GradientResult) -> tuple[int, int]:
         task = self.learner.task

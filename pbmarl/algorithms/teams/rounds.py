@@ -50,7 +50,6 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
-from fractions import Fraction
 from typing import Any
 
 import numpy as np
@@ -367,13 +366,7 @@ class MARLRounds(Rounds):
 
     def _round(self) -> Any:
         """Rounds of `workers` jobs until they make `workers` batches' worth (each job ``1 / MARLResult.plan``)."""
-        applied = len(self.server.staleness)
-        got: list[MARLResult] = []
-        while sum(Fraction(1, r.plan) for r in got) < self.n:
-            super()._round()
-            got += self.last
-        self.last = got
-        return self._summary(got, self.server.staleness[applied:])
+        return self._planned_round()
 
     def _count(self, result: MARLResult) -> tuple[int, int]:
         self.learner.env_steps += result.env_steps  # the run's count (its step is all-or-nothing)
