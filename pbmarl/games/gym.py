@@ -32,7 +32,7 @@ import numpy as np
 from pbmarl.games.base import Game
 from pbmarl.games.params import check_params, signature_of
 from pbmarl.games.spaces import check_action, flat_observation_space, flatten_observation
-from pbmarl.games.state import TERMINAL
+from pbmarl.games.state import TERMINAL, OnePlayerState
 
 GYM_PREFIX = "gym:"
 #: keywords ``gymnasium.make`` takes itself, on the way to the environment
@@ -175,7 +175,7 @@ class GymGame(Game):
         return f"GymGame({self.name!r}: action {self.env_action_space}, obs {self.observation_shape})"
 
 
-class GymState:
+class GymState(OnePlayerState):
     """One episode of a `GymGame`, following the pyspiel-like state protocol.
 
     ``terminated`` and ``truncated`` say how it ended; ``is_terminal()`` is either.
@@ -226,15 +226,6 @@ class GymState:
         self.steps += 1
         if self.is_terminal():
             self.env.close()
-
-    def apply_actions(self, actions: list[Any]) -> None:
-        self.apply_action(actions[0])
-
-    def rewards(self) -> list[float]:
-        return [self._reward]
-
-    def returns(self) -> list[float]:
-        return [self._return]
 
     def clone(self) -> GymState:
         raise NotImplementedError(f"states of {self.game.name!r} cannot be cloned (a Gymnasium env cannot be copied)")

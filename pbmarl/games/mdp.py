@@ -37,7 +37,7 @@ import gymnasium
 import numpy as np
 
 from pbmarl.games.base import Game
-from pbmarl.games.state import CHANCE, TERMINAL
+from pbmarl.games.state import CHANCE, TERMINAL, OnePlayerState
 
 MDP_PREFIX = "mdp:"
 END = "end"
@@ -222,7 +222,7 @@ def _rebuild(mdp_id: str, horizon: int | None) -> MDPGame:
     return MDPGame(mdp_id, horizon=horizon)
 
 
-class MDPState:
+class MDPState(OnePlayerState):
     """One episode, following the pyspiel-like state protocol (chance nodes draw outcomes).
 
     ``terminated`` (the MDP reached its end) and ``truncated`` (the horizon) say how it ended.
@@ -288,15 +288,6 @@ class MDPState:
             self.truncated = True
         self.node = None if self.terminated or self.truncated else nxt
         self.history.append(nxt)
-
-    def apply_actions(self, actions: list[int]) -> None:
-        self.apply_action(actions[0])
-
-    def rewards(self) -> list[float]:
-        return [self._reward]
-
-    def returns(self) -> list[float]:
-        return [self._return]
 
     def clone(self) -> MDPState:
         copy = MDPState.__new__(MDPState)

@@ -17,13 +17,13 @@ Example:
 
 from __future__ import annotations
 
-from typing import Protocol
+from typing import Any, Protocol
 
 import numpy as np
 
 from pbmarl.config import is_int
 
-__all__ = ["CHANCE", "SIMULTANEOUS", "TERMINAL", "State", "as_rng"]
+__all__ = ["CHANCE", "SIMULTANEOUS", "TERMINAL", "OnePlayerState", "State", "as_rng"]
 
 #: `current_player()` values, the same numbers OpenSpiel uses.
 SIMULTANEOUS = -2
@@ -46,6 +46,26 @@ class State(Protocol):
     def returns(self) -> list[float]: ...
     def clone(self) -> State: ...
 
+
+class _StepsOneSeat(Protocol):
+    _reward: float
+    _return: float
+
+    def apply_action(self, action: Any, /) -> None: ...
+
+
+class OnePlayerState:
+    """The one-seat half of `State` for a one-player game's states (a Gymnasium env's, an MDP's), from
+    the state's last reward ``_reward`` and its return so far ``_return``."""
+
+    def apply_actions(self: _StepsOneSeat, actions: list[Any]) -> None:
+        self.apply_action(actions[0])
+
+    def rewards(self: _StepsOneSeat) -> list[float]:
+        return [self._reward]
+
+    def returns(self: _StepsOneSeat) -> list[float]:
+        return [self._return]
 
 def as_rng(seed: int | np.random.Generator | None) -> np.random.Generator:
     """A Generator from a seed, an existing Generator (used as is) or None (fresh entropy).
