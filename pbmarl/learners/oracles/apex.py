@@ -37,13 +37,13 @@ import numpy as np
 from pbmarl.config import POSITIVE, POSITIVE_INT, UNIT, Rule
 from pbmarl.distributed.options import ACTORS_NOT_WORKERS, BACKENDS
 from pbmarl.distributed.replay import RemoteReplay
-from pbmarl.distributed.resume import JobLog, jobs_from_state, jobs_state
+from pbmarl.distributed.resume import JobLog
 from pbmarl.distributed.server import get_vector, set_vector
 from pbmarl.games.base import Game
 from pbmarl.learners.common.nets import EpsilonGreedy
 from pbmarl.learners.oracles.base import Task
 from pbmarl.learners.oracles.dqn import DQN, DQNConfig
-from pbmarl.learners.oracles.impala import RolloutResult
+from pbmarl.learners.oracles.impala import ActorJobs, RolloutResult
 from pbmarl.rollout.trajectories import Trajectories, concat_trajectories
 from pbmarl.rollout.worker import game_for_worker
 
@@ -133,7 +133,7 @@ class ApeXActor:
         return node_id()
 
 
-class ApeX(DQN):
+class ApeX(ActorJobs, DQN):
     """Ape-X DQN; see the module doc."""
 
     name = "apex"
@@ -184,12 +184,7 @@ class ApeX(DQN):
 
     def _round(self, task: Task) -> tuple[Trajectories, dict[str, float]]:
         cfg = self.config
-        if self._jobs_saved is not None:  # the jobs the actors were busy with, out again
-            self.executor.resubmit(*jobs_from_state(self._jobs_saved))
-            self._jobs_saved = None
-        for i in range(cfg.actors):
-            if i not in self.executor.jobs:
-                self._send(i)
+        self._hand_out(cfg.actors)
         self.last = []
         for _ in range(cfg.actors):
             i, result = self.executor.next()
@@ -220,24 +215,14 @@ class ApeX(DQN):
         }
 
     def _task_extra(self) -> dict[str, Any]:
-        jobs = self._jobs_saved if self._jobs_saved is not None else jobs_state(self.executor)
         return {"published_version": self.published[0], "published_weights": self.published[1], "owed": self._owed,
-                "log": [list(row[:2]) + [list(row[2])] + list(row[3:]) for row in self.log],
-                **{f"jobs.{k}": v for k, v in jobs.items()}}
+                "log": self._log_rows(), **self._jobs_extra()}
 
     def _set_task_extra(self, extra: dict[str, Any]) -> None:
         self.published = (int(extra["published_version"]), np.asarray(extra["published_weights"]))
         self._owed = float(extra["owed"])
-        self.log = [(int(i), int(v), tuple(int(s) for s in seeds), int(n), int(m)) for i, v, seeds, n, m in extra["log"]]
         self.last = []
-        self._jobs_saved = {k[5:]: v for k, v in extra.items() if k.startswith("jobs.")}
-
-    def _close_workers(self) -> None:
-        executor = self.__dict__.get("executor")
-        if executor is not None:
-            if self.__dict__.get("_jobs_saved") is None:
-                self._jobs_saved = jobs_state(executor)  # the next round hands them out again
-            executor.close()
+        self._set_jobs_extra(extra)
 
     def _end_task(self) -> None:
         replay = self.__dict__.get("replay")

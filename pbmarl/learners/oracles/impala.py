@@ -92,7 +92,50 @@ class RolloutActor(GradientWorker):
         return RolloutResult(concat_trajectories(parts), int(version), tuple(int(s) for s in seeds))
 
 
-class IMPALA(A2C):
+class ActorJobs:
+    """The actors' jobs of a learner with a fleet of rollout actors (`IMPALA`, `ApeX`): it keeps ``executor``
+    (a `JobLog`), ``log`` (a row a consumed batch: actor, weights version, seeds, learner transitions, env
+    steps) and ``_jobs_saved`` (the jobs the actors were busy with, to hand out again after a restore or load),
+    and sends actor ``i`` its next job with ``_send(i)``."""
+
+    executor: JobLog
+    log: list[tuple[int, int, tuple[int, ...], int, int]]
+    _jobs_saved: dict[str, Any] | None
+
+    def _send(self, i: int) -> None:
+        raise NotImplementedError
+
+    def _hand_out(self, actors: int) -> None:
+        """The saved jobs out again, then a job to every actor without one."""
+        if self._jobs_saved is not None:  # the jobs the actors were busy with, out again
+            self.executor.resubmit(*jobs_from_state(self._jobs_saved))
+            self._jobs_saved = None
+        for i in range(actors):
+            if i not in self.executor.jobs:
+                self._send(i)
+
+    def _log_rows(self) -> list[list[Any]]:
+        """`log` as JSON rows (the seeds a list)."""
+        return [list(row[:2]) + [list(row[2])] + list(row[3:]) for row in self.log]
+
+    def _jobs_extra(self) -> dict[str, Any]:
+        """The actors' jobs as ``jobs.*`` entries of the task's extra state."""
+        jobs = self._jobs_saved if self._jobs_saved is not None else jobs_state(self.executor)
+        return {f"jobs.{k}": v for k, v in jobs.items()}
+
+    def _set_jobs_extra(self, extra: dict[str, Any]) -> None:
+        """`log` and the saved jobs back from the task's extra state."""
+        self.log = [(int(i), int(v), tuple(int(s) for s in seeds), int(n), int(m)) for i, v, seeds, n, m in extra["log"]]
+        self._jobs_saved = {k[5:]: v for k, v in extra.items() if k.startswith("jobs.")}
+
+    def _close_workers(self) -> None:
+        executor = self.__dict__.get("executor")
+        if executor is not None:
+            if self.__dict__.get("_jobs_saved") is None:
+                self._jobs_saved = jobs_state(executor)  # the next round hands them out again
+            executor.close()
+
+class IMPALA(ActorJobs, A2C):
     """IMPALA on one machine (local backend) or a Ray cluster (``backend="ray"``); see the module doc."""
 
     name = "impala"
@@ -133,12 +176,7 @@ class IMPALA(A2C):
         self.executor.submit(i, get_vector(self.params), self.weights_version, [int(self.rng.integers(2**63 - 1))])
 
     def _round(self, task: Task) -> tuple[Trajectories, dict[str, float]]:
-        if self._jobs_saved is not None:  # the jobs the actors were busy with, out again
-            self.executor.resubmit(*jobs_from_state(self._jobs_saved))
-            self._jobs_saved = None
-        for i in range(self.config.actors):
-            if i not in self.executor.jobs:
-                self._send(i)
+        self._hand_out(self.config.actors)
         got, stats = [], []
         for _ in range(self.config.actors):
             i, result = self.executor.next()
@@ -158,23 +196,13 @@ class IMPALA(A2C):
             **mean, "max_staleness": max(self._staleness[-len(got):])}
 
     def _task_extra(self) -> dict[str, Any]:
-        jobs = self._jobs_saved if self._jobs_saved is not None else jobs_state(self.executor)
-        return {"weights_version": self.weights_version, "staleness": list(self._staleness),
-                "log": [list(row[:2]) + [list(row[2])] + list(row[3:]) for row in self.log],
-                "learn_seconds": self.learn_seconds, **{f"jobs.{k}": v for k, v in jobs.items()}}
+        return {"weights_version": self.weights_version, "staleness": list(self._staleness), "log": self._log_rows(),
+                "learn_seconds": self.learn_seconds, **self._jobs_extra()}
 
     def _set_task_extra(self, extra: dict[str, Any]) -> None:
         self.weights_version, self._staleness = int(extra["weights_version"]), [int(x) for x in extra["staleness"]]
-        self.log = [(int(i), int(v), tuple(int(s) for s in seeds), int(n), int(m)) for i, v, seeds, n, m in extra["log"]]
         self.learn_seconds = float(extra["learn_seconds"])
-        self._jobs_saved = {k[5:]: v for k, v in extra.items() if k.startswith("jobs.")}
-
-    def _close_workers(self) -> None:
-        executor = self.__dict__.get("executor")
-        if executor is not None:
-            if self.__dict__.get("_jobs_saved") is None:
-                self._jobs_saved = jobs_state(executor)  # the next round hands them out again
-            executor.close()
+        self._set_jobs_extra(extra)
 
     def _vtrace_step(self, traj: Trajectories, task: Task) -> dict[str, float]:
         cfg = self.config
