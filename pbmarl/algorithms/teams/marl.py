@@ -34,7 +34,6 @@ Example:
 
 from __future__ import annotations
 
-import copy
 import time
 from collections.abc import Mapping
 from typing import Any
@@ -53,7 +52,7 @@ from pbmarl.rollout.mapping import AgentMapping
 from pbmarl.rollout.results import EvalResult
 from pbmarl.runs import Run, SavedRun, State
 from pbmarl.runs.transaction import all_or_nothing
-from pbmarl.torchutil import torch_threads
+from pbmarl.torchutil import copy_state, torch_threads
 
 #: the group learners by their registry name (what a run folder and the command line name): module, class
 GROUP_LEARNERS: dict[str, tuple[str, str]] = {
@@ -206,7 +205,7 @@ class MARL(Run, OnServer):
 
     # -- stepping --------------------------------------------------------------------------------
     def snapshot(self) -> tuple[Any, ...]:
-        return (copy.deepcopy({g: lr.state_dict() for g, lr in self.learners.items()}),
+        return (copy_state({g: lr.state_dict() for g, lr in self.learners.items()}),
                 {g: (lr.rng.bit_generator.state, lr.env_steps) for g, lr in self.learners.items()},
                 self.rng.bit_generator.state, list(self.records), self.env_steps, self.episodes, self.wall_time)
 

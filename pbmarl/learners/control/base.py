@@ -65,7 +65,7 @@ from pbmarl.policies.neural import bfloat16_products
 from pbmarl.protocols import BestResponse
 from pbmarl.runs import Run
 from pbmarl.runs.transaction import all_or_nothing
-from pbmarl.torchutil import torch_threads
+from pbmarl.torchutil import copy_state, torch_threads
 
 if TYPE_CHECKING:  # pragma: no cover
     from pbmarl.rollout.results import EvalResult
@@ -485,9 +485,8 @@ class ControlLearner(Run, Recorded, OnServer, abc.ABC):
 def _copy_state(entry: Any) -> dict[str, Any]:
     """A copy of a network's or an optimiser's ``state_dict`` that later steps do not change."""
     if isinstance(entry, torch.optim.Optimizer):
-        import copy
 
-        return copy.deepcopy(entry.state_dict())
+        return copy_state(entry.state_dict())
     return {k: v.detach().clone() for k, v in entry.state_dict().items()}
 
 

@@ -42,6 +42,7 @@ from pbmarl.distributed.server import RemoteServer
 from pbmarl.distributed.workers import weighted_means
 from pbmarl.hosting.hosted import Hosted
 from pbmarl.rollout.worker import game_for_worker
+from pbmarl.torchutil import copy_state
 
 __all__ = ["ControlResult", "ControlRounds", "server_round", "ControlServer", "ControlServerProcess", "ControlWorker",
            "StateProcess", "StateServer", "get_state", "named_optimizers", "record_steps", "set_state", "step_on_mean"]
@@ -238,10 +239,9 @@ class StateProcess:
 
     def state(self) -> tuple[Any, ...]:
         """``(version, state vector, optimiser state_dicts by name, *_extra_state())``, copies."""
-        import copy
 
         return (self.version, get_state(self.owner).copy(),
-                {k: copy.deepcopy(opt.state_dict()) for k, opt in named_optimizers(self.owner)}, *self._extra_state())
+                {k: copy_state(opt.state_dict()) for k, opt in named_optimizers(self.owner)}, *self._extra_state())
 
     def ping(self) -> bool:
         return True

@@ -54,6 +54,7 @@ from pbmarl.rollout.results import EvalResult
 from pbmarl.rollout.trajectories import Trajectories
 from pbmarl.runs import Run, SavedRun, State
 from pbmarl.runs.transaction import all_or_nothing
+from pbmarl.torchutil import copy_state
 
 __all__ = ["Learner", "LearnerConfig", "LearnerRecord", "StepRecord", "Task"]
 
@@ -373,9 +374,9 @@ class Learner(Run, Recorded, OnServer, abc.ABC):
         inside = None
         if task is not None:
             buffer = self._buffer()
-            inside = ({name: copy.deepcopy(m.state_dict()) for name, m in self._modules().items()},
+            inside = ({name: copy_state(m.state_dict()) for name, m in self._modules().items()},
                       None if buffer is None else {k: np.array(v) for k, v in buffer.state_arrays().items()},
-                      copy.deepcopy(self._task_extra()))
+                      copy_state(self._task_extra()))
         return (self.rng.bit_generator.state, len(self.records), dataclasses.replace(self.life), self.tasks_done,
                 self.last_value, self.last_env_steps, dict(self._warm), task, None if task is None else task.copy(),
                 inside)

@@ -58,7 +58,7 @@ from pbmarl.policies.neural import MLPPolicy
 from pbmarl.protocols import ReplayStore
 from pbmarl.rl.value_learning import masked_max_q
 from pbmarl.rollout.trajectories import Trajectories
-from pbmarl.torchutil import clip_grad_norm
+from pbmarl.torchutil import clip_grad_norm, copy_state
 
 LOSSES = ("huber", "mse")
 
@@ -259,7 +259,7 @@ class DQN(Learner):
         return tempered_policy(self.q_net, self.game, self.config.hidden, temperature=t)
 
     def _warm_state(self) -> dict[str, dict[str, Any]]:
-        return {"q": copy.deepcopy(self.q_net.state_dict())}
+        return {"q": copy_state(self.q_net.state_dict())}
 
     def _modules(self) -> dict[str, Any]:
         return {"q": self.q_net, "target": self.target_net, "optimizer": self.optimizer}

@@ -21,7 +21,6 @@ Example:
 
 from __future__ import annotations
 
-import copy
 import math
 from dataclasses import dataclass
 from typing import Any, ClassVar
@@ -47,7 +46,7 @@ from pbmarl.policies.neural import MLPPolicy
 from pbmarl.rl.multistep import gae
 from pbmarl.rl.policy_gradients import clipped_surrogate_loss
 from pbmarl.rollout.trajectories import Trajectories
-from pbmarl.torchutil import clip_grad_norm
+from pbmarl.torchutil import clip_grad_norm, copy_state
 
 #: checks of the fields PPO and A2C share
 ACTOR_CRITIC_CHECKS: dict[str, Rule] = {
@@ -315,7 +314,7 @@ class PPO(Learner):
         return tempered_policy(self.actor.net, self.game, self.config.hidden, temperature=t)
 
     def _warm_state(self) -> dict[str, dict[str, Any]]:
-        return {"actor": copy.deepcopy(self.actor.net.state_dict()), "critic": copy.deepcopy(self.critic.state_dict())}
+        return {"actor": copy_state(self.actor.net.state_dict()), "critic": copy_state(self.critic.state_dict())}
 
     def _modules(self) -> dict[str, Any]:
         return {"actor": self.actor.net, "critic": self.critic, "optimizer": self.optimizer}
