@@ -30,7 +30,7 @@ Y_AXES = {"exploitability": "exploitability (NashConv / players)", "nash_conv": 
           "br_gain": "best-response gain over the meta-strategy (± stderr)"}
 #: per overlaid line: markers and dash patterns, so that identical runs stay distinguishable
 MARKERS = ("o", "s", "^", "D", "v", "P", "X", "*")
-LINESTYLES = ("-", "--", "-.", ":")
+LINESTYLES = ("-", "--", "-.", ":", (0, (5, 1, 1, 1, 1, 1)), (0, (1, 3)))
 #: values at or below this are drawn at this height on a log scale (an exact 0 has no logarithm)
 LOG_FLOOR = 1e-12
 
@@ -91,7 +91,9 @@ def plot_exploitability(
             raise ValueError(f"history{name} has no {column!r} values to plot (was it measured? see PSRO(measure=...))")
         values = np.clip(ys[keep], LOG_FLOOR, None) if log else ys[keep]
         text = " · ".join(filter(None, [label, Y_AXES[column] if len(columns) > 1 else ""]))
-        (line,) = ax.plot(xs[keep], values, marker=MARKERS[k % len(MARKERS)], markersize=4,
+        # every other line gets larger hollow markers, so a curve lying exactly on an earlier one stays visible
+        (line,) = ax.plot(xs[keep], values, marker=MARKERS[k % len(MARKERS)], markersize=7 if k % 2 else 4,
+                          markerfacecolor="none" if k % 2 else None,
                           linestyle=LINESTYLES[k % len(LINESTYLES)], label=text or None)
         if f"{column}_stderr" in frame.columns:
             se = _column(frame, f"{column}_stderr", name)[keep]
@@ -130,7 +132,9 @@ def _mark_converged(ax: Axes, xs: np.ndarray, ys: np.ndarray, color: Any) -> Non
     ax.plot(xs[below], np.full(below.sum(), LOG_FLOOR), linestyle="none", marker="v", markersize=8,
             markerfacecolor="white", markeredgecolor=color)
     first = float(xs[below][0])
-    ax.annotate("converged", (first, LOG_FLOOR), textcoords="offset points", xytext=(4, 8), fontsize=8, color=color)
+    right = first > 0.5 * (float(np.min(xs)) + float(np.max(xs)))  # near the right edge the label runs leftwards
+    ax.annotate("converged", (first, LOG_FLOOR), textcoords="offset points", xytext=(-4 if right else 4, 8),
+                ha="right" if right else "left", fontsize=8, color=color)
 
 
 def _approx_nash_conv(frame: pd.DataFrame, name: str) -> np.ndarray:

@@ -106,13 +106,16 @@ def plot_response_graph(
     wide, tall = (payoffs.shape[1], payoffs.shape[0]) if k == 2 else (4, 4)
     fig, ax = new_figure(ax, figsize=(max(5.0, 1.2 * wide + 2), max(4.0, 1.1 * tall + 1.5)))
     strongest = max((e[3] for e in edges), default=1.0)
+    sizes = 80 + 1500 * np.asarray(mass, dtype=float)  # marker areas (points^2); arrows stop at a node's rim
+    rims = np.sqrt(sizes) / 2 + 2
     for a, b, p, rho in edges:
         distance = float(np.abs(xy[a] - xy[b]).sum())
         bend = 0.0 if k > 2 or distance <= 1.0 else 0.25
         ax.add_patch(FancyArrowPatch(tuple(xy[a]), tuple(xy[b]), arrowstyle="-|>", mutation_scale=12,
                                      connectionstyle=f"arc3,rad={bend}", color=f"C{p}",
-                                     alpha=0.15 + 0.85 * rho / strongest, shrinkA=12, shrinkB=12, linewidth=1.2))
-    ax.scatter(xy[:, 0], xy[:, 1], s=80 + 1500 * mass, c=mass, cmap="Greys", vmin=0, vmax=1,
+                                     alpha=0.15 + 0.85 * rho / strongest, shrinkA=float(rims[a]), shrinkB=float(rims[b]),
+                                     linewidth=1.2))
+    ax.scatter(xy[:, 0], xy[:, 1], s=sizes, c=mass, cmap="Greys", vmin=0, vmax=1,
                edgecolors="black", zorder=3)
     for (x, y), mu, label in zip(xy, mass, labels):
         # off the arrows' lines: diagonally below-right of a grid node (arrows run along rows and columns),

@@ -86,7 +86,8 @@ def plot_payoff_heatmap(
         raise ValueError(f"the table is empty (sizes {values.shape}); add policies first")
     import matplotlib
 
-    fig, ax = new_figure(ax, figsize=(min(2 + 0.6 * len(cols), 12), min(1.5 + 0.5 * len(rows), 10)))
+    cell = min(0.6, 5.0 / max(len(rows), len(cols), 1))  # inches a cell; a big table stays about 7 inches
+    fig, ax = new_figure(ax, figsize=(2 + cell * len(cols), 1.5 + 0.85 * cell * len(rows)))
     finite = np.isfinite(values)
     bound = float(np.abs(values[finite]).max()) if finite.any() else 1.0
     bound = bound if bound > 0 else 1.0
