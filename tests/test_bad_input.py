@@ -134,6 +134,19 @@ ROWS: list[tuple[str, Callable[[], Any], type[Exception], str]] = [
      r"max_nodes must be a positive int, got 0"),
     ("sequence_form_lp max_nodes=-5", lambda: pb.sequence_form_lp("kuhn_poker", max_nodes=-5), ValueError,
      r"max_nodes must be a positive int, got -5"),
+    # AgentMapping, and a parameter server's size
+    ("AgentMapping game=None", lambda: pb.AgentMapping(None, {"a": "b"}), TypeError,
+     r"game must be a pbmarl Game \(pb.load_game\(...\)\), got NoneType: None"),
+    ("AgentMapping bogus kw", lambda: pb.AgentMapping(spread(), {"agent_0": "a", "agent_1": "a"}, bogus=1), TypeError,
+     r"unknown option 'bogus' for AgentMapping Accepted options: agent_id, pad"),
+    ("AgentMapping.from_spec(garbage)", lambda: pb.AgentMapping.from_spec(spread(), {"garbage": 1}), ValueError,
+     r"a mapping spec holds exactly the keys \['assignment', 'agent_id', 'pad'\].*got \['garbage'\]"),
+    ("AgentMapping agent_id='no'", lambda: pb.AgentMapping.shared(spread(), agent_id="no"), ValueError,
+     r"agent_id must be True or False, got 'no'"),
+    ("AgentMapping pad=2", lambda: pb.AgentMapping.shared(spread(), pad=2), ValueError,
+     r"pad must be True or False, got 2"),
+    ("PPO workers=10**6", lambda: pb.PPO("gym:CartPole-v1", workers=10**6, backend="local"), ValueError,
+     r"workers must be an int in \[1, 256\], got 1000000"),
 ]
 
 

@@ -207,7 +207,7 @@ def test_ppo_under_asp_saves_its_workers_place_in_their_batches(cartpole, tmp_pa
 
 
 def test_bad_parallel_options_are_named(cartpole) -> None:
-    with pytest.raises(ValueError, match="workers must be a positive int, got 0"):
+    with pytest.raises(ValueError, match=r"workers must be an int in \[1, 256\], got 0"):
         pb.PPO(cartpole, workers=0)
     with pytest.raises(ValueError, match=r"sync must be one of \('bsp', 'asp', 'bap'\), got 'ssp'"):
         pb.PPO(cartpole, sync="ssp")

@@ -130,7 +130,7 @@ def test_save_and_load_on_the_parameter_server_carry_the_networks_and_optimisers
 def test_bad_parameter_server_options_are_named() -> None:
     with pytest.raises(ValueError, match=r"sync must be one of \('bsp', 'asp', 'bap'\), got 'ssp'"):
         pb.SAC("gym:Pendulum-v1", sync="ssp")
-    with pytest.raises(ValueError, match="workers must be a positive int, got 0"):
+    with pytest.raises(ValueError, match=r"workers must be an int in \[1, 256\], got 0"):
         pb.TD3("gym:Pendulum-v1", workers=0)
     for make in (lambda: pb.ApeX("gym:CartPole-v1", workers=2), lambda: pb.IMPALA("gym:CartPole-v1", workers=2),
                  lambda: pb.learners.ApeXDDPG("gym:Pendulum-v1", workers=2)):

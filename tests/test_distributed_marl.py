@@ -170,7 +170,7 @@ def test_parallel_mappo_learns_a_coordination_game() -> None:
 def test_bad_parallel_marl_set_ups_are_named(spread: pb.games.Game) -> None:
     with pytest.raises(ValueError, match=r"sync must be one of \('bsp', 'asp', 'bap'\), got 'ssp'"):
         pb.MAPPO(workers=2, sync="ssp")
-    with pytest.raises(ValueError, match="workers must be a positive int, got 0"):
+    with pytest.raises(ValueError, match=r"workers must be an int in \[1, 256\], got 0"):
         pb.QMIX(workers=0)
     mapping = pb.AgentMapping(spread, {"agent_0": "a", "agent_1": "b"})
     with pytest.raises(ValueError, match="the same parameter server.*a: \\(2, 'bsp', 1, 'local'\\); b: \\(1"):

@@ -397,7 +397,7 @@ def test_one_learner_trains_one_group_of_one_run(spread: pb.games.Game) -> None:
     (lambda: pb.MADDPG(batch_size=True), "batch_size must be a positive int, got True"),
     (lambda: pb.QMIX(buffer_episodes=8, batch_episodes=32), "buffer_episodes must be at least batch_episodes=32"),
     (lambda: pb.MAPPO(seed=-1), "seed must be an int in"),
-    (lambda: pb.QMIX(workers=0), "workers must be a positive int, got 0"),
+    (lambda: pb.QMIX(workers=0), r"workers must be an int in \[1, 256\], got 0"),
     (lambda: pb.MAPPO(config=pb.QMIX().config), "config for MAPPO must be a MAPPOConfig"),
     (lambda: pb.MAPPO(42), "game of MAPPO must be a pbmarl Game, a game name or None"),
     (lambda: pb.learners.Independent(algo="sac", lrr=1e-3), "unknown option 'lrr' for Independent\\('sac'\\); did you mean 'lr'"),

@@ -21,6 +21,10 @@ def _int_at_least(low: int) -> Rule:
             "a positive int" if low == 1 else "a non-negative int")
 
 
+#: the most gradient workers one parameter server takes (each is a process or an actor with its own networks)
+MAX_WORKERS = 256
+
+
 @dataclass(frozen=True)
 class ParallelOptions:
     """Where gradients are computed and how the server applies them."""
@@ -36,7 +40,8 @@ class ParallelOptions:
     """"local" runs the workers in-process (simulated arrival order), "ray" as Ray actors."""
 
     checks: ClassVar[dict[str, Rule]] = {
-        "workers": _int_at_least(1), "staleness": _int_at_least(0),
+        "workers": (lambda v: _int_at_least(1)[0](v) and v <= MAX_WORKERS, f"an int in [1, {MAX_WORKERS}]"),
+        "staleness": _int_at_least(0),
         "sync": (lambda v: v in SYNC_MODES, f"one of {SYNC_MODES}"),
         "backend": (lambda v: v in BACKENDS, f"one of {BACKENDS}"),
     }

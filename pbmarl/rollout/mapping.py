@@ -28,6 +28,7 @@ from typing import Any
 
 import numpy as np
 
+from pbmarl.config import did_you_mean
 from pbmarl.games.base import Game
 from pbmarl.games.state import State
 
@@ -82,18 +83,27 @@ class AgentMapping:
     """
 
     def __init__(self, game: Game, assignment: Mapping[str, str] | Callable[[str], str], *,
-                 agent_id: bool = False, pad: bool = False) -> None:
+                 agent_id: bool = False, pad: bool = False, **unknown: Any) -> None:
+        if unknown:
+            name = next(iter(unknown))
+            raise TypeError(f"unknown option {name!r} for AgentMapping{did_you_mean(name, ('agent_id', 'pad'))} "
+                            "Accepted options: agent_id, pad")
+        if not isinstance(game, Game):
+            raise TypeError(f"game must be a pbmarl Game (pb.load_game(...)), got {type(game).__name__}: {game!r}")
+        for name, flag in (("agent_id", agent_id), ("pad", pad)):
+            if not isinstance(flag, (bool, np.bool_)):
+                raise ValueError(f"{name} must be True or False, got {flag!r}")
         self.game = game
         self.agents: tuple[str, ...] = tuple(game.agents)
         if callable(assignment) and not isinstance(assignment, Mapping):
             table = {agent: assignment(agent) for agent in self.agents}
         elif isinstance(assignment, Mapping):
             table = dict(assignment)
-            unknown = [a for a in table if a not in self.agents]
-            if unknown:
-                close = difflib.get_close_matches(str(unknown[0]), self.agents, n=1)
+            strangers = [a for a in table if a not in self.agents]
+            if strangers:
+                close = difflib.get_close_matches(str(strangers[0]), self.agents, n=1)
                 hint = f" (did you mean {close[0]!r}?)" if close else ""
-                raise ValueError(f"the mapping names agent {unknown[0]!r}{hint}, which {game.name!r} does not have; "
+                raise ValueError(f"the mapping names agent {strangers[0]!r}{hint}, which {game.name!r} does not have; "
                                  f"its agents are {list(self.agents)}")
             missing = [a for a in self.agents if a not in table]
             if missing:
@@ -151,7 +161,13 @@ class AgentMapping:
 
     @classmethod
     def from_spec(cls, game: Game, spec: Mapping[str, Any]) -> AgentMapping:
-        return cls(game, dict(spec["assignment"]), agent_id=bool(spec["agent_id"]), pad=bool(spec["pad"]))
+        """The mapping `spec()` describes: ``{"assignment": {agent: group}, "agent_id": bool, "pad": bool}``."""
+        keys = ("assignment", "agent_id", "pad")
+        if not isinstance(spec, Mapping) or set(spec) != set(keys) or not isinstance(spec["assignment"], Mapping):
+            got = sorted(spec) if isinstance(spec, Mapping) else spec
+            raise ValueError(f"a mapping spec holds exactly the keys {list(keys)} (assignment a dict agent -> group), "
+                             f"got {got!r}")
+        return cls(game, dict(spec["assignment"]), agent_id=spec["agent_id"], pad=spec["pad"])
 
     def __eq__(self, other: object) -> bool:
         return isinstance(other, AgentMapping) and other.game.name == self.game.name and other.spec() == self.spec()
