@@ -13,7 +13,7 @@ import numpy as np
 import pandas as pd
 
 from pbmarl.games.base import Game
-from pbmarl.games.registry import game_from_spec, game_spec
+from pbmarl.games.registry import as_game, game_from_spec, game_spec
 from pbmarl.io import _json_default, inside, read_json, read_npz, write_json, write_npz
 from pbmarl.policies.base import Policy, check_policy, new_policy_from_state
 from pbmarl.policies.mixture import Mixture, check_distribution
@@ -45,7 +45,8 @@ class Population:
         >>> pop[0], pop.sizes, pop.mixture(sigma)  # doctest: +SKIP
     """
 
-    def __init__(self, game: Game) -> None:
+    def __init__(self, game: Game | str) -> None:
+        game = as_game(game)
         self.game = game
         self.num_players = game.num_players
         self._members: list[list[Member]] = [[] for _ in range(game.num_players)]

@@ -184,7 +184,7 @@ class Dashboard:
                 if time.monotonic() - drawn >= self.redraw_seconds:
                     self.refresh()
                     drawn = time.monotonic()
-                value = getattr(records[-1], self._column(), None)
+                value = self._latest(records[-1])
                 seconds = (time.monotonic() - start) / len(records)
                 text = f"{self._column()} {fmt(value)} · {seconds:.2g} s/it"
                 self._show_progress(len(records), total, text)
@@ -194,6 +194,18 @@ class Dashboard:
             raise
         self.refresh()
         return records
+
+    def _latest(self, record: Any) -> float | None:
+        """The progress text's value: the record's column, or for ``approx_nash_conv`` (which no record
+        holds: it sums the next iteration's best-response values) the latest one the history gives."""
+        column = self._column()
+        if column != "approx_nash_conv":
+            return getattr(record, column, None)
+        from pbmarl.plots.curves import _approx_nash_conv
+
+        values = _approx_nash_conv(self.psro.history, "")
+        finite = values[np.isfinite(values)]
+        return float(finite[-1]) if len(finite) else None
 
     def _show_progress(self, done: int, total: int, text: str) -> None:
         if not self.progress:

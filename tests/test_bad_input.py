@@ -136,7 +136,7 @@ ROWS: list[tuple[str, Callable[[], Any], type[Exception], str]] = [
      r"max_nodes must be a positive int, got -5"),
     # AgentMapping, and a parameter server's size
     ("AgentMapping game=None", lambda: pb.AgentMapping(None, {"a": "b"}), TypeError,
-     r"game must be a pbmarl Game \(pb.load_game\(...\)\), got NoneType: None"),
+     r"game must be a pbmarl Game or a game name \(see pb.load_game\), got NoneType: None"),
     ("AgentMapping bogus kw", lambda: pb.AgentMapping(spread(), {"agent_0": "a", "agent_1": "a"}, bogus=1), TypeError,
      r"unknown option 'bogus' for AgentMapping Accepted options: agent_id, pad"),
     ("AgentMapping.from_spec(garbage)", lambda: pb.AgentMapping.from_spec(spread(), {"garbage": 1}), ValueError,

@@ -26,6 +26,7 @@ import numpy as np
 from pbmarl.evaluation.engine import best_response_values, nash_conv, opponent_reach, payoffs_where, profile_values
 from pbmarl.evaluation.realization import policy_tables, realization_plans, terminal_reach
 from pbmarl.games.base import Game
+from pbmarl.games.registry import as_game
 from pbmarl.policies.base import Policy
 from pbmarl.policies.mixture import Mixture
 from pbmarl.population import Population, as_distributions
@@ -133,12 +134,11 @@ class ExactEvaluator:
     a policy changed in place (which bumps its version) is recomputed.
     """
 
-    def __init__(self, game: Game, *, max_nodes: int | None = None, memory: float | None = None,
+    def __init__(self, game: Game | str, *, max_nodes: int | None = None, memory: float | None = None,
                  progress: bool | None = None) -> None:
         from pbmarl.games.tree_cache import game_tree
 
-        if not isinstance(game, Game):
-            raise TypeError(f"expected a pbmarl Game, got {type(game).__name__}: {game!r}")
+        game = as_game(game)
         self.game = game
         # game_tree, not game.tree: only the former takes the budget; check_exact inside refuses what
         # Game.tree overrides refuse (a team game)

@@ -181,12 +181,9 @@ def sequence_form_lp(game: Game | str, *, max_nodes: int = 5_000_000,
 
     max_nodes = check_int("max_nodes", max_nodes, low=1)
     max_sequences = check_int("max_sequences", max_sequences, low=1)
-    if isinstance(game, str):
-        from pbmarl.games.registry import load_game
+    from pbmarl.games.registry import as_game
 
-        game = load_game(game)
-    if not isinstance(game, Game):
-        raise TypeError(f"expected a pbmarl Game or a game name, got {type(game).__name__}: {game!r}")
+    game = as_game(game)
     if game.num_players != 2:
         raise ValueError(f"sequence_form_lp solves two-player zero-sum games; {game.name!r} has "
                          f"{game.num_players} players (use pb.JPSRO for n-player games)")

@@ -14,6 +14,26 @@ GYM_PREFIX = "gym:"
 MDP_PREFIX = "mdp:"
 
 
+def as_game(game: Any, *, what: str = "game") -> Game:
+    """`game` if it is a `Game`, the game of that name if it is a str (`load_game`), else a TypeError naming it.
+
+    Everything that takes a game takes a name too: ``pb.RolloutPool("kuhn_poker")`` as ``pb.PSRO("kuhn_poker")``.
+
+    >>> as_game("kuhn_poker").num_players
+    2
+    >>> as_game(3)
+    Traceback (most recent call last):
+    ...
+    TypeError: game must be a pbmarl Game or a game name (see pb.load_game), got int: 3
+    """
+    if isinstance(game, Game):
+        return game
+    if isinstance(game, str):
+        return load_game(game)
+    raise TypeError(f"{what} must be a pbmarl Game or a game name (see pb.load_game), got {type(game).__name__}: "
+                    f"{game!r}")
+
+
 def load_game(name: str | Game, **params: Any) -> Game:
     """Load a game by name.
 

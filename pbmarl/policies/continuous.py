@@ -27,6 +27,7 @@ from torch import nn
 
 from pbmarl.config import check_real, check_widths, is_real
 from pbmarl.games.base import Game
+from pbmarl.games.registry import as_game
 from pbmarl.games.state import as_rng
 from pbmarl.policies.base import ActionOutput, Policy
 from pbmarl.policies.neural import build_mlp, full_precision_matmul, seeded_torch
@@ -60,7 +61,8 @@ class BoxPolicy(Policy):
     def discrete(self) -> bool:
         return False
 
-    def __init__(self, game: Game, hidden: Sequence[int], *, player: int, seed: int | None, out_mult: int) -> None:
+    def __init__(self, game: Game | str, hidden: Sequence[int], *, player: int, seed: int | None, out_mult: int) -> None:
+        game = as_game(game)
         super().__init__(game)
         self.player = game.check_player(player)
         space = _box_of(game, self.player, type(self).__name__)

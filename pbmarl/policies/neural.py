@@ -13,6 +13,7 @@ from torch import nn
 
 from pbmarl.config import check_seed, check_widths
 from pbmarl.games.base import Game
+from pbmarl.games.registry import as_game
 from pbmarl.policies.base import Policy
 
 
@@ -161,8 +162,9 @@ class MLPPolicy(Policy):
 
     kind = "mlp"
 
-    def __init__(self, game: Game, hidden: Sequence[int] = (128, 128), *, seed: int | None = 0,
+    def __init__(self, game: Game | str, hidden: Sequence[int] = (128, 128), *, seed: int | None = 0,
                  layer_norm: bool = False, activation: str = "relu") -> None:
+        game = as_game(game)
         super().__init__(game)
         act = activation_named(activation, "MLPPolicy")
         if game.num_actions < 1:

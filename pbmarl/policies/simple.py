@@ -8,6 +8,7 @@ from typing import Any
 import numpy as np
 
 from pbmarl.games.base import Game
+from pbmarl.games.registry import as_game
 from pbmarl.games.state import as_rng
 from pbmarl.policies.base import ActionOutput, Policy
 
@@ -22,7 +23,8 @@ class RandomPolicy(Policy):
 
     kind = "random"
 
-    def __init__(self, game: Game, *, player: int = 0) -> None:
+    def __init__(self, game: Game | str, *, player: int = 0) -> None:
+        game = as_game(game)
         from gymnasium import spaces
 
         super().__init__(game)
@@ -84,7 +86,8 @@ class FixedPolicy(Policy):
 
     kind = "fixed"
 
-    def __init__(self, game: Game, probs: Sequence[float] | np.ndarray | None = None) -> None:
+    def __init__(self, game: Game | str, probs: Sequence[float] | np.ndarray | None = None) -> None:
+        game = as_game(game)
         super().__init__(game)
         if probs is None:
             probs = np.full(game.num_actions, 1.0 / game.num_actions)

@@ -8,6 +8,7 @@ from typing import Any
 import numpy as np
 
 from pbmarl.games.base import Game
+from pbmarl.games.registry import as_game
 from pbmarl.games.state import as_rng
 from pbmarl.policies.base import Policy, masked_normalize
 
@@ -28,7 +29,8 @@ class TabularPolicy(Policy):
     kind = "tabular"
     needs_keys = True
 
-    def __init__(self, game: Game, table: np.ndarray | None = None, keys: Sequence[str] | None = None) -> None:
+    def __init__(self, game: Game | str, table: np.ndarray | None = None, keys: Sequence[str] | None = None) -> None:
+        game = as_game(game)
         super().__init__(game)
         if keys is None:
             tree = game.tree()

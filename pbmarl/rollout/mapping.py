@@ -30,6 +30,7 @@ import numpy as np
 
 from pbmarl.config import did_you_mean
 from pbmarl.games.base import Game
+from pbmarl.games.registry import as_game
 from pbmarl.games.state import State
 
 
@@ -82,14 +83,13 @@ class AgentMapping:
             or, without `pad`, agents of different shapes in one group.
     """
 
-    def __init__(self, game: Game, assignment: Mapping[str, str] | Callable[[str], str], *,
+    def __init__(self, game: Game | str, assignment: Mapping[str, str] | Callable[[str], str], *,
                  agent_id: bool = False, pad: bool = False, **unknown: Any) -> None:
         if unknown:
             name = next(iter(unknown))
             raise TypeError(f"unknown option {name!r} for AgentMapping{did_you_mean(name, ('agent_id', 'pad'))} "
                             "Accepted options: agent_id, pad")
-        if not isinstance(game, Game):
-            raise TypeError(f"game must be a pbmarl Game (pb.load_game(...)), got {type(game).__name__}: {game!r}")
+        game = as_game(game)
         for name, flag in (("agent_id", agent_id), ("pad", pad)):
             if not isinstance(flag, (bool, np.bool_)):
                 raise ValueError(f"{name} must be True or False, got {flag!r}")
@@ -123,13 +123,15 @@ class AgentMapping:
 
     # -- constructors ---------------------------------------------------------------
     @classmethod
-    def independent(cls, game: Game, **options: Any) -> AgentMapping:
+    def independent(cls, game: Game | str, **options: Any) -> AgentMapping:
         """One group per agent, named after the agent."""
+        game = as_game(game)
         return cls(game, {a: a for a in game.agents}, **options)
 
     @classmethod
-    def shared(cls, game: Game, group: str = "shared", **options: Any) -> AgentMapping:
+    def shared(cls, game: Game | str, group: str = "shared", **options: Any) -> AgentMapping:
         """All agents in one group (one policy plays them all)."""
+        game = as_game(game)
         return cls(game, {a: group for a in game.agents}, **options)
 
     # -- lookups --------------------------------------------------------------------

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any, cast, overload
 import numpy as np
 
 from pbmarl.games.base import Game
+from pbmarl.games.registry import as_game
 from pbmarl.hosting.shipping import PolicyTokens
 from pbmarl.payoffs import PayoffTable
 from pbmarl.policies.base import Policy
@@ -83,7 +84,7 @@ class RolloutPool:
 
     def __init__(
         self,
-        game: Game,
+        game: Game | str,
         num_workers: int = 1,
         envs_per_worker: int = 256,
         backend: str = "local",
@@ -95,8 +96,7 @@ class RolloutPool:
         worker_cpus: float = 1.0,
         stepper: str = "auto",
     ) -> None:
-        if not isinstance(game, Game):
-            raise TypeError(f"game must be a pbmarl Game (see pb.load_game), got {type(game).__name__}")
+        game = as_game(game)
         if backend not in BACKENDS:
             raise ValueError(f"unknown backend {backend!r}; use one of {BACKENDS}")
         if engine not in ENGINES:

@@ -18,6 +18,7 @@ from typing import ClassVar
 
 from pbmarl.evaluation.exact import ExactEvaluator, Strategy
 from pbmarl.games.base import Game
+from pbmarl.games.registry import as_game
 from pbmarl.policies.tabular import TabularPolicy
 from pbmarl.protocols import BestResponse
 
@@ -37,7 +38,8 @@ class ExactBestResponse:
 
     name: ClassVar[str] = "exact"
 
-    def __init__(self, game: Game, *, evaluator: ExactEvaluator | None = None) -> None:
+    def __init__(self, game: Game | str, *, evaluator: ExactEvaluator | None = None) -> None:
+        game = as_game(game)
         if evaluator is None:
             evaluator = ExactEvaluator(game)
         elif evaluator.game is not game:
