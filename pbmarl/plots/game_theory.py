@@ -6,6 +6,7 @@ from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
+import pandas as pd
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
@@ -36,8 +37,13 @@ def plot_against_lp(history: Histories, game: Any, lp: Any = None, *, x: str = "
     if not isinstance(lp, SequenceFormSolution):
         raise TypeError(f"lp must be the result of pb.sequence_form_lp(game), got {type(lp).__name__}")
     exact = float(exploitability(game, list(lp.policies)).exploitability)
-    label = f"sequence-form LP (value {lp.value:.6g}, exploitability {abs(exact):.1g})"
-    return plot_exploitability(history, x=x, reference={label: max(exact, LOG_FLOOR)}, ax=ax,
+    # the LP's exploitability is 0 up to rounding (~1e-15): drawn at its own value, or the log floor, it would squeeze
+    # the runs' curves into a corner, so the line sits a decade below the lowest point the runs reach
+    reached = [float(v) for h in as_histories(history).values() if "exploitability" in h.columns
+               for v in pd.to_numeric(h["exploitability"], errors="coerce").dropna() if v > 0]
+    floor = max(min(reached) / 10, LOG_FLOOR) if reached else LOG_FLOOR
+    label = f"LP: value {lp.value:.6g}, exploitability {abs(exact):.0e} (drawn below the runs)"
+    return plot_exploitability(history, x=x, reference={label: max(exact, floor)}, ax=ax,
                                title=title or "exploitability against the exact LP solution")
 
 
