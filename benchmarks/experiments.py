@@ -158,7 +158,7 @@ def main(argv: list[str] | None = None) -> None:
           f"{ray_start:.1f} s local, {child['ray_start']:.1f} s joining the simulated cluster (not in the walls)")
     print(f"\n1. overhead per trial ({n} trials of {secs:g} s, one at a time)")
     print(f"   {'':<28}{'wall s':>10}{'per trial s':>14}")
-    print(f"   {'run.run() in a loop':<28}{loop_wall:>10.1f}{loop_wall / n:>14.2f}")
+    print(f"   {'raw: run.run() in a loop':<28}{loop_wall:>10.1f}{loop_wall / n:>14.2f}")
     print(f"   {'pb.Experiment on Tune':<28}{run_wall:>10.1f}{run_wall / n:>14.2f}")
     print(f"   overhead {over:.2f} s a trial = {100 * over / 30:.1f}% of a 30-s trial "
           f"({100 * over / secs:.1f}% of these {secs:g}-s ones)")
