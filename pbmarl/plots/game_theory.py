@@ -42,7 +42,7 @@ def plot_against_lp(history: Histories, game: Any, lp: Any = None, *, x: str = "
     reached = [float(v) for h in as_histories(history).values() if "exploitability" in h.columns
                for v in pd.to_numeric(h["exploitability"], errors="coerce").dropna() if v > 0]
     floor = max(min(reached) / 10, LOG_FLOOR) if reached else LOG_FLOOR
-    label = f"LP: value {lp.value:.6g}, exploitability {abs(exact):.0e} (drawn below the runs)"
+    label = f"sequence-form LP: value {lp.value:.6g}, exploitability {abs(exact):.0e} (drawn below the runs)"
     return plot_exploitability(history, x=x, reference={label: max(exact, floor)}, ax=ax,
                                title=title or "exploitability against the exact LP solution")
 
