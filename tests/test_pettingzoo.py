@@ -12,7 +12,7 @@ MPE = ["simple_push_v3", "simple_adversary_v3"]
 
 
 def _source(name):
-    from pbmarl.games.pettingzoo import available_environments
+    from pbmarl.games.pettingzoo_sources import available_environments
 
     return available_environments()[name]
 

@@ -49,7 +49,7 @@ def load_gym(name: str, **env_kwargs: Any) -> GymGame:
     """
     import gymnasium
 
-    from pbmarl.games.pettingzoo import parse_name
+    from pbmarl.games.params import parse_name
 
     env_id, params = parse_name(name)
     params.update(env_kwargs)

@@ -114,7 +114,7 @@ def load_mdp(name: str, **params: Any) -> MDPGame:
     Raises:
         ValueError: an unknown id (with the known ones) or a bad horizon.
     """
-    from pbmarl.games.pettingzoo import parse_name
+    from pbmarl.games.params import parse_name
 
     base, inline = parse_name(name)
     inline.update(params)

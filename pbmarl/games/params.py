@@ -22,6 +22,7 @@ Example:
 
 from __future__ import annotations
 
+import ast
 import inspect
 import math
 from collections.abc import Mapping
@@ -118,3 +119,37 @@ def _check_one(name: str, value: Any, declared: tuple[type | None, bool] | None,
         raise ValueError(f"{name} must be an int, got {value!r}")
     if kind is float and not is_real(value):
         raise ValueError(f"{name} must be a finite number, got {value!r}")
+
+
+def parse_name(text: str) -> tuple[str, dict[str, Any]]:
+    """``"simple_push_v3(max_cycles=10)"`` -> ``("simple_push_v3", {"max_cycles": 10})``."""
+    text = text.strip()
+    if "(" not in text:
+        return text, {}
+    base, _, rest = text.partition("(")
+    try:
+        call = ast.parse(f"f({rest}", mode="eval").body
+        assert isinstance(call, ast.Call) and not call.args
+    except (SyntaxError, AssertionError):
+        raise ValueError(f"cannot read parameters in {text!r}: write them as name(key=value, ...)") from None
+    params = {}
+    for kw in call.keywords:
+        try:
+            params[str(kw.arg)] = ast.literal_eval(kw.value)
+        except ValueError:
+            raise ValueError(f"cannot use {kw.arg}={ast.unparse(kw.value)} in {text!r}: "
+                             f"{_why_not_literal(kw.value)}") from None
+    return base.strip(), params
+
+
+def _why_not_literal(node: ast.expr) -> str:
+    """Why a parameter's value in a game name is refused: NaN and infinities, bare words, or expressions."""
+    inner = node.operand if isinstance(node, ast.UnaryOp) else node
+    word = inner.id if isinstance(inner, ast.Name) else None
+    if word is not None and word.lower() in ("nan", "inf", "infinity"):
+        return f"{ast.unparse(node)} is not accepted, as {FINITE}"
+    if word in ("true", "false", "none"):
+        return f"write {word.capitalize()} (Python's spelling)"
+    if word is not None:
+        return f"write a string in quotes ({word!r}) or a number"
+    return "values must be literals: numbers, quoted strings, True, False, None, tuples or lists"

@@ -22,143 +22,20 @@ be walked: these games are not enumerable.
 
 from __future__ import annotations
 
-import ast
 import difflib
-import importlib
-import pkgutil
-from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
 from pbmarl.games.base import Game
-from pbmarl.games.params import FINITE, check_params, signature_of
+from pbmarl.games.params import check_params, parse_name, signature_of
+from pbmarl.games.pettingzoo_sources import available_environments, canonical, family
 from pbmarl.games.state import SIMULTANEOUS, TERMINAL
 
 #: MPE lives in its own package, outside PettingZoo's registry
-MPE_PACKAGE = "mpe2"
 #: classic environments whose payoffs always sum to zero
 ZERO_SUM = {"rps", "tictactoe", "connect_four", "leduc_holdem", "texas_holdem", "texas_holdem_no_limit", "chess", "go"}
 APIS = ("auto", "aec", "parallel")
-
-
-@dataclass(frozen=True)
-class EnvSource:
-    """Where an environment comes from: PettingZoo's registry (`id`) or an mpe2 module (`module`)."""
-
-    name: str
-    apis: tuple[str, ...]
-    id: str | None = None
-    module: str | None = None
-
-    def factory(self, api: str) -> Callable[..., Any]:
-        if self.id is not None:
-            from pettingzoo import make
-
-            env_id = self.id
-            return lambda **kwargs: make(api, env_id, **kwargs)
-        module = importlib.import_module(str(self.module))
-        return getattr(module, "parallel_env" if api == "parallel" else "env")
-
-    def constructor(self) -> Any:
-        """The environment's class (its module's ``raw_env``), whose signature and ``metadata`` say what it
-        accepts; None where it cannot be found (creating the environment then reports why)."""
-        try:
-            if self.module is not None:
-                module = importlib.import_module(self.module)
-            else:
-                from pettingzoo import aec_registry, parallel_registry
-
-                spec = aec_registry.get(self.id) or parallel_registry.get(self.id)
-                entry = getattr(spec, "entry_point", None)
-                if not isinstance(entry, str):
-                    return None
-                module = importlib.import_module(entry.split(":", 1)[0])
-        except Exception:  # a family's missing extra: PettingZooGame names the pip install
-            return None
-        return getattr(module, "raw_env", None)
-
-
-def available_environments() -> dict[str, EnvSource]:
-    """``{name: source}`` of the installed environments, named like ``"connect_four_v3"``.
-
-    PettingZoo's own environments come from its registry (``pettingzoo.make``); the
-    MPE environments from the `mpe2` package, found without importing them.
-    """
-    found: dict[str, EnvSource] = {}
-    try:
-        from pettingzoo import aec_registry, parallel_registry
-    except ImportError:
-        aec_registry, parallel_registry = {}, {}
-    for env_id in sorted(set(aec_registry) | set(parallel_registry)):
-        spec = aec_registry.get(env_id) or parallel_registry[env_id]
-        name = f"{spec.name}_v{spec.version}"
-        apis = tuple(api for api, reg in (("aec", aec_registry), ("parallel", parallel_registry)) if env_id in reg)
-        found[name] = EnvSource(name, apis, id=env_id)
-    try:
-        mpe = importlib.import_module(MPE_PACKAGE)
-    except ImportError:
-        return found
-    for info in pkgutil.iter_modules(mpe.__path__):
-        head, _, version = info.name.rpartition("_v")
-        if head and version.isdigit():
-            found[info.name] = EnvSource(info.name, ("aec", "parallel"), module=f"{MPE_PACKAGE}.{info.name}")
-    return found
-
-
-def parse_name(text: str) -> tuple[str, dict[str, Any]]:
-    """``"simple_push_v3(max_cycles=10)"`` -> ``("simple_push_v3", {"max_cycles": 10})``."""
-    text = text.strip()
-    if "(" not in text:
-        return text, {}
-    base, _, rest = text.partition("(")
-    try:
-        call = ast.parse(f"f({rest}", mode="eval").body
-        assert isinstance(call, ast.Call) and not call.args
-    except (SyntaxError, AssertionError):
-        raise ValueError(f"cannot read parameters in {text!r}: write them as name(key=value, ...)") from None
-    params = {}
-    for kw in call.keywords:
-        try:
-            params[str(kw.arg)] = ast.literal_eval(kw.value)
-        except ValueError:
-            raise ValueError(f"cannot use {kw.arg}={ast.unparse(kw.value)} in {text!r}: "
-                             f"{_why_not_literal(kw.value)}") from None
-    return base.strip(), params
-
-
-def _why_not_literal(node: ast.expr) -> str:
-    """Why a parameter's value in a game name is refused: NaN and infinities, bare words, or expressions."""
-    inner = node.operand if isinstance(node, ast.UnaryOp) else node
-    word = inner.id if isinstance(inner, ast.Name) else None
-    if word is not None and word.lower() in ("nan", "inf", "infinity"):
-        return f"{ast.unparse(node)} is not accepted, as {FINITE}"
-    if word in ("true", "false", "none"):
-        return f"write {word.capitalize()} (Python's spelling)"
-    if word is not None:
-        return f"write a string in quotes ({word!r}) or a number"
-    return "values must be literals: numbers, quoted strings, True, False, None, tuples or lists"
-
-
-def _family(env_name: str) -> str:
-    """The PettingZoo extra (``butterfly``, ``classic``, ...) an environment belongs to."""
-    try:
-        from pettingzoo import aec_registry, parallel_registry
-
-        for env_id in list(parallel_registry) + list(aec_registry):
-            if _canonical(env_id) == env_name and "/" in env_id:
-                return env_id.split("/", 1)[0]
-    except ImportError:
-        pass
-    return "all"
-
-
-def _canonical(name: str) -> str:
-    """``"classic/connect_four-v3"`` or ``"mpe/simple_push_v3"`` -> ``"connect_four_v3"``."""
-    short = name.rsplit("/", 1)[-1]
-    head, sep, version = short.rpartition("-v")
-    return f"{head}_v{version}" if sep and version.isdigit() else short
 
 
 def load_pettingzoo(name: str, *, api: str = "auto", **env_kwargs: Any) -> PettingZooGame:
@@ -180,7 +57,7 @@ def load_pettingzoo(name: str, *, api: str = "auto", **env_kwargs: Any) -> Petti
     params.update(env_kwargs)
     if api not in APIS:
         raise ValueError(f"unknown api {api!r}; use one of {APIS}")
-    short = _canonical(base)
+    short = canonical(base)
     known = available_environments()
     if short not in known:
         close = difflib.get_close_matches(short, list(known), n=3, cutoff=0.5)
@@ -227,9 +104,9 @@ class PettingZooGame(Game):
             # PettingZoo raises its own FailedToImport when a family's extra is missing
             if not (isinstance(exc, ImportError) or type(exc).__name__ == "FailedToImport"):
                 raise
-            family = _family(env_name)
+            needs = family(env_name)
             raise ValueError(f"{env_name!r} needs dependencies that are not installed: "
-                             f"pip install 'pettingzoo[{family}]' ({exc})") from None
+                             f"pip install 'pettingzoo[{needs}]' ({exc})") from None
         probe.reset(seed=0)
         self.agents = list(probe.possible_agents)
         if not self.agents:
