@@ -37,8 +37,6 @@ commit, the command and the load average (1, 5, 15 minutes) when it was printed.
 from __future__ import annotations
 
 import argparse
-import csv
-import datetime
 import os
 import subprocess
 import sys
@@ -48,6 +46,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from _rows import Stamp, append, load_avg
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 
@@ -56,7 +55,7 @@ from pbmarl.games.tree import build_tree  # noqa: E402
 from pbmarl.games.tree_cache import load_cached_tree, save_cached_tree  # noqa: E402
 from pbmarl.solvers.nashconv import meta_nash_conv  # noqa: E402
 
-RESULTS = Path(__file__).with_name("results") / "exact_scale.csv"
+FIELDS = ["date", "commit", "command", "measure", "value", "bar", "reference", "met", "load_avg"]
 GAMES = "leduc_poker,liars_dice,kuhn_poker(players=4),goofspiel(num_cards=4),leduc_poker(players=3),goofspiel(num_cards=5)"
 #: the last commit whose n-player solver (nplayer.py, nash.py, dynamics, nashconv) is the one the issue timed
 THEN_REV = "5802071^"
@@ -64,30 +63,15 @@ THEN_SHAPES = [(9, 9, 9, 9), (12, 12, 12)]
 TABLES = [(10, 10, 10), (22, 22, 22), (6, 6, 6, 6), (10, 10, 10, 10), (4, 4, 4, 4, 4), (6, 6, 6, 6, 6)]
 
 
-def _commit() -> str:
-    try:
-        return subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True,
-                              check=True).stdout.strip()
-    except (OSError, subprocess.CalledProcessError):
-        return "unknown"
-
-
 class Report:
     def __init__(self) -> None:
-        self.stamp = datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
-        self.commit = _commit()
-        self.command = "python benchmarks/exact_scale.py " + " ".join(sys.argv[1:])
+        self.stamp = Stamp("benchmarks/exact_scale.py", iso=True)
 
     def row(self, measure: str, value: str, bar: str = "-", reference: str = "-", met: str = "") -> None:
-        load = " ".join(f"{x:.2f}" for x in os.getloadavg())  # the machine is shared: say how busy it was
+        load = load_avg()  # the machine is shared: say how busy it was
         print(f"{measure:<62} {value:>16}  bar {bar:<12} ref {reference}  {met}  (load {load})")
-        new = not RESULTS.exists()
-        RESULTS.parent.mkdir(parents=True, exist_ok=True)
-        with open(RESULTS, "a", newline="") as fh:
-            writer = csv.writer(fh)
-            if new:
-                writer.writerow(["date", "commit", "command", "measure", "value", "bar", "reference", "met", "load_avg"])
-            writer.writerow([self.stamp, self.commit, self.command, measure, value, bar, reference, met, load])
+        append("exact_scale", [self.stamp.row(measure=measure, value=value, bar=bar, reference=reference, met=met,
+                                              load_avg=load)], FIELDS)
 
 
 def timed(fn: Callable[[], object]) -> tuple[float, object]:

@@ -51,9 +51,6 @@ show what the server trades: more data per second, less learning per sample.
 from __future__ import annotations
 
 import argparse
-import csv
-import datetime
-import shlex
 import subprocess
 import sys
 import time
@@ -61,11 +58,12 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from _rows import Stamp, append, git_commit  # noqa: F401  (tictactoe_parity.py imports git_commit from here)
+
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import pbmarl as pb  # noqa: E402
 
-RESULTS = Path(__file__).resolve().parent / "results" / "marl.csv"
 FIELDS = ["date", "commit", "command", "load_avg", "slice", "game", "method", "seed", "env_steps", "per_agent_x25",
           "summed_return", "mappo_paper", "env_steps_per_s", "wall_s", "reference"]
 SLICES = ("random", "random_continuous", "scripted", "mappo", "ippo", "qmix", "maddpg", "peer")
@@ -90,24 +88,9 @@ def mappo_paper(summed_return: float, *, n_agents: int = ENV["N"], steps: int = 
     return 2.0 * summed_return - n_agents * steps
 
 
-def git_commit() -> str:
-    try:
-        return subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True,
-                              cwd=Path(__file__).resolve().parents[1], check=True).stdout.strip()
-    except (OSError, subprocess.CalledProcessError):
-        return "unknown"
-
-
 def append_rows(rows: list[dict[str, Any]]) -> None:
     """Append `rows` (keys beyond FIELDS ignored) to results/marl.csv, writing the header to a new file."""
-    RESULTS.parent.mkdir(parents=True, exist_ok=True)
-    new = not RESULTS.exists()
-    with open(RESULTS, "a", newline="") as fh:
-        writer = csv.DictWriter(fh, fieldnames=FIELDS)
-        if new:
-            writer.writeheader()
-        writer.writerows({k: r.get(k) for k in FIELDS} for r in rows)
-    print(f"appended {len(rows)} rows to {RESULTS}")
+    print(f"appended {len(rows)} rows to {append('marl', rows, FIELDS)}")
 
 
 def _learner(slice_: str, seed: int, server: dict[str, Any] | None = None, *,
@@ -402,11 +385,9 @@ def main(argv: list[str] | None = None) -> int:
                      "PettingZoo's own layout")
     if not 0 < args.landmark_scale <= 1:
         parser.error(f"--landmark-scale must be in (0, 1], got {args.landmark_scale}")
-    command = "python benchmarks/marl.py " + " ".join(shlex.quote(a) for a in (argv or sys.argv[1:]))
     import os
 
-    base = {"date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M"), "commit": git_commit(),
-            "command": command}
+    base = Stamp("benchmarks/marl.py", argv).row()
     rows = []
 
     def checkpoint(row: dict[str, Any]) -> None:

@@ -17,20 +17,14 @@ machine, the command and the load average (the machine is shared; say how busy i
 from __future__ import annotations
 
 import argparse
-import csv
-import datetime
-import os
-import platform
-import subprocess
-import sys
 import time
-from pathlib import Path
 
 import numpy as np
+from _rows import Stamp, append, load_avg
 
 import pbmarl as pb
 
-RESULTS = Path(__file__).with_name("results") / "mmd.csv"
+FIELDS = ["date", "commit", "machine", "command", "game", "measure", "pbmarl", "openspiel", "ratio", "note", "load_avg"]
 #: name -> (OpenSpiel game string, alpha, updates); the reference README times liars_dice 1x3 at alpha 0.05
 GAMES = {
     "leduc": ("leduc_poker", 0.05, 100),
@@ -40,34 +34,16 @@ GAMES = {
 TARGET = 50.0
 
 
-def _commit() -> str:
-    try:
-        return subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True,
-                              check=True).stdout.strip()
-    except (OSError, subprocess.CalledProcessError):
-        return "unknown"
-
-
 class Report:
     def __init__(self) -> None:
-        self.stamp = datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
-        self.commit = _commit()
-        self.machine = f"{platform.node()} {platform.machine()} {os.cpu_count()} cpus"
-        self.command = "python benchmarks/mmd.py " + " ".join(sys.argv[1:])
+        self.stamp = Stamp("benchmarks/mmd.py", iso=True)
 
     def row(self, game: str, measure: str, pbmarl: str, openspiel: str, ratio: str, note: str = "") -> None:
-        load = " ".join(f"{x:.2f}" for x in os.getloadavg())
+        load = load_avg()
         print(f"{game:<36} {measure:<28} pbmarl {pbmarl:>12}  openspiel {openspiel:>12}  {ratio:>9}  {note}"
               f"  (load {load})")
-        new = not RESULTS.exists()
-        RESULTS.parent.mkdir(parents=True, exist_ok=True)
-        with open(RESULTS, "a", newline="") as fh:
-            writer = csv.writer(fh)
-            if new:
-                writer.writerow(["date", "commit", "machine", "command", "game", "measure", "pbmarl", "openspiel",
-                                 "ratio", "note", "load_avg"])
-            writer.writerow([self.stamp, self.commit, self.machine, self.command, game, measure, pbmarl, openspiel,
-                             ratio, note, load])
+        append("mmd", [self.stamp.row(game=game, measure=measure, pbmarl=pbmarl, openspiel=openspiel, ratio=ratio,
+                                      note=note, load_avg=load)], FIELDS)
 
 
 def _columns(tree: object, reference: object, player: int) -> tuple[np.ndarray, np.ndarray]:
