@@ -142,8 +142,8 @@ def _write_plot(run: Any, out: Path) -> bool:
     from pbmarl.plots.curves import plot_exploitability
 
     history = run.history
-    if not any(c in history for c in ("exploitability", "meta_nash_conv", "br_gain")):
-        return False
+    if not any(c in history and history[c].notna().any() for c in ("exploitability", "meta_nash_conv", "br_gain")):
+        return False  # nothing measured (a self-play run on a game too large for the exact engine)
     title = f"{describe(run).replace(': ', ' · ')}"
     if "exploitability" in history and history["exploitability"].notna().any():
         fig = plot_exploitability(history, title=title)

@@ -63,7 +63,8 @@ def cmd_resume(args: argparse.Namespace) -> int:
         if meta is None:
             raise CliError(_not_started(out))
     ensure_writable_folder(out, what="run folder")  # before any work: a read-only folder could not keep it
-    config = open_run(out).config
+    saved = open_run(out)
+    config = saved.config
     overrides: dict[str, Any] = {}
     if args.stop is not None:
         if "stop_exploitability" not in config:
@@ -75,15 +76,20 @@ def cmd_resume(args: argparse.Namespace) -> int:
             overrides["max_iterations"] = int(meta.get("iteration", 0)) + args.iterations
         else:
             steps = args.iterations
+    steps_budget = args.steps is not None and "budget" in config and "max_iterations" not in config
+    if steps_budget:  # a self-play run's env-step budget moves with --steps (its learning rate anneals over it)
+        records = saved.data.get("records") or [{}]
+        overrides["budget"] = int(records[-1].get("env_steps", 0)) + args.steps
     run = pb.load_run(out, **overrides)
     until = None
-    if args.steps is not None:
+    if args.steps is not None and not steps_budget:
         until = pb.Stop(env_steps=int(run.records[-1].env_steps if run.records else 0) + args.steps)
     elif steps is None and _finished(run):
         last = run.records[-1]
         converged = getattr(run, "converged", False)
         why = (f"it converged ({measured(last)})" if converged else f"it reached its last iteration ({run.iteration})")
-        extend = f"pbmarl resume {shlex.quote(str(out))} --iterations N"
+        more = "--steps N" if "budget" in config and "max_iterations" not in config else "--iterations N"
+        extend = f"pbmarl resume {shlex.quote(str(out))} {more}"
         if converged and "stop_exploitability" in config:
             extend += " --stop 0"
         print(f"the run in {out} is complete: {why}; {measured(last)}. Extend it with: {extend}")

@@ -1,5 +1,8 @@
 """``pbmarl train``: plain RL on a one-player game, written to a run folder that ``pbmarl resume`` continues.
 
+``--algo mmd``, ``ppo-selfplay`` and ``deep-mmd`` instead train a two-player game's self-play baseline
+(`pbmarl.cli.selfplay`): a plain run folder whose history holds the exact exploitability.
+
 A train folder is a run folder (`pbmarl.runs.folder`; ``pb.load_run(folder)`` rebuilds the learner) with::
 
     train.json            what was asked (argv, game, algorithm, steps); marks the folder as a train run
@@ -14,6 +17,7 @@ Example:
     $ pbmarl train --game gym:Pendulum-v1 --algo td3 --workers 4 --sync bap --staleness 1
     $ pbmarl train --game gym:Pendulum-v1 --algo td3 --matmul-precision bfloat16
     $ pbmarl resume runs/Pendulum-v1-sac-... --steps 10000
+    $ pbmarl train --game kuhn_poker --algo ppo-selfplay --steps 100000
 """
 
 from __future__ import annotations
@@ -24,22 +28,40 @@ from pathlib import Path
 from typing import Any
 
 from pbmarl.cli.drive import CliError, add_training_options, add_training_parser, default_out, drive, int_at_least
+from pbmarl.cli.selfplay import ALGOS as SELFPLAY_ALGOS
+from pbmarl.cli.selfplay import DEFAULT_ITERATIONS, DEFAULT_STEPS
 from pbmarl.fmt import fmt
 from pbmarl.learners.control.config import PRECISIONS
 
-ALGOS = ("sac", "td3", "ddpg", "hddpg", "rainbow")
+#: control learners (one agent); the self-play baselines (`pbmarl.cli.selfplay`) come after them
+CONTROL_ALGOS = ("sac", "td3", "ddpg", "hddpg", "rainbow")
+ALGOS = CONTROL_ALGOS + tuple(SELFPLAY_ALGOS)
 MARKER = "train.json"
 
 
 def add_train_parser(sub: Any) -> None:
     """Register ``pbmarl train`` on the CLI's subparsers."""
-    train = add_training_parser(sub, "train", help="train one agent with a control learner and write a run folder",
-                                game="a one-player game: gym:Pendulum-v1, gym:CartPole-v1, mdp:two_round_dmdp",
-                                algos=ALGOS, algo="the learner")
-    train.add_argument("--steps", type=int_at_least(1, "--steps"), default=20_000, help="env steps (default: 20000)")
+    train = add_training_parser(sub, "train", help="train one agent with a control learner, or a two-player "
+                                "game's self-play baseline (mmd, ppo-selfplay, deep-mmd), and write a run folder",
+                                game="a one-player game for the control learners (gym:Pendulum-v1, gym:CartPole-v1, "
+                                     "mdp:two_round_dmdp); a two-player zero-sum game for mmd, ppo-selfplay and "
+                                     "deep-mmd (kuhn_poker, leduc_poker, liars_dice)",
+                                algos=ALGOS, algo="the learner, or the self-play baseline")
+    train.add_argument("--steps", type=int_at_least(1, "--steps"), default=None,
+                       help=f"env steps (default: {DEFAULT_STEPS}; mmd takes --iterations instead)")
+    train.add_argument("--iterations", type=int_at_least(1, "--iterations"), default=None,
+                       help=f"mmd: exact MMD updates (default: {DEFAULT_ITERATIONS})")
+    train.add_argument("--alpha", type=float, default=None,
+                       help="mmd and deep-mmd: the magnet's temperature (default: the run's, 0.05)")
+    train.add_argument("--stepsize", type=float, default=None,
+                       help="mmd: the step size (default: OpenSpiel's alpha / max|M|^2); deep-mmd: eta (default 1)")
+    train.add_argument("--preset", default=None, choices=("iig_liars_dice",),
+                       help="ppo-selfplay: a tuned setting of the IIG benchmark (Rudolph et al. 2026)")
+    train.add_argument("--stop", type=float, default=None,
+                       help="mmd: stop once the last iterate's exploitability is at or below this")
     train.add_argument("--seed", type=int_at_least(0, "--seed"), default=0)
-    train.add_argument("--eval-episodes", type=int_at_least(1, "--eval-episodes"), default=10,
-                       help="deterministic episodes of the final evaluation (default: 10)")
+    train.add_argument("--eval-episodes", type=int_at_least(1, "--eval-episodes"), default=None,
+                       help="control learners: deterministic episodes of the final evaluation (default: 10)")
     train.add_argument("--matmul-precision", choices=PRECISIONS, default="float32",
                        help="bfloat16: the updates' hidden-to-hidden products in bfloat16 by autocast; medium: every "
                             "product of the updates from bfloat16-rounded inputs (oneDNN's math mode). Both are "
@@ -58,6 +80,17 @@ def cmd_train(args: argparse.Namespace, argv: Sequence[str]) -> int:
     from pbmarl.learners.common.registry import make_learner
     from pbmarl.learners.control.base import ControlLearner
 
+    if args.algo in SELFPLAY_ALGOS:
+        from pbmarl.cli.selfplay import cmd_selfplay
+
+        return cmd_selfplay(args, argv)
+    for name, value in (("--iterations", args.iterations), ("--alpha", args.alpha), ("--stepsize", args.stepsize),
+                        ("--preset", args.preset), ("--stop", args.stop)):
+        if value is not None:
+            raise CliError(f"{name} is for the self-play baselines (--algo {', '.join(SELFPLAY_ALGOS)}), not "
+                           f"--algo {args.algo}")
+    args.steps = DEFAULT_STEPS if args.steps is None else args.steps
+    args.eval_episodes = 10 if args.eval_episodes is None else args.eval_episodes
     game = pb.load_game(args.game)
     out = args.out or default_out(args.game.split(":")[-1], args.algo)
     if is_train_folder(out) or (out / "run.json").exists():
@@ -67,7 +100,8 @@ def cmd_train(args: argparse.Namespace, argv: Sequence[str]) -> int:
                                   "backend": args.backend, "matmul_precision": args.matmul_precision})
     if isinstance(learner, ControlLearner) and learner.multi_seat:
         raise CliError(f"pbmarl train trains one agent, and {game.name!r} has {game.num_players} seats; use "
-                       "pb.learners.Independent with pb.MARL for independent agents, or the learner as a PSRO oracle")
+                       "pb.learners.Independent with pb.MARL for independent agents, the learner as a PSRO oracle, "
+                       "or, on a two-player game, --algo mmd, ppo-selfplay or deep-mmd")
     ensure_writable_folder(out, what="run folder")
     write_json(out / MARKER, {"argv": ["pbmarl", *argv], "game": game.name, "algo": args.algo,
                               "eval_episodes": args.eval_episodes})
