@@ -1,28 +1,34 @@
 """What the experiment runner costs, and what Tune's parallelism buys, on this machine.
 
-    python benchmarks/experiments.py                       # overhead (4 trials of 5 s) and 20 short trials
-    python benchmarks/experiments.py --trial-seconds 30    # the issue's 30-second trials (slower)
+    python benchmarks/experiments.py                       # both slices: overhead, then 20 trials of about 3 s
+    python benchmarks/experiments.py --only overhead --trial-seconds 30    # the issue's 30-second trials
+    python benchmarks/experiments.py --only short --short-seconds 3
 
-1. **Overhead per trial.** The same trials (PSRO on Kuhn poker, sampled payoffs, each stopped by
-   ``pb.Stop(seconds=S)``) run twice, one at a time: by a plain loop that builds each run, calls
-   ``run.run(until=stop)`` and saves the run folder, and by `pb.Experiment` on Ray Tune with one trial
-   at a time. Overhead = (runner wall - loop wall) / trials, with Ray's one-off start timed apart.
-2. **20 short trials end to end**: the plain loop, the runner on the local Ray with every CPU, and the
-   runner on a simulated two-node ``ray.cluster_utils.Cluster`` (one CPU a node), in a child process.
+Each trial is PSRO on Kuhn poker with sampled payoffs. Its budget is a number of iterations, found by
+running seed 0 in a plain loop for the seconds asked, so both sides do the same work: a runner that
+slowed iterations down would show in its wall time (a ``pb.Stop(seconds=)`` would hide it in fewer
+iterations).
+
+1. **Overhead per trial** (``--only overhead``): the same trials run twice, one at a time: by a plain
+   loop that builds each run, calls ``run.run(until=stop)`` and saves the run folder, and by
+   `pb.Experiment` on Ray Tune with one trial at a time. Overhead = (runner wall - loop wall) / trials,
+   Ray's own start timed apart. The trials' ``finished.json`` stamps split it into the one-off start
+   (from ``exp.run()`` to the first trial's first line: Tune's driver, a new worker process for the
+   trial actor, importing Ray Tune there) and what each trial adds after that (pbmarl's imports and the
+   game's tree in the first trial, Tune's result round trips, the experiment state Tune checkpoints).
+2. **Trials of a few seconds, end to end** (``--only short``): the plain loop, the runner on the local
+   Ray with every CPU, and the runner on a simulated two-node ``ray.cluster_utils.Cluster`` (one CPU a
+   node) in a child process; speed-up = loop wall / runner wall, beside the CPUs each was given.
 
 Prints the numbers side by side and appends one row per measure to ``benchmarks/results/experiments.csv``
-(date, commit, machine, command). The machine is shared: its load average goes in every row.
+(date, commit, machine, command, and the load average: the machine is shared).
 """
 
 from __future__ import annotations
 
 import argparse
-import csv
-import datetime
 import json
 import os
-import platform
-import shlex
 import subprocess
 import sys
 import tempfile
@@ -30,12 +36,14 @@ import time
 from pathlib import Path
 from typing import Any
 
+from _rows import Stamp, append, load_avg
+
 os.environ.setdefault("RAY_AUTH_MODE", "disabled")
 
 ROOT = Path(__file__).resolve().parents[1]
-RESULTS = ROOT / "benchmarks" / "results" / "experiments.csv"
 FIELDS = ["date", "commit", "machine", "load_avg", "command", "measure", "trials", "trial_seconds", "wall_s",
           "per_trial_s", "note"]
+GAME = "kuhn_poker"
 
 
 def _spec() -> Any:
@@ -44,12 +52,23 @@ def _spec() -> Any:
     return pb.spec(pb.PSRO, solver="nash", evaluator="rollout", eval_episodes=200)
 
 
+def calibrate(seconds: float) -> int:
+    """How many iterations seed 0 runs in `seconds` in a plain loop (at least 2)."""
+    import pbmarl as pb
+
+    run = _spec().build(GAME, seed=0)
+    run.run(until=pb.Stop(seconds=seconds), progress=False)
+    done = len(run.records)
+    run.close()
+    return max(2, done)
+
+
 def loop(trials: int, stop: Any, root: Path) -> float:
     """The baseline: build, run to the stop and save each run, one after another."""
     spec = _spec()
     start = time.perf_counter()
     for seed in range(trials):
-        run = spec.build("kuhn_poker", seed=seed)
+        run = spec.build(GAME, seed=seed)
         run.run(until=stop, progress=False)
         run.save(root / f"loop-{seed}")
         run.close()
@@ -57,21 +76,37 @@ def loop(trials: int, stop: Any, root: Path) -> float:
 
 
 def runner(name: str, trials: int, stop: Any, root: Path, *, address: str | None = None,
-           max_concurrent: int | None = None) -> float:
+           max_concurrent: int | None = None) -> dict[str, Any]:
+    """Run the trials as one experiment; returns its wall and the trials' stamps (Unix times)."""
     import pbmarl as pb
 
-    exp = pb.Experiment(name, "kuhn_poker", [_spec()], seeds=range(trials), stop=stop, root=root)
+    exp = pb.Experiment(name, GAME, [_spec()], seeds=range(trials), stop=stop, root=root)
+    began = time.time()
     start = time.perf_counter()
     exp.run(address=address, progress=False, max_concurrent=max_concurrent)
     wall = time.perf_counter() - start
+    ended = time.time()
     bad = exp.status[exp.status["state"] != "finished"]
     if not bad.empty:
         raise RuntimeError(f"trials did not finish:\n{bad}")
-    return wall
+    stamps = sorted((json.loads((exp.trial_dir(t) / "finished.json").read_text()) for t in exp.trials),
+                    key=lambda s: s["started"])
+    return {"wall": wall, "began": began, "ended": ended, "stamps": stamps}
+
+
+def split(out: dict[str, Any], loop_wall: float, trials: int) -> dict[str, float]:
+    """The runner's wall, split: one-off start, the first trial's extra setup, per-trial gaps and the tail."""
+    s = out["stamps"]
+    first_setup = s[0]["built"] - s[0]["started"]
+    later_setup = sum(x["built"] - x["started"] for x in s[1:]) / max(1, len(s) - 1)
+    gaps = [b["started"] - a["ended"] for a, b in zip(s, s[1:])]
+    return {"start": s[0]["started"] - out["began"], "first_extra": first_setup - later_setup,
+            "gap": sum(gaps) / max(1, len(gaps)), "tail": out["ended"] - s[-1]["ended"],
+            "in_trials": sum(x["ended"] - x["started"] for x in s) - loop_wall}
 
 
 def cluster_child(trials: int, iterations: int, root: str) -> None:
-    """In a fresh process: a two-node simulated cluster (one CPU each) runs the 20 short trials."""
+    """In a fresh process: a two-node simulated cluster (one CPU each) runs the short trials."""
     from ray.cluster_utils import Cluster
 
     import pbmarl as pb
@@ -83,8 +118,9 @@ def cluster_child(trials: int, iterations: int, root: str) -> None:
         t = time.perf_counter()
         pb.init_ray(address=cluster.address, quiet=True)
         start_s = time.perf_counter() - t
-        wall = runner("cluster", trials, pb.Stop(iterations=iterations), Path(root))
-        print("RESULT", json.dumps({"wall": wall, "ray_start": start_s}))
+        out = runner("cluster", trials, pb.Stop(iterations=iterations), Path(root))
+        nodes = len({s["node"] for s in out["stamps"]})
+        print("RESULT", json.dumps({"wall": out["wall"], "ray_start": start_s, "nodes": nodes}))
     finally:
         import ray
 
@@ -92,100 +128,113 @@ def cluster_child(trials: int, iterations: int, root: str) -> None:
         cluster.shutdown()
 
 
-def git_commit() -> str:
-    try:
-        return subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, cwd=ROOT,
-                              check=True).stdout.strip()
-    except (OSError, subprocess.CalledProcessError):
-        return "unknown"
+def overhead(args: argparse.Namespace, tmp: Path, stamp: Stamp) -> list[dict[str, Any]]:
+    import pbmarl as pb
+
+    n, secs = args.overhead_trials, args.trial_seconds
+    loop(1, pb.Stop(iterations=1), tmp / "warm")  # imports and the game's tree, paid once by the loop
+    iters = calibrate(secs)
+    stop = pb.Stop(iterations=iters)
+    loop_wall = loop(n, stop, tmp / "overhead-loop")
+    t = time.perf_counter()
+    pb.init_ray(num_cpus=os.cpu_count() or 1, quiet=True)
+    ray_start = time.perf_counter() - t
+    out = runner("overhead", n, stop, tmp, max_concurrent=1)
+    import ray
+
+    ray.shutdown()
+    over = (out["wall"] - loop_wall) / n
+    parts = split(out, loop_wall, n)
+    per_trial = over - parts["start"] / n  # what each further trial adds once the worker is up
+    trial_s = loop_wall / n
+    print(f"\n1. overhead per trial ({n} trials of {iters} PSRO iterations, {trial_s:.1f} s each in the loop; "
+          "one at a time)")
+    print(f"   {'':<30}{'wall s':>10}{'per trial s':>14}")
+    print(f"   {'raw: run.run() in a loop':<30}{loop_wall:>10.1f}{trial_s:>14.2f}")
+    print(f"   {'pb.Experiment on Tune':<30}{out['wall']:>10.1f}{out['wall'] / n:>14.2f}")
+    print(f"   overhead {over:.2f} s a trial = {100 * over / 30:.1f}% of a 30-s trial; split:")
+    print(f"     one-off start, exp.run() to the first trial's first line: {parts['start']:.2f} s "
+          f"(Tune's driver, a new worker process, Ray Tune imported there; Ray's own start, {ray_start:.1f} s, apart)")
+    print(f"     the first trial's extra setup (pbmarl imports, the game's tree): {parts['first_extra']:.2f} s")
+    print(f"     inside the trials beyond the loop's time, all {n}: {parts['in_trials']:.2f} s; "
+          f"between trials {parts['gap']:.3f} s each; after the last {parts['tail']:.2f} s")
+    print(f"     each trial after the start: {per_trial:.2f} s = {100 * per_trial / 30:.1f}% of a 30-s trial")
+    base = stamp.row(load_avg=load_avg(minutes=1), trials=n, trial_seconds=round(trial_s, 2))
+    return [
+        base | {"measure": "overhead_loop", "wall_s": round(loop_wall, 2), "per_trial_s": round(trial_s, 3),
+                "note": f"{iters} iterations each"},
+        base | {"measure": "overhead_runner", "wall_s": round(out["wall"], 2), "per_trial_s": round(out["wall"] / n, 3),
+                "note": f"overhead {over:.2f} s/trial = {100 * over / 30:.1f}% of 30 s; one-off start "
+                        f"{parts['start']:.2f} s, first trial's extra setup {parts['first_extra']:.2f} s, each trial "
+                        f"after the start {per_trial:.2f} s = {100 * per_trial / 30:.1f}% of 30 s; "
+                        f"ray start {ray_start:.1f} s apart"},
+    ]
 
 
-def append_rows(rows: list[dict[str, Any]]) -> None:
-    RESULTS.parent.mkdir(parents=True, exist_ok=True)
-    new = not RESULTS.exists()
-    with open(RESULTS, "a", newline="") as fh:
-        writer = csv.DictWriter(fh, fieldnames=FIELDS)
-        if new:
-            writer.writeheader()
-        writer.writerows({k: r.get(k) for k in FIELDS} for r in rows)
-    print(f"appended {len(rows)} rows to {RESULTS}")
+def short(args: argparse.Namespace, tmp: Path, stamp: Stamp) -> list[dict[str, Any]]:
+    import pbmarl as pb
+
+    cpus = os.cpu_count() or 1
+    n = args.short_trials
+    loop(1, pb.Stop(iterations=1), tmp / "warm")
+    iters = calibrate(args.short_seconds)
+    stop = pb.Stop(iterations=iters)
+    loop_wall = loop(n, stop, tmp / "short-loop")
+    t = time.perf_counter()
+    pb.init_ray(num_cpus=cpus, quiet=True)
+    ray_start = time.perf_counter() - t
+    local = runner("short-local", n, stop, tmp)
+    import ray
+
+    ray.shutdown()
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    env.pop("RAY_ADDRESS", None)
+    proc = subprocess.run([sys.executable, __file__, "--cluster-child", str(n), str(iters), str(tmp)],
+                          capture_output=True, text=True, env=env, cwd=ROOT, timeout=1800)
+    if proc.returncode != 0:
+        raise RuntimeError(proc.stderr[-3000:])
+    child = json.loads(next(x for x in proc.stdout.splitlines() if x.startswith("RESULT"))[len("RESULT "):])
+    trial_s = loop_wall / n
+    print(f"\n2. {n} trials of {iters} PSRO iterations ({trial_s:.1f} s each in the loop); Ray start {ray_start:.1f} s "
+          f"local, {child['ray_start']:.1f} s joining the simulated cluster (not in the walls)")
+    print(f"   {'':<40}{'CPUs':>6}{'wall s':>10}{'speed-up':>10}")
+    rows = [("run.run() in a loop", 1, loop_wall), ("Experiment, local Ray", cpus, local["wall"]),
+            (f"Experiment, 2-node cluster ({child['nodes']} used)", 2, child["wall"])]
+    for label, given, wall in rows:
+        print(f"   {label:<40}{given:>6}{wall:>10.1f}{loop_wall / wall:>10.2f}")
+    base = stamp.row(load_avg=load_avg(minutes=1), trials=n, trial_seconds=round(trial_s, 2))
+    return [
+        base | {"measure": "short_loop", "wall_s": round(loop_wall, 2), "per_trial_s": round(trial_s, 3),
+                "note": f"{iters} iterations each; 1 CPU"},
+        base | {"measure": "short_local", "wall_s": round(local["wall"], 2), "per_trial_s": round(local["wall"] / n, 3),
+                "note": f"{cpus} CPUs given; speed-up {loop_wall / local['wall']:.2f}"},
+        base | {"measure": "short_cluster", "wall_s": round(child["wall"], 2),
+                "per_trial_s": round(child["wall"] / n, 3),
+                "note": f"2 nodes x 1 CPU given, {child['nodes']} used; speed-up {loop_wall / child['wall']:.2f}"},
+    ]
 
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--trial-seconds", type=float, default=5.0, help="length of each overhead trial")
+    parser.add_argument("--only", nargs="+", choices=["overhead", "short"], default=["overhead", "short"])
+    parser.add_argument("--trial-seconds", type=float, default=5.0, help="length of each overhead trial in the loop")
     parser.add_argument("--overhead-trials", type=int, default=4)
     parser.add_argument("--short-trials", type=int, default=20)
-    parser.add_argument("--short-iterations", type=int, default=3, help="PSRO iterations of each short trial")
+    parser.add_argument("--short-seconds", type=float, default=3.0, help="length of each short trial in the loop")
     parser.add_argument("--no-save", action="store_true", help="print only, append no rows")
     parser.add_argument("--cluster-child", nargs=3, metavar=("TRIALS", "ITERATIONS", "ROOT"), help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.cluster_child:
         cluster_child(int(args.cluster_child[0]), int(args.cluster_child[1]), args.cluster_child[2])
         return
-
-    import pbmarl as pb
-
-    cpus = os.cpu_count() or 1
+    stamp = Stamp("benchmarks/experiments.py", argv)
     tmp = Path(tempfile.mkdtemp(prefix="pbmarl-bench-exp-"))
-    t = time.perf_counter()
-    pb.init_ray(num_cpus=cpus, quiet=True)
-    ray_start = time.perf_counter() - t
-
-    n, secs = args.overhead_trials, args.trial_seconds
-    stop = pb.Stop(seconds=secs)
-    loop(1, pb.Stop(iterations=1), tmp / "warm")  # imports and the game's tree, paid once by both sides
-    loop_wall = loop(n, stop, tmp / "overhead-loop")
-    run_wall = runner("overhead", n, stop, tmp, max_concurrent=1)
-    over = (run_wall - loop_wall) / n
-
-    short, iters = args.short_trials, args.short_iterations
-    short_stop = pb.Stop(iterations=iters)
-    short_loop = loop(short, short_stop, tmp / "short-loop")
-    short_local = runner("short-local", short, short_stop, tmp)
-    import ray
-
-    ray.shutdown()
-    env = dict(os.environ, PYTHONPATH=str(ROOT))
-    env.pop("RAY_ADDRESS", None)
-    proc = subprocess.run([sys.executable, __file__, "--cluster-child", str(short), str(iters), str(tmp)],
-                          capture_output=True, text=True, env=env, cwd=ROOT, timeout=1800)
-    if proc.returncode != 0:
-        raise RuntimeError(proc.stderr[-3000:])
-    child = json.loads(next(x for x in proc.stdout.splitlines() if x.startswith("RESULT"))[len("RESULT "):])
-
-    print(f"\nmachine: {platform.node()}, {cpus} CPUs, load average {os.getloadavg()[0]:.1f}; Ray start "
-          f"{ray_start:.1f} s local, {child['ray_start']:.1f} s joining the simulated cluster (not in the walls)")
-    print(f"\n1. overhead per trial ({n} trials of {secs:g} s, one at a time)")
-    print(f"   {'':<28}{'wall s':>10}{'per trial s':>14}")
-    print(f"   {'raw: run.run() in a loop':<28}{loop_wall:>10.1f}{loop_wall / n:>14.2f}")
-    print(f"   {'pb.Experiment on Tune':<28}{run_wall:>10.1f}{run_wall / n:>14.2f}")
-    print(f"   overhead {over:.2f} s a trial = {100 * over / 30:.1f}% of a 30-s trial "
-          f"({100 * over / secs:.1f}% of these {secs:g}-s ones)")
-    print(f"\n2. {short} short trials ({iters} PSRO iterations each)")
-    print(f"   {'':<36}{'wall s':>10}{'speed-up':>10}")
-    for label, wall in (("run.run() in a loop", short_loop), (f"Experiment, local Ray ({cpus} CPUs)", short_local),
-                        ("Experiment, 2-node cluster (1+1)", child["wall"])):
-        print(f"   {label:<36}{wall:>10.1f}{short_loop / wall:>10.2f}")
-    if args.no_save:
-        return
-    base = {"date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M"), "commit": git_commit(),
-            "machine": f"{platform.node()} {cpus} cpu", "load_avg": f"{os.getloadavg()[0]:.1f}",
-            "command": "python " + " ".join(shlex.quote(a) for a in [sys.argv[0], *(argv or sys.argv[1:])])}
-    append_rows([
-        base | {"measure": "overhead_loop", "trials": n, "trial_seconds": secs, "wall_s": round(loop_wall, 2),
-                "per_trial_s": round(loop_wall / n, 3)},
-        base | {"measure": "overhead_runner", "trials": n, "trial_seconds": secs, "wall_s": round(run_wall, 2),
-                "per_trial_s": round(run_wall / n, 3),
-                "note": f"overhead {over:.2f} s/trial = {100 * over / 30:.1f}% of 30 s; ray start {ray_start:.1f} s"},
-        base | {"measure": "short_loop", "trials": short, "wall_s": round(short_loop, 2),
-                "per_trial_s": round(short_loop / short, 3), "note": f"{iters} iterations each"},
-        base | {"measure": "short_local", "trials": short, "wall_s": round(short_local, 2),
-                "per_trial_s": round(short_local / short, 3), "note": f"{cpus} CPUs; speed-up {short_loop / short_local:.2f}"},
-        base | {"measure": "short_cluster", "trials": short, "wall_s": round(child["wall"], 2),
-                "per_trial_s": round(child["wall"] / short, 3),
-                "note": f"2 nodes x 1 CPU; speed-up {short_loop / child['wall']:.2f}"},
-    ])
+    print(f"machine: {stamp.machine}, load average {load_avg()}")
+    rows = []
+    for name in args.only:
+        rows += (overhead if name == "overhead" else short)(args, tmp, stamp)
+    if not args.no_save:
+        print(f"appended {len(rows)} rows to {append('experiments', rows, FIELDS)}")
 
 
 if __name__ == "__main__":

@@ -31,6 +31,7 @@ def trial_folder() -> Path:
 
 def run_trial(config: dict[str, Any]) -> None:
     """Tune's trainable: ``config["trial"]`` is a `Trial.to_dict()` plus the grid's stop, loggers and folder."""
+    started = time.time()  # before the imports: a fresh worker's first trial pays them
     from ray import tune
 
     from pbmarl.experiments.grid import as_stop
@@ -51,6 +52,7 @@ def run_trial(config: dict[str, Any]) -> None:
     except BaseException:
         _keep_error(folder)
         raise
+    built = time.time()
     params = {"game": t["game"], "method": t["method"], "seed": t["seed"], "spec": t["spec"]}
     loggers = [make_logger(name, Path(t["experiment_dir"]), experiment=t["experiment"], trial=t["key"],
                            params=params) for name in t.get("loggers", ())]
@@ -72,7 +74,9 @@ def run_trial(config: dict[str, Any]) -> None:
         write_json(folder / FINISHED, {"stopped_by": records.stopped_by or "budget",
                                        "node": ray.get_runtime_context().get_node_id(),
                                        "iteration": last_row.get("iteration"), "env_steps": last_row.get("env_steps"),
-                                       "wall_time": last_row.get("wall_time")})
+                                       "wall_time": last_row.get("wall_time"),
+                                       # where the trial's seconds went (Unix times): benchmarks/experiments.py reads them
+                                       "started": started, "built": built, "ended": time.time()})
         if not records and run.records:  # reopened after the stop was reached: report where it ended
             tune.report(scalars(run.records[-1]))
     except BaseException:
