@@ -11,6 +11,8 @@ Names are imported lazily: ``import pbmarl`` loads neither torch nor Ray.
 
 from __future__ import annotations
 
+from typing import Any
+
 from pbmarl._version import __version__
 from pbmarl.lazy import lazy_exports
 
@@ -88,4 +90,15 @@ _SUBPACKAGES = ("algorithms", "config", "envs", "evaluation", "experiments", "ga
 __all__ = sorted(_EXPORTS) + ["__version__"]
 
 
-__getattr__, __dir__ = lazy_exports(globals(), _EXPORTS, __all__, subpackages=_SUBPACKAGES)
+_lazy_getattr, __dir__ = lazy_exports(globals(), _EXPORTS, __all__, subpackages=_SUBPACKAGES)
+
+
+def __getattr__(name: str) -> Any:
+    """A public name or subpackage, loaded on first access; ``pb.plot_...`` says where the plots live."""
+    if name.startswith("plot_"):
+        from pbmarl.plots import __all__ as plots
+
+        known = f"`from pbmarl.plots import {name}` or `pb.plots.{name}(...)`" if name in plots else (
+            f"which has {', '.join(plots)}")
+        raise AttributeError(f"module 'pbmarl' has no attribute {name!r}: the plots live in pbmarl.plots, {known}")
+    return _lazy_getattr(name)

@@ -76,6 +76,15 @@ def test_approx_nash_conv_sums_the_next_best_responses_values(tmp_path) -> None:
         plot_exploitability(_history(), y="approx_nash_conv")
 
 
+def test_exploitability_says_which_runs_drew_the_same_curve() -> None:
+    """Seeds of an exact-oracle run cannot differ: the legend says a curve repeats an earlier one, not only its colour."""
+    other = _history(4)
+    other.loc[3, "exploitability"] = 0.2  # differs at its last point
+    runs = {"seed 0": _history(4), "seed 1": _history(4), "seed 2": other}
+    labels = [text.get_text() for text in plot_exploitability(runs).axes[0].get_legend().get_texts()]
+    assert labels == ["seed 0", "seed 1 (same curve as 'seed 0')", "seed 2"]
+
+
 def test_exploitability_log_scale_keeps_zero_visible() -> None:
     history = _history(3)
     history.loc[2, "exploitability"] = 0.0
@@ -290,3 +299,15 @@ def test_large_tables_and_populations_stay_readable() -> None:
     ax = plot_meta_strategy_bars(sigma).axes[0]
     assert len(ax.patches) == 135
     assert [t.get_text() for t in ax.get_xticklabels()] == ["70 members", "65 members"]
+
+
+# -- reaching the plots from `import pbmarl as pb` ---------------------------------------
+def test_plots_are_one_dot_below_pb_and_a_guessed_pb_plot_name_says_where() -> None:
+    assert pb.plots.plot_exploitability is plot_exploitability
+    assert "plots" not in pb.__all__ and "plot_exploitability" not in pb.__all__  # the top level stays small
+    with pytest.raises(AttributeError, match=r"from pbmarl.plots import plot_exploitability. or .pb.plots.plot_expl"):
+        pb.plot_exploitability  # noqa: B018
+    with pytest.raises(AttributeError, match=r"'plot_exploit'.*which has plot_against_lp, plot_exploitability"):
+        pb.plot_exploit  # noqa: B018
+    with pytest.raises(AttributeError, match=r"^module 'pbmarl' has no attribute 'plotting'$"):
+        pb.plotting  # noqa: B018

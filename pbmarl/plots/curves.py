@@ -63,7 +63,10 @@ def plot_exploitability(
         ax: draw into these axes instead of a new figure.
         title: axes title.
 
-    Rows where `y` was not measured (None/NaN) are skipped; one line per run and `y`.
+    Rows where `y` was not measured (None/NaN) are skipped; one line per run and `y`. A run whose curve is
+    exactly an earlier one's says so in the legend (``'seed 1' (same curve as 'seed 0')``): PSRO with an exact
+    oracle and exact payoffs samples nothing, so its seeds cannot differ; a learner or a sampled evaluator
+    (``evaluator="rollout"``) makes them differ.
 
     Example:
         >>> plot_exploitability({"nash": run_a.history, "uniform": run_b.history}, x="wall_time")  # doctest: +SKIP
@@ -79,6 +82,7 @@ def plot_exploitability(
     runs = as_histories(history)
     fig, ax = new_figure(ax, figsize=(6, 4))
     lines = [(label, frame, column) for label, frame in runs.items() for column in columns]
+    drawn: list[tuple[str, np.ndarray, np.ndarray]] = []  # (legend text, xs, ys) of the lines so far
     for k, (label, frame, column) in enumerate(lines):
         name = f" {label!r}" if label else ""
         xs = iterations(frame) if x == "iteration" else _column(frame, x, name)
@@ -91,6 +95,10 @@ def plot_exploitability(
             raise ValueError(f"history{name} has no {column!r} values to plot (was it measured? see PSRO(measure=...))")
         values = np.clip(ys[keep], LOG_FLOOR, None) if log else ys[keep]
         text = " · ".join(filter(None, [label, Y_AXES[column] if len(columns) > 1 else ""]))
+        same = next((earlier for earlier, ex, ey in drawn if _same_curve(ex, ey, xs[keep], values)), None)
+        drawn.append((text, xs[keep], values))
+        if same is not None and text:
+            text = f"{text} (same curve as {same!r})"
         # every other line gets larger hollow markers, so a curve lying exactly on an earlier one stays visible
         (line,) = ax.plot(xs[keep], values, marker=MARKERS[k % len(MARKERS)], markersize=7 if k % 2 else 4,
                           markerfacecolor="none" if k % 2 else None,
@@ -121,6 +129,12 @@ def plot_exploitability(
         ax.legend()
     ax.grid(True, which="both", alpha=0.3)
     return fig
+
+
+def _same_curve(xs: np.ndarray, ys: np.ndarray, other_xs: np.ndarray, other_ys: np.ndarray) -> bool:
+    """Whether two curves have the same points, up to float rounding."""
+    return (xs.shape == other_xs.shape and np.array_equal(xs, other_xs)
+            and np.allclose(ys, other_ys, rtol=1e-9, atol=1e-15))
 
 
 def _mark_converged(ax: Axes, xs: np.ndarray, ys: np.ndarray, color: Any) -> None:
