@@ -128,10 +128,10 @@ def resume_train(out: Path, steps: int | None, quiet: bool) -> int:
     from pbmarl.runs import load_run
     from pbmarl.runs.folder import open_run
 
-    info = read_json(out / TRAIN_MARKER)
+    info = _marker(read_json(out / TRAIN_MARKER), out / TRAIN_MARKER)
     if not (out / "run.json").exists():
         raise CliError(f"no round of the run in {str(out)!r} completed, so there is nothing to resume; start it "
-                       f"again with: {' '.join(info['argv'])}")
+                       f"again with: {_start_again(info, out / TRAIN_MARKER)}")
     ensure_writable_folder(out, what="run folder")
     overrides: dict[str, Any] = {} if steps is None else {"budget": int(open_run(out).data["env_steps"]) + steps}
     learner = load_run(out, **overrides)
@@ -149,10 +149,13 @@ def resume_marl(out: Path, steps: int | None, quiet: bool) -> int:
     from pbmarl.algorithms.teams.marl import MARL
     from pbmarl.io import ensure_writable_folder, read_json, write_json
 
-    info = read_json(out / MARL_MARKER)
+    info = _marker(read_json(out / MARL_MARKER), out / MARL_MARKER)
     if not (out / "run" / "run.json").exists():
         raise CliError(f"no step of the run in {str(out)!r} completed, so there is nothing to resume; start it "
-                       f"again with: {' '.join(info['argv'])}")
+                       f"again with: {_start_again(info, out / MARL_MARKER)}")
+    if steps is None and not isinstance(info.get("steps"), int):
+        raise CliError(f"{str(out / MARL_MARKER)!r} holds no 'steps' (the env steps the run was asked for), got "
+                       f"{info.get('steps')!r}; give the steps to run with: pbmarl resume {shlex.quote(str(out))} --steps N")
     ensure_writable_folder(out, what="run folder")
     run = MARL.load(out / "run")
     budget = int(info["steps"]) if steps is None else run.env_steps + int(steps)
@@ -164,3 +167,19 @@ def resume_marl(out: Path, steps: int | None, quiet: bool) -> int:
     first = f"resuming {run!r} up to {budget} env steps"
     drive(run, first, save=marl_saver(run, out), quiet=quiet, until=Stop(env_steps=budget))
     return evaluate_marl(run, out, int(info.get("eval_episodes", 50)))
+
+
+def _marker(info: Any, path: Path) -> dict[str, Any]:
+    """A train.json / marl.json as a dict; anything else is refused, naming the file."""
+    if not isinstance(info, dict):
+        raise CliError(f"{str(path)!r} must hold a JSON object (what pbmarl wrote when the run started), "
+                       f"got {type(info).__name__}")
+    return info
+
+
+def _start_again(info: dict[str, Any], path: Path) -> str:
+    """The command that started the run, from its marker; a marker without one says so."""
+    argv = info.get("argv")
+    if isinstance(argv, list) and argv:
+        return " ".join(str(a) for a in argv)
+    return f"the command that started it ({str(path)!r} records none: its 'argv' is {argv!r})"
