@@ -13,6 +13,8 @@ MLflow and W&B are imported only when used.
 
 from pbmarl.experiments.experiment import Experiment
 from pbmarl.experiments.loggers import CSVLogger, MLflowLogger, TensorBoardLogger, WandbLogger
+from pbmarl.experiments.saved import SavedResults, save_results
 from pbmarl.experiments.spec import RunSpec, spec
 
-__all__ = ["CSVLogger", "Experiment", "MLflowLogger", "RunSpec", "TensorBoardLogger", "WandbLogger", "spec"]
+__all__ = ["CSVLogger", "Experiment", "MLflowLogger", "RunSpec", "SavedResults", "TensorBoardLogger", "WandbLogger",
+           "save_results", "spec"]

@@ -245,6 +245,17 @@ class Experiment:
         rest = order_columns([c for c in out.columns if c not in head])
         return out[head + rest]
 
+    def save_results(self, folder: str | os.PathLike[str], *, metric: str | None = None, description: str = "",
+                     source: Mapping[str, Any] | None = None) -> Path:
+        """Write `results` and the grid to a small folder (``results.csv``, ``results.json``) that can be committed;
+        `pb.compare` and ``pbmarl report`` read it as they read this experiment. See `pbmarl.experiments.saved`."""
+        from pbmarl.experiments.saved import save_results
+
+        status = self.status
+        states = {k: s for k, s in status["state"].items() if s != "finished"}
+        return save_results(self.results, folder, name=self.name, metric=metric, description=description,
+                            source={"grid": self.grid.to_dict(), **dict(source or {})}, states=states)
+
     def __repr__(self) -> str:
         g = self.grid
         return (f"Experiment({self.name!r}: {len(g.games)} game(s) x {len(g.runs)} method(s) x {len(g.seeds)} seed(s) "

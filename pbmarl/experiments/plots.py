@@ -186,14 +186,15 @@ def probability_matrix(comparison: Comparison) -> Any:
     return fig
 
 
-def save(fig: Any, path: str | os.PathLike[str], *, formats: Sequence[str] = ("png", "svg")) -> list[Path]:
-    """Write `fig` as each of `formats` beside `path` (its suffix replaced); returns the files."""
+def save(fig: Any, path: str | os.PathLike[str], *, formats: Sequence[str] = ("png", "svg"),
+         dpi: int = 120) -> list[Path]:
+    """Write `fig` as each of `formats` beside `path` (its suffix replaced), rasters at `dpi`; returns the files."""
     base = Path(path)
     base.parent.mkdir(parents=True, exist_ok=True)
     out = []
     for fmt in formats:
         target = base.with_suffix("." + fmt)
-        fig.savefig(target, dpi=120, bbox_inches="tight")
+        fig.savefig(target, dpi=dpi, bbox_inches="tight")
         out.append(target)
     return out
 
