@@ -159,3 +159,32 @@ def test_every_pb_name_the_readme_and_the_docs_write_exists() -> None:
                     break
                 obj = getattr(obj, attr)
     assert not stale
+
+
+@pytest.mark.browser
+def test_site_check_opens_every_page_and_names_a_missing_figure_a_script_error_and_an_empty_search(
+        tmp_path: Path) -> None:
+    """What docs/build.py runs on the built site, tried on a small one with a fault per page (no docs build needed)."""
+    import base64
+
+    import check_site
+    from browser_lab import require_browser
+
+    require_browser()
+    png = base64.b64encode(bytes.fromhex(
+        "89504e470d0a1a0a0000000d49484452000000010000000108060000001f15c4890000000d49444154789c63f8cfc0f01f0005000"
+        "1ff5ba9d3a80000000049454e44ae426082")).decode()
+    (tmp_path / "good.html").write_text(f'<html><body><p>a figure</p><img src="data:image/png;base64,{png}"></body></html>')
+    (tmp_path / "figure.html").write_text('<html><body><p>a figure</p><img src="_images/gone.png"></body></html>')
+    (tmp_path / "script.html").write_text("<html><body><p>text</p><script>undefinedName();</script></body></html>")
+    (tmp_path / "blank.html").write_text("<html><body></body></html>")
+    (tmp_path / "search.html").write_text('<html><body><p>search</p><div id="search-results"><p class="search-summary">'
+                                          'Search finished, found 0 pages matching the search query.</p></div></body></html>')
+    problems, pages, hits = check_site.check(tmp_path)
+    assert (pages, hits) == (5, 0)
+    gone = (tmp_path / "_images" / "gone.png").as_uri()
+    assert problems[0] == "blank.html: did not load (no body text)"
+    assert problems[1] == f"figure.html: image not drawn: {gone[-90:]}"
+    assert problems[2].startswith("figure.html: console error:") and "ERR_FILE_NOT_FOUND" in problems[2]
+    assert problems[3].startswith("script.html: console error:") and "undefinedName is not defined" in problems[3]
+    assert problems[4:] == ["search.html: the search box found nothing for 'exploitability'"]
