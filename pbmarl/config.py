@@ -29,15 +29,17 @@ from __future__ import annotations
 import dataclasses
 import difflib
 import math
+import re
+import sys
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, ClassVar, TypeVar
 
 import numpy as np
 
-__all__ = ["FLAG", "NON_NEGATIVE", "NON_NEGATIVE_INT", "POSITIVE", "POSITIVE_INT", "UNIT", "Config", "Rule",
-           "build_config", "check_int", "check_real", "check_seed", "check_widths", "did_you_mean", "is_int",
-           "is_real"]
+__all__ = ["DEVICE_TYPES", "FLAG", "NON_NEGATIVE", "NON_NEGATIVE_INT", "POSITIVE", "POSITIVE_INT", "UNIT", "Config",
+           "Rule", "build_config", "check_device", "check_int", "check_real", "check_seed", "check_widths",
+           "did_you_mean", "is_int", "is_real"]
 
 
 def is_int(value: Any) -> bool:
@@ -199,3 +201,47 @@ def check_widths(name: str, value: Any) -> tuple[int, ...]:
         raise ValueError(f"{name} must be layer widths, a tuple of at most {MAX_LAYERS} ints in [1, {MAX_WIDTH:,}] "
                          f"such as (64, 64), got {value!r}")
     return tuple(int(w) for w in value)
+
+
+#: the device types `check_device` accepts ("cuda" may carry an index: "cuda:1")
+DEVICE_TYPES = ("cpu", "cuda", "mps")
+_DEVICE = re.compile(r"(cpu|mps|cuda)(?::(\d+))?")
+
+
+def check_device(value: Any, *, name: str = "device") -> str:
+    """The torch device `value` (a str or a ``torch.device``: "cpu", "cuda", "cuda:N", "mps") as a string, if
+    this machine has it. Another type, an unknown device type or an index on "cpu" / "mps" raises ValueError
+    naming `name`, the value and what is accepted; a device this machine lacks raises ValueError saying what
+    torch reports and that "cpu" is the default. torch is imported only to ask about "cuda" and "mps".
+
+    >>> check_device("cpu")
+    'cpu'
+    >>> check_device("tpu")
+    Traceback (most recent call last):
+    ...
+    ValueError: device must be 'cpu', 'cuda', 'cuda:N' or 'mps' (a str or a torch.device), got 'tpu'
+    """
+    loaded = sys.modules.get("torch")  # a torch.device exists only once torch is imported
+    text = str(value) if loaded is not None and isinstance(value, loaded.device) else value
+    match = _DEVICE.fullmatch(text) if isinstance(text, str) else None
+    if match is None or (match.group(2) is not None and match.group(1) != "cuda"):
+        raise ValueError(f"{name} must be 'cpu', 'cuda', 'cuda:N' or 'mps' (a str or a torch.device), got {value!r}")
+    kind, index = match.group(1), match.group(2)
+    if kind == "cpu":
+        return "cpu"
+    import torch
+
+    load = f"a run saved with {name}={text!r} loads here with load(path, {name}='cpu')"
+    if kind == "mps":
+        if not torch.backends.mps.is_available():
+            raise ValueError(f"{name}={value!r} is not available on this machine: torch.backends.mps.is_available() "
+                             f"is False; 'cpu' is the default ({load})")
+        return "mps"
+    if not torch.cuda.is_available():
+        raise ValueError(f"{name}={value!r} is not available on this machine: torch.cuda.is_available() is False "
+                         f"(torch {torch.__version__}); 'cpu' is the default ({load})")
+    count = torch.cuda.device_count()
+    if index is not None and int(index) >= count:
+        raise ValueError(f"{name}={value!r} is not available on this machine: torch.cuda.is_available() is True "
+                         f"with {count} device(s), cuda:0 to cuda:{count - 1}; 'cpu' is the default")
+    return "cuda" if index is None else f"cuda:{int(index)}"

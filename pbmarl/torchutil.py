@@ -1,6 +1,7 @@
 """Torch helpers that every layer from the parameter server up may use: a bit-exact, faster
-`clip_grad_norm`, `torch_threads` (a block with a set number of torch threads) and `copy_state`
-(a deep copy of a state dict, many times faster than `copy.deepcopy` on small tensors).
+`clip_grad_norm`, `torch_threads` (a block with a set number of torch threads), `copy_state`
+(a deep copy of a state dict, many times faster than `copy.deepcopy` on small tensors), `on_cpu` (a state
+dict's tensors on the CPU, as run folders write them) and `device_of` (where a module's parameters live).
 
 They import nothing from pbmarl, so `pbmarl.distributed` (the server clips the averaged gradient)
 and the learners above it share one implementation.
@@ -15,7 +16,7 @@ from typing import TypeVar
 
 import torch
 
-__all__ = ["clip_grad_norm", "copy_state", "torch_threads"]
+__all__ = ["clip_grad_norm", "copy_state", "device_of", "on_cpu", "torch_threads"]
 
 T = TypeVar("T")
 
@@ -76,3 +77,30 @@ def copy_state(state: T) -> T:
     if isinstance(state, tuple) and not hasattr(state, "_fields"):
         return tuple(copy_state(v) for v in state)  # type: ignore[return-value]
     return copy.deepcopy(state)
+
+
+def on_cpu(state: T) -> T:
+    """`state` (nested dicts, lists and tuples) with every tensor on the CPU: those already there are the same
+    objects (no copy), others are copied by ``.cpu()``. Run folders write state dicts through it, so a run trained
+    on a GPU loads on a machine without one.
+
+    >>> s = {"w": torch.ones(2), "groups": [{"lr": 0.1}]}
+    >>> on_cpu(s)["w"] is s["w"]
+    True
+    """
+    if isinstance(state, torch.Tensor):
+        return state if state.device.type == "cpu" else state.cpu()  # type: ignore[return-value]
+    if isinstance(state, dict):
+        return type(state)((k, on_cpu(v)) for k, v in state.items())
+    if isinstance(state, list):
+        return [on_cpu(v) for v in state]  # type: ignore[return-value]
+    if isinstance(state, tuple) and not hasattr(state, "_fields"):
+        return tuple(on_cpu(v) for v in state)  # type: ignore[return-value]
+    return state
+
+
+def device_of(module: torch.nn.Module) -> torch.device:
+    """The device of `module`'s first parameter (the CPU for a module without parameters)."""
+    for p in module.parameters():
+        return p.device
+    return torch.device("cpu")

@@ -35,10 +35,11 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from pbmarl.config import FLAG, POSITIVE, POSITIVE_INT, UNIT, Config, Rule, build_config, check_seed
+from pbmarl.config import FLAG, POSITIVE, POSITIVE_INT, UNIT, Rule, build_config, check_seed
 from pbmarl.games.base import Game
 from pbmarl.games.registry import game_spec, load_game
 from pbmarl.learners.common.buffers import ReplayBuffer, Transitions
+from pbmarl.learners.common.config import DeviceOption
 from pbmarl.learners.common.nets import build_mlp, obs_dim, seeded, to_tensor
 from pbmarl.learners.common.reservoir import ReservoirBuffer
 from pbmarl.policies.neural import MLPPolicy, masked_logits
@@ -58,7 +59,7 @@ MAX_BUFFER_BYTES = 16 * 2**30
 
 
 @dataclass(frozen=True)
-class NFSPConfig(Config):
+class NFSPConfig(DeviceOption):
     """NFSP options. Defaults are the Leduc settings of Heinrich & Silver 2016 (§5.2) where they give one."""
 
     hidden: tuple[int, ...] = (64,)
@@ -191,6 +192,8 @@ class NFSP(Run):
         base = self.seed * 1000  # torch seeds are 64-bit: a seed past 2**63 / 1000 wraps (the same nets below it)
         self.q_nets = [seeded((base + 2 * p) % 2**63, lambda: build_mlp(d, cfg.hidden, A)) for p in range(P)]
         self.avg_nets = [seeded((base + 2 * p + 1) % 2**63, lambda: build_mlp(d, cfg.hidden, A)) for p in range(P)]
+        for net in self.q_nets + self.avg_nets:  # built on the CPU from the seed (the same weights anywhere), then moved
+            net.to(cfg.device)
         self.target_nets = [copy.deepcopy(q) for q in self.q_nets]
         self.rl_opts = [torch.optim.SGD(q.parameters(), lr=cfg.rl_lr) for q in self.q_nets]
         self.sl_opts = [torch.optim.SGD(a.parameters(), lr=cfg.sl_lr) for a in self.avg_nets]
@@ -211,15 +214,16 @@ class NFSP(Run):
 
     def _act(self, player: int, obs: np.ndarray, mask: np.ndarray, best_response: bool) -> int:
         legal = np.flatnonzero(mask)
+        device = self.config.device  # acting runs on the networks' device, one decision at a time
         with torch.no_grad():
-            x = torch.as_tensor(obs, dtype=torch.float32).reshape(1, -1)
+            x = torch.as_tensor(obs, dtype=torch.float32, device=device).reshape(1, -1)
             if best_response:
                 if self.rng.random() < self.epsilon:
                     return int(legal[self.rng.integers(len(legal))])
-                q = self.q_nets[player](x)[0].numpy()
+                q = self.q_nets[player](x)[0].cpu().numpy()
                 return int(legal[np.argmax(q[legal])])
-            logits = masked_logits(self.avg_nets[player](x), torch.as_tensor(mask)[None])
-            probs = torch.softmax(logits, dim=-1)[0].double().numpy()
+            logits = masked_logits(self.avg_nets[player](x), torch.as_tensor(mask, device=device)[None])
+            probs = torch.softmax(logits, dim=-1)[0].double().cpu().numpy()
         return int(self.rng.choice(len(probs), p=probs / probs.sum()))
 
     def play_episode(self) -> int:
@@ -277,12 +281,13 @@ class NFSP(Run):
     def _rl_update(self, p: int) -> float:
         cfg = self.config
         b = self.replay[p].sample(cfg.batch_size, self.rng)
-        n = len(b.action)
-        q = self.q_nets[p](to_tensor(b.obs).reshape(n, -1)).gather(1, to_tensor(b.action, dtype=None)[:, None]).squeeze(1)
+        n, device = len(b.action), cfg.device  # the minibatch goes to the device once
+        q = self.q_nets[p](to_tensor(b.obs, device=device).reshape(n, -1)).gather(
+            1, to_tensor(b.action, dtype=None, device=device)[:, None]).squeeze(1)
         with torch.no_grad():
-            q_next = self.target_nets[p](to_tensor(b.next_obs).reshape(n, -1))
-            bootstrap = masked_max_q(q_next, q_next, to_tensor(b.next_legal_mask, dtype=None))
-            target = to_tensor(b.reward) + cfg.gamma * (1.0 - to_tensor(b.done)) * bootstrap
+            q_next = self.target_nets[p](to_tensor(b.next_obs, device=device).reshape(n, -1))
+            bootstrap = masked_max_q(q_next, q_next, to_tensor(b.next_legal_mask, dtype=None, device=device))
+            target = to_tensor(b.reward, device=device) + cfg.gamma * (1.0 - to_tensor(b.done, device=device)) * bootstrap
         loss = F.mse_loss(q, target)
         self.rl_opts[p].zero_grad()
         loss.backward()
@@ -294,8 +299,10 @@ class NFSP(Run):
 
     def _sl_update(self, p: int) -> float:
         obs, mask, action = self.reservoir[p].sample(self.config.batch_size, self.rng)
-        logits = masked_logits(self.avg_nets[p](to_tensor(obs).reshape(len(action), -1)), torch.as_tensor(mask))
-        loss = F.cross_entropy(logits, torch.as_tensor(action))
+        device = self.config.device
+        logits = masked_logits(self.avg_nets[p](to_tensor(obs, device=device).reshape(len(action), -1)),
+                               torch.as_tensor(mask, device=device))
+        loss = F.cross_entropy(logits, torch.as_tensor(action, device=device))
         self.sl_opts[p].zero_grad()
         loss.backward()
         self.sl_opts[p].step()

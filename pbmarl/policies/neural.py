@@ -184,10 +184,11 @@ class MLPPolicy(Policy):
         return self.net(obs.reshape(obs.shape[0], -1))
 
     def _probs(self, obs: np.ndarray, legal_mask: np.ndarray, keys: Sequence[str] | None) -> np.ndarray:
-        with torch.no_grad():
-            x = torch.as_tensor(np.asarray(obs, dtype=np.float32))
-            logits = masked_logits(self.logits(x), torch.as_tensor(legal_mask))
-            return torch.softmax(logits, dim=-1).double().numpy()
+        with torch.no_grad():  # on the network's device (a learner's ``device=``); the probabilities come back
+            device = next(self.net.parameters()).device
+            x = torch.as_tensor(np.asarray(obs, dtype=np.float32), device=device)
+            logits = masked_logits(self.logits(x), torch.as_tensor(legal_mask, device=device))
+            return torch.softmax(logits, dim=-1).double().cpu().numpy()
 
     def arrays(self) -> dict[str, np.ndarray]:
         return {k: v.detach().cpu().numpy() for k, v in self.net.state_dict().items()}

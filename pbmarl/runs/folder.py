@@ -142,7 +142,8 @@ class SavedRun:
             raise RunFolderError(str(exc)) from None
 
     def module(self, name: str) -> dict[str, Any]:
-        """The torch state dict saved as `name`, loaded with ``weights_only=True`` onto the CPU."""
+        """The torch state dict saved as `name`, loaded with ``weights_only=True`` onto the CPU (``map_location``);
+        a run's ``load_state_dict`` copies it onto the run's own ``device``."""
         import pickle
 
         import torch
@@ -227,7 +228,10 @@ def _write_state(folder: Path, state: State) -> None:
 
 
 def _save_torch(torch: Any, path: Path, state_dict: dict[str, Any]) -> None:
-    write_atomic(path, lambda fh: torch.save(state_dict, fh))
+    from pbmarl.torchutil import on_cpu
+
+    cpu = on_cpu(state_dict)  # written from CPU tensors: a run trained on a GPU loads on a machine without one
+    write_atomic(path, lambda fh: torch.save(cpu, fh))
 
 
 def _check_name(name: str) -> None:

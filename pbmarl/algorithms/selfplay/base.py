@@ -31,9 +31,10 @@ from typing import Any, ClassVar, cast
 import numpy as np
 import torch
 
-from pbmarl.config import FLAG, NON_NEGATIVE, POSITIVE, POSITIVE_INT, UNIT, Config, Rule, build_config, check_seed
+from pbmarl.config import FLAG, NON_NEGATIVE, POSITIVE, POSITIVE_INT, UNIT, Rule, build_config, check_seed
 from pbmarl.games.base import Game
 from pbmarl.games.registry import game_spec, load_game
+from pbmarl.learners.common.config import DeviceOption
 from pbmarl.learners.common.nets import adam, build_mlp, obs_dim, seeded, to_tensor
 from pbmarl.policies.neural import MLPPolicy, masked_logits
 from pbmarl.rl.multistep import gae
@@ -47,7 +48,7 @@ __all__ = ["SelfPlayBatch", "SelfPlayConfig", "SelfPlayRecord", "SelfPlayRun"]
 
 
 @dataclass(frozen=True)
-class SelfPlayConfig(Config):
+class SelfPlayConfig(DeviceOption):
     """Options every self-play actor-critic shares."""
 
     shared: bool = True
@@ -145,7 +146,7 @@ class SelfPlayBatch:
         return len(self.action)
 
     def take(self, index: np.ndarray) -> SelfPlayBatch:
-        i = torch.as_tensor(index)
+        i = torch.as_tensor(index, device=self.obs.device)
         return SelfPlayBatch(*(t[i] for t in (self.obs, self.legal_mask, self.action, self.old_logp,
                                                self.old_logp_all, self.advantage, self.returns)))
 
@@ -178,6 +179,9 @@ class SelfPlayRun(Run):
         self.actors = [MLPPolicy(self.game, hidden=config.hidden, seed=int(self.rng.integers(2**31))) for _ in range(n)]
         self.critics = [seeded(int(self.rng.integers(2**31)), lambda: build_mlp(obs_dim(self.game), config.hidden, 1))
                         for _ in range(n)]
+        for actor, critic in zip(self.actors, self.critics):  # built on the CPU from the seed, then moved
+            actor.net.to(config.device)
+            critic.to(config.device)
         self.optimizers = [adam(list(a.net.parameters()) + list(c.parameters()), lr=config.lr, eps=1e-5)
                            for a, c in zip(self.actors, self.critics)]
         self.records = []
@@ -291,17 +295,19 @@ class SelfPlayRun(Run):
         cfg = self.config
         critic, actor = self.critics[index], self.actors[index]
         parts: list[tuple[torch.Tensor, ...]] = []
+        device = cfg.device  # the round's rows go to the device once; minibatches index them there
         for traj in trajs:
             T = len(traj)
-            obs = to_tensor(traj.obs).reshape(T, -1)
-            legal = to_tensor(traj.legal_mask.reshape(T, -1), None)
+            obs = to_tensor(traj.obs, device=device).reshape(T, -1)
+            legal = to_tensor(traj.legal_mask.reshape(T, -1), None, device=device)
             with torch.no_grad():
-                value = critic(obs).squeeze(-1).double().numpy()
-                next_value = critic(to_tensor(traj.next_obs).reshape(T, -1)).squeeze(-1).double().numpy()
+                value = critic(obs).squeeze(-1).double().cpu().numpy()
+                next_value = critic(to_tensor(traj.next_obs, device=device).reshape(T, -1)).squeeze(-1).double().cpu().numpy()
                 old_logp_all = torch.log_softmax(masked_logits(actor.logits(obs), legal), dim=-1)
             adv, ret = gae(traj.reward, traj.done, value, next_value, gamma=cfg.gamma, lam=cfg.gae_lambda)
-            parts.append((obs, legal, to_tensor(traj.action, None), to_tensor(np.log(traj.action_prob)), old_logp_all,
-                          to_tensor(adv), to_tensor(ret)))
+            parts.append((obs, legal, to_tensor(traj.action, None, device=device),
+                          to_tensor(np.log(traj.action_prob), device=device), old_logp_all,
+                          to_tensor(adv, device=device), to_tensor(ret, device=device)))
         return SelfPlayBatch(*(torch.cat(column) for column in zip(*parts)))
 
     def _update(self, index: int, batch: SelfPlayBatch) -> dict[str, float]:

@@ -353,17 +353,24 @@ class MARL(Run, OnServer):
     @classmethod
     def from_state(cls, saved: SavedRun, **overrides: Any) -> MARL:
         """Rebuild a saved run; `overrides`: ``fixed=`` (policies to play the fixed groups instead of the saved
-        ones), ``pool=``, and `MARLConfig` options (``num_threads``, ``num_envs``)."""
+        ones), ``pool=``, ``device=`` (every group learner's device: a run saved with ``device="cuda"`` loads on a
+        machine without CUDA with ``device="cpu"``), and `MARLConfig` options (``num_threads``, ``num_envs``)."""
         data = saved.data
         game = saved.game()
         fixed = overrides.pop("fixed", None)
         pool = overrides.pop("pool", None)
+        device = overrides.pop("device", None)  # every group learner's device (a run saved on a GPU loads on a CPU)
         config = build_config(MARLConfig, None, {**saved.config, **overrides}, owner="MARL.load")
         mapping = AgentMapping.from_spec(steppable(game), data["mapping"])
         learners = {}
         for entry in data["learners"]:
             learner_cls = group_learner_class(entry["name"])
-            options = {k: tuple(v) if isinstance(v, list) else v for k, v in entry["config"].items()}
+            options: dict[str, Any] = {k: tuple(v) if isinstance(v, list) else v for k, v in entry["config"].items()}
+            if device is not None:
+                if "device" in options:
+                    options["device"] = device
+                elif isinstance(options.get("options"), dict):  # Independent: its wrapped learner's option
+                    options["options"] = {**options["options"], "device": device}
             learners[entry["group"]] = learner_cls(seed=entry["seed"], config=learner_cls.config_class(**options))
         if fixed is None:
             fixed = _load_fixed(saved, mapping, data["fixed"])

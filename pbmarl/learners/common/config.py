@@ -30,16 +30,49 @@ from pbmarl.config import (
     UNIT,
     Config,
     Rule,
+    check_device,
     is_int,
     is_real,
 )
 from pbmarl.runs.records import Record, shared_row
 
-__all__ = ["LearnerConfig", "LearnerRecord", "StepRecord"]
+__all__ = ["DEVICE_RUNS", "DeviceOption", "LearnerConfig", "LearnerRecord", "StepRecord", "refuse_device"]
 
 
 @dataclass(frozen=True)
-class LearnerConfig(Config):
+class DeviceOption(Config):
+    """The ``device=`` option of every run with torch networks (`LearnerConfig`, the multi-agent group learners',
+    NFSP's and the self-play runs' configs inherit it), checked and normalised by `pbmarl.config.check_device`."""
+
+    device: str = "cpu"
+    """Where the networks live and the updates run: "cpu" (the default), "cuda", "cuda:N" or "mps" (a str or a
+    ``torch.device``; one this machine lacks is refused). The run types of `DEVICE_RUNS` build their networks
+    on the CPU from the seed and move them there, move each update's batch there once, act there (each
+    observation batch goes there, the actions come back with ``.cpu()``) and export CPU policies; the others
+    refuse a device other than "cpu", saying why (`refuse_device`). Saved state dicts are written from CPU
+    tensors, so a folder saved on a GPU loads on a CPU-only machine with ``load(path, device="cpu")``. For these
+    small networks the CPU is the faster choice up to a few thousand rows per update
+    (``benchmarks/gpu_scaling.py``)."""
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "device", check_device(self.device))
+        super().__post_init__()
+
+
+#: the run types whose networks may live on a device other than the CPU (the others refuse one, `refuse_device`)
+DEVICE_RUNS = ("PPO", "A2C", "DQN", "MAPPO", "IPPO", "NFSP", "PPOSelfPlay", "DeepMMD")
+
+
+def refuse_device(device: str, who: str, why: str | None) -> None:
+    """Raise ValueError when `device` is not the CPU and `why` (the reason `who` runs on the CPU only) is given;
+    names the device, the reason, and the run types that take one."""
+    if device != "cpu" and why:
+        raise ValueError(f"{who} runs on the CPU only, got device={device!r}: {why}. Leave device='cpu' (the "
+                         f"default); device= other than 'cpu' is taken by {', '.join(DEVICE_RUNS)}")
+
+
+@dataclass(frozen=True)
+class LearnerConfig(DeviceOption):
     """Options every RL learner shares (algorithms extend it with their own fields).
 
     Each config class lists the rules its fields must satisfy in `checks`; a bad

@@ -9,7 +9,6 @@ Illegal actions are handled here once: `masked_logits` for policies,
 from __future__ import annotations
 
 import contextlib
-import copy
 import inspect
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any, TypeVar
@@ -29,6 +28,7 @@ from pbmarl.policies.neural import (
     masked_logits,
     outside_autocast,
 )
+from pbmarl.torchutil import device_of
 
 __all__ = [
     "EpsilonGreedy", "adam", "build_mlp", "tempered_policy", "masked_argmax", "masked_logits",
@@ -141,13 +141,16 @@ class LeanAdam(torch.optim.Adam):
     step.hooked = True  # type: ignore[attr-defined]  # torch wraps a class's step in its hook runner unless marked
 
 
-def to_tensor(array: np.ndarray, dtype: torch.dtype | None = torch.float32) -> torch.Tensor:
+def to_tensor(array: np.ndarray, dtype: torch.dtype | None = torch.float32, *,
+              device: str | torch.device | None = None) -> torch.Tensor:
     """A tensor of a numpy batch (sharing its memory where the dtype already matches and the batch is writable;
     a read-only batch, as Ray hands to an actor, is copied so no tensor aliases memory it may not write).
-    ``dtype=None`` keeps the batch's own dtype (masks, action indices)."""
+    ``dtype=None`` keeps the batch's own dtype (masks, action indices); `device` (None or "cpu": the CPU)
+    copies the batch there, once."""
     array = np.ascontiguousarray(array)
     t = torch.as_tensor(array if array.flags.writeable else array.copy())
-    return t.to(dtype) if dtype is not None and t.dtype != dtype else t
+    t = t.to(dtype) if dtype is not None and t.dtype != dtype else t
+    return t if device is None or device == "cpu" else t.to(device)
 
 
 def masked_argmax(q: torch.Tensor, legal_mask: torch.Tensor) -> torch.Tensor:
@@ -163,8 +166,8 @@ def tempered_policy(net: nn.Sequential, game: Game, hidden: Sequence[int], *, te
     near-ties); an actor at temperature 1 is itself, below 1 it is sharpened
     towards its most likely action.
     """
-    policy = MLPPolicy(game, hidden=hidden, seed=None)
-    state = copy.deepcopy(net.state_dict())
+    policy = MLPPolicy(game, hidden=hidden, seed=None)  # on the CPU, whatever device `net` trains on
+    state = {k: v.detach().cpu().clone() for k, v in net.state_dict().items()}
     last = len(net) - 1
     state[f"{last}.weight"] = state[f"{last}.weight"] / temperature
     state[f"{last}.bias"] = state[f"{last}.bias"] / temperature
@@ -191,8 +194,9 @@ class EpsilonGreedy(Policy):
 
     def _probs(self, obs: np.ndarray, legal_mask: np.ndarray, keys: Sequence[str] | None) -> np.ndarray:
         with torch.no_grad():
-            q = self.q_net(to_tensor(obs).reshape(len(obs), -1))
-            best = masked_argmax(q, torch.as_tensor(legal_mask)).numpy()
+            device = device_of(self.q_net)  # the learner's device: the batch goes there, the actions come back
+            q = self.q_net(to_tensor(obs, device=device).reshape(len(obs), -1))
+            best = masked_argmax(q, to_tensor(legal_mask, None, device=device)).cpu().numpy()
         legal = legal_mask.astype(float)
         probs = self.epsilon * legal / np.maximum(legal.sum(axis=1, keepdims=True), 1.0)
         probs[np.arange(len(best)), best] += 1.0 - self.epsilon

@@ -58,6 +58,7 @@ from pbmarl.config import build_config, check_seed, is_int
 from pbmarl.distributed.on_server import OnServer
 from pbmarl.games.base import Game
 from pbmarl.learners.common.buffers import Batch, PrioritizedReplayBuffer, ReplayBuffer, check_memory
+from pbmarl.learners.common.config import refuse_device
 from pbmarl.learners.common.recorded import Recorded
 from pbmarl.learners.control.config import ControlConfig, ControlRecord, PrioritizedOptions
 from pbmarl.learners.control.step_env import EnvSource, StepEnv, evaluate_policy, single_agent_env, space_kind
@@ -108,6 +109,8 @@ class ControlLearner(Run, Recorded, OnServer, abc.ABC):
             raise TypeError(f"game must be a pbmarl Game or a game name, got {type(game).__name__}: {game!r}")
         self.game = game
         self.config: ControlConfig = build_config(self.config_class, config, options, owner=type(self).__name__)
+        refuse_device(self.config.device, type(self).__name__, "its acting and its updates draw their noise from a CPU torch "
+                      "generator, which keeps its runs reproducible")
         self.seed = check_seed(seed)
         self.rng = np.random.default_rng(self.seed)
         self.gen = torch.Generator().manual_seed(int(self.rng.integers(2**63 - 1)))

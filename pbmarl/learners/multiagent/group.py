@@ -25,6 +25,7 @@ import torch
 
 from pbmarl.config import Rule, build_config, check_seed, is_int
 from pbmarl.games.base import Game
+from pbmarl.learners.common.config import refuse_device
 from pbmarl.policies.base import Policy
 from pbmarl.rollout.mapping import AgentMapping, GroupGame
 from pbmarl.rollout.trajectories import Trajectories
@@ -175,6 +176,7 @@ class GroupLearner(abc.ABC):
         self.game: Game | None = game
         wanted = options if config is not None else {**self.defaults, **options}
         self.config: Any = build_config(self.config_class, config, wanted, owner=type(self).__name__)
+        refuse_device(self.device, type(self).__name__, self._cpu_only())
         self.seed = check_seed(seed)
         self.rng = np.random.default_rng(self.seed)
         self.torch_gen = torch.Generator().manual_seed(self.seed)
@@ -213,6 +215,17 @@ class GroupLearner(abc.ABC):
         if self.mapping is None or self.group is None:
             raise RuntimeError(f"{type(self).__name__} is not bound to a group yet: pb.MARL binds it")
         return self.mapping.group_game(self.group)
+
+    def _cpu_only(self) -> str | None:
+        """Why this learner, so configured, runs on the CPU only (None: its ``device=`` is honoured)."""
+        if getattr(self.config, "workers", 1) > 1:
+            return "with workers > 1 the parameter server and its workers exchange weights and gradients as CPU arrays"
+        return None
+
+    @property
+    def device(self) -> str:
+        """Where the learner's networks live and its updates run (the config's ``device``; "cpu" where it has none)."""
+        return str(getattr(self.config, "device", "cpu"))
 
     @abc.abstractmethod
     def _build(self, view: GroupGame) -> None:

@@ -36,8 +36,9 @@ from typing import TYPE_CHECKING, Any, ClassVar
 import numpy as np
 import torch
 
-from pbmarl.config import POSITIVE_INT, Config, Rule, did_you_mean
+from pbmarl.config import POSITIVE_INT, Config, Rule, check_device, did_you_mean
 from pbmarl.games.base import Game
+from pbmarl.learners.common.config import refuse_device
 from pbmarl.learners.multiagent.group import GroupLearner
 from pbmarl.policies.base import ActionOutput, Policy
 from pbmarl.policies.continuous import BoxPolicy
@@ -86,6 +87,16 @@ class IndependentConfig(Config):
             if name not in fields:
                 raise TypeError(f"unknown option {name!r} for Independent({self.algo!r}){did_you_mean(name, fields)} "
                                 f"Accepted options: steps_per_round, {', '.join(fields)}")
+        if "device" in self.options:  # the wrapped learner's option: checked here, at construction, not at binding
+            device = check_device(self.options["device"])
+            object.__setattr__(self, "options", {**self.options, "device": device})
+            refuse_device(device, f"Independent({self.algo!r})", "it wraps a control learner, which acts and updates "
+                          "with a CPU torch generator")
+
+    @property
+    def device(self) -> str:
+        """The wrapped learner's ``device`` (the only device option an `Independent` has)."""
+        return str(self.options.get("device", "cpu"))
 
 
 class SeatGame(GroupGame):

@@ -24,8 +24,9 @@ from typing import Any, ClassVar
 import numpy as np
 import torch
 
-from pbmarl.config import NON_NEGATIVE, NON_NEGATIVE_INT, POSITIVE, POSITIVE_INT, UNIT, Config, Rule, is_real
+from pbmarl.config import NON_NEGATIVE, NON_NEGATIVE_INT, POSITIVE, POSITIVE_INT, UNIT, Rule, is_real
 from pbmarl.distributed.options import ParallelOptions
+from pbmarl.learners.common.config import DeviceOption
 from pbmarl.learners.common.nets import build_mlp, masked_logits
 from pbmarl.learners.multiagent.group import HIDDEN, GroupLearner, as_widths, joint_steps
 from pbmarl.policies.base import Policy
@@ -39,7 +40,7 @@ from pbmarl.torchutil import clip_grad_norm
 
 
 @dataclass(frozen=True)
-class MADDPGConfig(ParallelOptions, Config):
+class MADDPGConfig(ParallelOptions, DeviceOption):
     """MADDPG options (Lowe et al. 2017, Appendix: lr 0.01, gamma 0.95, tau 0.01, batch 1024, 64 units).
 
     With ``workers > 1`` (`ParallelOptions`) `pb.MARL` trains it on a parameter server: each
@@ -93,6 +94,9 @@ class MADDPG(GroupLearner):
     config_class = MADDPGConfig
     config: MADDPGConfig
     one_gradient = {"updates_per_round": 1}
+
+    def _cpu_only(self) -> str | None:
+        return super()._cpu_only() or "its networks, replay and acting are not placed on a device yet"
 
     def __init__(self, game: Any = None, *, seed: int = 0, config: MADDPGConfig | None = None, **options: Any) -> None:
         super().__init__(game, seed=seed, config=config, **options)

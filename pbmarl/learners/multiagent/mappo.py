@@ -27,8 +27,9 @@ from typing import Any, ClassVar
 import numpy as np
 import torch
 
-from pbmarl.config import FLAG, NON_NEGATIVE, POSITIVE, POSITIVE_INT, UNIT, Config, Rule, is_int
+from pbmarl.config import FLAG, NON_NEGATIVE, POSITIVE, POSITIVE_INT, UNIT, Rule, is_int
 from pbmarl.distributed.options import ParallelOptions
+from pbmarl.learners.common.config import DeviceOption
 from pbmarl.learners.common.nets import build_mlp, masked_logits, to_tensor
 from pbmarl.learners.multiagent.episode_batch import episode_grid
 from pbmarl.learners.multiagent.group import (
@@ -53,7 +54,7 @@ from pbmarl.torchutil import clip_grad_norm
 
 
 @dataclass(frozen=True)
-class MAPPOConfig(ParallelOptions, Config):
+class MAPPOConfig(ParallelOptions, DeviceOption):
     """MAPPO options; defaults are the MAPPO paper's MPE values (Yu et al. 2022, Tables 8-9).
 
     With ``workers > 1`` (`ParallelOptions`) `pb.MARL` trains it on a parameter server: a worker collects
@@ -268,6 +269,11 @@ class MAPPO(GroupLearner):
     config: MAPPOConfig
     one_gradient = {"epochs": 1, "minibatches": 1}
 
+    def _cpu_only(self) -> str | None:
+        if self.config.recurrent:
+            return "the recurrent actor (recurrent=True) acts on the CPU"
+        return super()._cpu_only()
+
     def _build(self, view: GroupGame) -> None:
         cfg = self.config
         who = f"{type(self).__name__} (group {view.group!r})"
@@ -295,6 +301,8 @@ class MAPPO(GroupLearner):
                     orthogonal_init_(self.critic, 1.0, cfg.activation)
         self.critic_width = width
         self.value_norm = ValueNorm()
+        for module in (self.actor.net, self.critic, self.value_norm):  # built on the CPU from the seed, then moved
+            module.to(cfg.device)
         self._moments: dict[str, float] = {}
         self.optimizer = torch.optim.Adam(list(self.actor.net.parameters()) + list(self.critic.parameters()),
                                           lr=cfg.lr, eps=1e-5)
@@ -334,7 +342,9 @@ class MAPPO(GroupLearner):
         return self.actor
 
     def policy(self) -> Policy:
-        return copy.deepcopy(self.actor)
+        policy = copy.deepcopy(self.actor)
+        policy.net.to("cpu")  # a trained policy plays and is saved on the CPU, whatever device trains it
+        return policy
 
     def _critic_outputs(self, x: np.ndarray, next_x: np.ndarray,
                         seqs: tuple[np.ndarray, np.ndarray] | None) -> tuple[torch.Tensor, torch.Tensor]:
@@ -343,7 +353,9 @@ class MAPPO(GroupLearner):
         one more GRU step, on the row's next input, from the state after the row."""
         with torch.no_grad():
             if seqs is None:
-                return self.critic(to_tensor(x)).squeeze(-1), self.critic(to_tensor(next_x)).squeeze(-1)
+                device = self.device
+                return (self.critic(to_tensor(x, device=device)).squeeze(-1),
+                        self.critic(to_tensor(next_x, device=device)).squeeze(-1))
             assert isinstance(self.critic, RecurrentNet)
             out, states, k = unroll(self.critic, to_tensor(x), *seqs)
             nxt, _ = self.critic.step(to_tensor(next_x[k]), states)
@@ -354,7 +366,7 @@ class MAPPO(GroupLearner):
     def _in_return_units(self, raw: torch.Tensor) -> np.ndarray:
         """Critic outputs as values in the reward's units (denormalised where ``value_norm``)."""
         with torch.no_grad():
-            return (self.value_norm.denormalize(raw) if self.config.value_norm else raw).double().numpy()
+            return (self.value_norm.denormalize(raw) if self.config.value_norm else raw).double().cpu().numpy()
 
     def train(self, rows: Trajectories, env_steps: int) -> dict[str, float]:
         cfg = self.config
@@ -387,14 +399,17 @@ class MAPPO(GroupLearner):
         if cfg.bootstrap_truncated:  # a truncated row bootstraps from V(s'); its recursion still stops there
             reward = reward + cfg.gamma * rows.truncated * next_value
         adv, ret = gae(reward, rows.done, value, next_value, gamma=cfg.gamma, lam=cfg.gae_lambda)
-        ret_t = to_tensor(ret)
+        device = self.device  # the round's rows go to the device once; each minibatch indexes them there
+        ret_t = to_tensor(ret, device=device)
         self._moments = {"ret_mean": float(np.mean(ret)), "ret_mean_sq": float(np.mean(ret**2))}
         if cfg.value_norm:
             self.value_norm.update(ret_t)
         assert rows.log_prob is not None
-        return RoundData(obs=to_tensor(rows.obs.reshape(len(rows), -1)), mask=torch.as_tensor(rows.legal_mask),
-                         action=torch.as_tensor(rows.action), old_logp=to_tensor(rows.log_prob), adv=to_tensor(adv),
-                         ret=ret_t, x=to_tensor(x), raw=raw, seqs=seqs, lr=lr)
+        return RoundData(obs=to_tensor(rows.obs.reshape(len(rows), -1), device=device),
+                         mask=to_tensor(rows.legal_mask, None, device=device),
+                         action=to_tensor(rows.action, None, device=device),
+                         old_logp=to_tensor(rows.log_prob, device=device), adv=to_tensor(adv, device=device),
+                         ret=ret_t, x=to_tensor(x, device=device), raw=raw, seqs=seqs, lr=lr)
 
     def epoch_parts(self, data: RoundData, rng: np.random.Generator) -> list[np.ndarray]:
         """One epoch's minibatches: a shuffled split of the rows (of whole sequences for the GRU) in ``minibatches``."""
@@ -414,7 +429,7 @@ class MAPPO(GroupLearner):
             idx = torch.as_tensor(rows_k)
         else:
             assert isinstance(self.actor, MLPPolicy)
-            idx = torch.as_tensor(part)
+            idx = torch.as_tensor(part, device=data.obs.device)
             out, v = self.actor.logits(data.obs[idx]), self.critic(data.x[idx])
         v = v.squeeze(-1)
         logits = masked_logits(out, data.mask[idx])

@@ -35,8 +35,9 @@ from typing import Any, ClassVar
 import numpy as np
 import torch
 
-from pbmarl.config import FLAG, POSITIVE, POSITIVE_INT, UNIT, Config, Rule, is_real
+from pbmarl.config import FLAG, POSITIVE, POSITIVE_INT, UNIT, Rule, is_real
 from pbmarl.distributed.options import ParallelOptions
+from pbmarl.learners.common.config import DeviceOption
 from pbmarl.learners.common.nets import masked_argmax
 from pbmarl.learners.multiagent.episode_batch import episode_grid, unroll_q
 from pbmarl.learners.multiagent.group import (
@@ -58,7 +59,7 @@ from pbmarl.torchutil import clip_grad_norm
 
 
 @dataclass(frozen=True)
-class QMIXConfig(ParallelOptions, Config):
+class QMIXConfig(ParallelOptions, DeviceOption):
     """QMIX options (Rashid et al. 2018 where they apply).
 
     With ``workers > 1`` (`ParallelOptions`) `pb.MARL` trains it on a parameter server: each
@@ -183,6 +184,9 @@ class QMIX(GroupLearner):
     config_class = QMIXConfig
     config: QMIXConfig
     one_gradient = {"updates_per_round": 1}
+
+    def _cpu_only(self) -> str | None:
+        return super()._cpu_only() or "its networks, replay and acting are not placed on a device yet"
 
     def __init__(self, game: Any = None, *, seed: int = 0, config: QMIXConfig | None = None, **options: Any) -> None:
         super().__init__(game, seed=seed, config=config, **options)

@@ -155,6 +155,9 @@ class ApeX(ActorJobs, DQN):
         cfg = self.config
         return apex_epsilons(cfg.actors, cfg.apex_epsilon, cfg.apex_alpha)
 
+    def _cpu_only(self) -> str | None:
+        return "its actors run apart from the learner and take its weights as CPU arrays"
+
     def _init_task(self, player: int, warm: dict[str, dict[str, Any]] | None) -> None:
         super()._init_task(player, warm)
         cfg, task = self.config, self._require_task()

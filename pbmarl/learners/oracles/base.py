@@ -43,7 +43,7 @@ from pbmarl.config import check_seed
 from pbmarl.config import is_int as _is_int
 from pbmarl.distributed.on_server import OnServer
 from pbmarl.games.base import Game
-from pbmarl.learners.common.config import LearnerConfig, LearnerRecord, StepRecord
+from pbmarl.learners.common.config import LearnerConfig, LearnerRecord, StepRecord, refuse_device
 from pbmarl.learners.common.recorded import Recorded
 from pbmarl.learners.oracles.files import learner_from_state, learner_state
 from pbmarl.learners.oracles.task import Life, Task
@@ -106,6 +106,7 @@ class Learner(Run, Recorded, OnServer, abc.ABC):
         from pbmarl.config import build_config
 
         self.config = build_config(self.config_class, config, options, owner=type(self).__name__)
+        refuse_device(self.config.device, type(self).__name__, self._cpu_only())
         self._check_game()
         self.seed = check_seed(seed)
         self.rng = np.random.default_rng(self.seed)
@@ -132,6 +133,17 @@ class Learner(Run, Recorded, OnServer, abc.ABC):
         if space is not None and not isinstance(space, spaces.Discrete):
             raise ValueError(f"{type(self).__name__} plays discrete actions; {self.game.name!r} has "
                              f"{type(space).__name__} actions. Use pb.SAC, pb.TD3 or pb.DDPG (or pb.learners.ApeXDDPG) there")
+
+    @property
+    def device(self) -> str:
+        """Where the task's networks live and its updates run (the config's ``device``)."""
+        return str(self.config.device)
+
+    def _cpu_only(self) -> str | None:
+        """Why this learner, so configured, runs on the CPU only (None: ``device=`` is honoured)."""
+        if getattr(self.config, "workers", 1) > 1:
+            return "with workers > 1 the parameter server and its workers exchange weights and gradients as CPU arrays"
+        return None
 
     # -- the algorithm's hooks ---------------------------------------------
     @abc.abstractmethod

@@ -146,6 +146,7 @@ class DQN(Learner):
         self.q_net = seeded(int(self.rng.integers(2**31)), lambda: build_mlp(in_dim, cfg.hidden, A))
         if warm is not None:
             self.q_net.load_state_dict(warm["q"])
+        self.q_net.to(cfg.device)  # built on the CPU from the seed (the same weights on any device), then moved
         self.target_net = copy.deepcopy(self.q_net)
         self.optimizer = adam(self.q_net.parameters(), lr=cfg.lr)
         if cfg.prioritized:
@@ -223,21 +224,21 @@ class DQN(Learner):
     def _td_loss(self, batch: Any) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         """(importance-weighted TD loss, Q of the taken actions, TD errors) of a replay minibatch."""
         cfg = self.config
-        B = len(batch.action)
-        obs = to_tensor(batch.obs).reshape(B, -1)
-        next_obs = to_tensor(batch.next_obs).reshape(B, -1)
-        action = to_tensor(batch.action, dtype=None)
+        B, device = len(batch.action), self.device  # the minibatch goes to the device once
+        obs = to_tensor(batch.obs, device=device).reshape(B, -1)
+        next_obs = to_tensor(batch.next_obs, device=device).reshape(B, -1)
+        action = to_tensor(batch.action, dtype=None, device=device)
         q = self.q_net(obs).gather(1, action[:, None]).squeeze(1)
         with torch.no_grad():
-            next_mask = to_tensor(batch.next_legal_mask, dtype=None)
+            next_mask = to_tensor(batch.next_legal_mask, dtype=None, device=device)
             q_next = self.target_net(next_obs)
             q_pick = self.q_net(next_obs) if cfg.double else q_next
             bootstrap = masked_max_q(q_pick, q_next, next_mask)
-            live = 1.0 - to_tensor(batch.done)  # no bootstrap past the end of an episode
-            target = to_tensor(batch.reward) + cfg.gamma * live * bootstrap
+            live = 1.0 - to_tensor(batch.done, device=device)  # no bootstrap past the end of an episode
+            target = to_tensor(batch.reward, device=device) + cfg.gamma * live * bootstrap
         td = q - target
         per_sample = F.smooth_l1_loss(q, target, reduction="none") if cfg.loss == "huber" else td.pow(2)
-        return (to_tensor(batch.weight) * per_sample).mean(), q, td
+        return (to_tensor(batch.weight, device=device) * per_sample).mean(), q, td
 
     def _update(self, task: Task) -> tuple[float, float]:
         """One gradient step on a replay minibatch; returns (loss, mean Q of the taken actions)."""
@@ -248,7 +249,7 @@ class DQN(Learner):
         loss.backward()
         clip_grad_norm(self.q_net.parameters(), cfg.max_grad_norm)
         self.optimizer.step()
-        self.replay.update_priorities(batch.index, td.detach().numpy())
+        self.replay.update_priorities(batch.index, td.detach().cpu().numpy())
         task.updates += 1
         if task.updates % cfg.target_update_interval == 0:
             self.target_net.load_state_dict(self.q_net.state_dict())

@@ -145,6 +145,9 @@ class IMPALA(ActorJobs, A2C):
     task_attributes = ("actor", "critic", "optimizer", "_rounds", "_rounds_saved", "executor", "params", "weights_version",
                        "_staleness", "log", "learn_seconds", "_jobs_saved")
 
+    def _cpu_only(self) -> str | None:
+        return "its actors run apart from the learner and take its weights as CPU arrays"
+
     def _init_task(self, player: int, warm: dict[str, dict[str, Any]] | None) -> None:
         super()._init_task(player, warm)
         cfg, task = self.config, self._require_task()

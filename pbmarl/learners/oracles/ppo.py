@@ -134,7 +134,7 @@ class RolloutBatch:
         return len(self.action)
 
     def take(self, index: np.ndarray) -> RolloutBatch:
-        i = torch.as_tensor(index)
+        i = torch.as_tensor(index, device=self.obs.device)
         return RolloutBatch(obs=self.obs[i], legal_mask=None if self.legal_mask is None else self.legal_mask[i],
                             action=self.action[i], old_logp=self.old_logp[i], advantage=self.advantage[i],
                             returns=self.returns[i])
@@ -163,6 +163,8 @@ class PPO(Learner):
         if warm is not None:
             self.actor.net.load_state_dict(warm["actor"])
             self.critic.load_state_dict(warm["critic"])
+        self.actor.net.to(cfg.device)  # built on the CPU from the seed (the same weights on any device), then moved
+        self.critic.to(cfg.device)
         params = list(self.actor.net.parameters()) + list(self.critic.parameters())
         self.optimizer = adam(params, lr=cfg.lr, eps=1e-5)
         self._rounds: Any = None  # workers > 1: the parameter server's rounds, made by the first round
@@ -239,16 +241,17 @@ class PPO(Learner):
 
     def _prepare(self, traj: Trajectories) -> RolloutBatch:
         """Tensors of the round, with GAE advantages from the critic's values."""
-        T = len(traj)
-        obs = to_tensor(traj.obs).reshape(T, -1)
+        T, device = len(traj), self.device  # the round's batch goes to the device once; minibatches index it there
+        obs = to_tensor(traj.obs, device=device).reshape(T, -1)
         with torch.no_grad():
-            value = self.critic(obs).squeeze(-1).double().numpy()
-            next_value = self.critic(to_tensor(traj.next_obs).reshape(T, -1)).squeeze(-1).double().numpy()
+            value = self.critic(obs).squeeze(-1).double().cpu().numpy()
+            next_value = self.critic(to_tensor(traj.next_obs, device=device).reshape(T, -1)).squeeze(-1).double().cpu().numpy()
         adv, ret = gae(traj.reward, traj.done, value, next_value, gamma=self.config.gamma, lam=self.config.gae_lambda)
         legal = traj.legal_mask.reshape(T, -1)
-        return RolloutBatch(obs=obs, legal_mask=None if legal.all() else to_tensor(legal, None),
-                            action=to_tensor(traj.action, None), old_logp=to_tensor(np.log(traj.action_prob)),
-                            advantage=to_tensor(adv), returns=to_tensor(ret))
+        return RolloutBatch(obs=obs, legal_mask=None if legal.all() else to_tensor(legal, None, device=device),
+                            action=to_tensor(traj.action, None, device=device),
+                            old_logp=to_tensor(np.log(traj.action_prob), device=device),
+                            advantage=to_tensor(adv, device=device), returns=to_tensor(ret, device=device))
 
     def _evaluate(self, batch: RolloutBatch) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         """(log-prob of the taken actions, entropy over the legal actions, value) under the current nets.
@@ -282,7 +285,7 @@ class PPO(Learner):
         cfg = self.config
         T = len(batch)
         keys = ("loss", "policy_loss", "value_loss", "entropy", "clip_fraction")
-        sums = torch.zeros(len(keys))  # summed in place: one op per minibatch instead of five .item() calls
+        sums = torch.zeros(len(keys), device=self.device)  # summed in place: one op per minibatch instead of five .item() calls
         n, approx_kl = 0, math.nan
         parts = min(cfg.minibatches if cfg.minibatch_size is None else -(-T // cfg.minibatch_size), T)
         for _ in range(cfg.epochs):
