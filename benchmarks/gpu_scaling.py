@@ -17,8 +17,16 @@ the raw floor, the same forward and backward passes with no optimiser step and n
 Prints milliseconds per update and rows per second; appends rows to ``benchmarks/results/gpu_scaling.csv``
 (``--out`` elsewhere). It needs no pbmarl extras beyond torch, numpy and pandas.
 
+The ``mappo-device`` slice is a whole run instead: `pb.MARL` training `pb.MAPPO` (``device="cpu"`` on every core,
+then ``device="cuda"``) on simple_spread (N=3), a round of ``--mappo-steps`` env steps (x 3 agents rows; 15 epochs
+of one minibatch, the paper's MPE setting), timed over ``--mappo-rounds`` rounds after one warm-up round. It prints
+env steps per second and the seconds of a round's update (``time/train``) for both devices side by side, and
+writes one row per device (``ms_per_update``: one minibatch step; ``env_steps_per_s``). Without CUDA it says so
+and exits 0 without a row. It needs the ``pettingzoo`` extra.
+
     python benchmarks/gpu_scaling.py                       # every workload, cpu:1, cpu:all, cuda if present
     python benchmarks/gpu_scaling.py --only dqn --devices cpu:1
+    python benchmarks/gpu_scaling.py --only mappo-device --mappo-steps 12800 --mappo-rounds 3
 """
 
 from __future__ import annotations
@@ -48,7 +56,7 @@ from pbmarl.torchutil import clip_grad_norm
 
 RESULTS = Path(__file__).resolve().parent / "results" / "gpu_scaling.csv"
 FIELDS = ["date", "commit", "command", "machine", "device", "threads", "workload", "batch", "ms_per_update",
-          "rows_per_s", "updates_timed", "torch_parts_ms_per_update", "floor_ms_per_update"]
+          "rows_per_s", "updates_timed", "torch_parts_ms_per_update", "floor_ms_per_update", "env_steps_per_s"]
 
 
 class _NoStep:
@@ -187,6 +195,68 @@ def time_step(step: Callable[[], None], device: torch.device, *, seconds: float,
     return (time.perf_counter() - start) / n, n
 
 
+#: the ``mappo-device`` slice: a whole `pb.MARL` run of `pb.MAPPO` on each device (not a `WORKLOADS` update)
+DEVICE_SLICE = "mappo-device"
+SPREAD = "pettingzoo:simple_spread_v3(N=3, max_cycles=25)"
+
+
+def mappo_device(steps: int, rounds: int, base: dict[str, Any]) -> list[dict[str, Any]] | None:
+    """`pb.MAPPO` trained with ``device="cpu"`` (every core) and ``device="cuda"`` on rounds of `steps` env steps:
+    one row per device, or None (and a line saying why) where CUDA is missing."""
+    if not torch.cuda.is_available():
+        print(f"{DEVICE_SLICE}: CUDA is not available here (torch.cuda.is_available() is False, torch "
+              f"{torch.__version__}); nothing measured, no row written")
+        return None
+    import pbmarl as pb
+
+    game = pb.load_game(SPREAD)
+    epochs, minibatches, cores = 15, 1, os.cpu_count() or 1
+    rows, shown = [], []
+    for device in ("cpu", "cuda"):
+        learner = pb.MAPPO(seed=0, steps_per_round=steps, epochs=epochs, minibatches=minibatches, device=device)
+        label = f"cuda ({torch.cuda.get_device_name()})" if device == "cuda" else \
+            f"cpu ({platform.processor() or platform.machine()})"
+        with pb.MARL(game, {"shared": learner}, pb.AgentMapping.shared(game, agent_id=True), seed=0,
+                     num_envs=32, num_threads=cores) as run:
+            warm = run.step()  # warm-up: CUDA's context, the kernels' first launch, the pool's environments
+            records = run.run(rounds, progress=False)
+        times = [r.times for r in records]
+        train = sum(t.get("train", 0.0) for t in times) / rounds
+        wall = sum(sum(t.values()) for t in times)
+        env_steps = records[-1].env_steps - warm.env_steps
+        batch = env_steps // rounds * 3
+        updates = epochs * minibatches
+        rows.append({**base, "device": label, "threads": cores, "workload": DEVICE_SLICE, "batch": batch,
+                     "ms_per_update": round(train / updates * 1e3, 4), "rows_per_s": round(batch * epochs / train),
+                     "updates_timed": updates * rounds, "env_steps_per_s": round(env_steps / wall)})
+        shown.append((device, env_steps / wall, train))
+    (_, cpu_rate, cpu_train), (_, gpu_rate, gpu_train) = shown
+    print(f"{DEVICE_SLICE}: simple_spread N=3, {rows[0]['batch'] // 3:,} env steps ({rows[0]['batch']:,} rows) a round, {epochs} epochs x "
+          f"{minibatches} minibatch, {rounds} rounds timed")
+    print(f"{'':14s}{'cpu (' + str(cores) + ' threads)':>22s}{'cuda':>14s}")
+    print(f"{'env steps/s':14s}{cpu_rate:22,.0f}{gpu_rate:14,.0f}")
+    print(f"{'update s/round':14s}{cpu_train:22.3f}{gpu_train:14.3f}   (cpu / cuda: {cpu_train / gpu_train:.2f}x)")
+    return rows
+
+
+def _write(path: Path, rows: list[dict[str, Any]]) -> None:
+    """Append `rows` to the CSV at `path`; a file whose header lacks a column of `FIELDS` is rewritten with it."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    old: list[dict[str, Any]] = []
+    if path.exists():
+        with open(path, newline="") as fh:
+            reader = csv.DictReader(fh)
+            if reader.fieldnames is not None and list(reader.fieldnames) != FIELDS:
+                old = list(reader)
+    rewrite = bool(old) or not path.exists()
+    with open(path, "w" if rewrite else "a", newline="") as fh:
+        writer = csv.DictWriter(fh, fieldnames=FIELDS)
+        if rewrite:
+            writer.writeheader()
+            writer.writerows(old)
+        writer.writerows(rows)
+
+
 def _commit() -> str:
     try:
         return subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True,
@@ -214,7 +284,9 @@ def _devices(names: list[str]) -> list[tuple[str, torch.device, int]]:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--only", nargs="+", choices=sorted(WORKLOADS), default=list(WORKLOADS))
+    parser.add_argument("--only", nargs="+", choices=[*sorted(WORKLOADS), DEVICE_SLICE], default=list(WORKLOADS))
+    parser.add_argument("--mappo-steps", type=int, default=12_800, help=f"{DEVICE_SLICE}: env steps per round")
+    parser.add_argument("--mappo-rounds", type=int, default=3, help=f"{DEVICE_SLICE}: rounds timed")
     parser.add_argument("--devices", nargs="+", default=["cpu:1", "cpu:all", "cuda"])
     parser.add_argument("--seconds", type=float, default=0.5, help="timed wall seconds per (workload, batch, device)")
     parser.add_argument("--out", type=Path, default=RESULTS)
@@ -224,9 +296,15 @@ def main(argv: list[str] | None = None) -> int:
     base = {"date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M"), "commit": _commit(),
             "command": command.strip(), "machine": f"{platform.node()}, {os.cpu_count()} cores"}
     rows = []
-    devices = _devices(args.devices)
     print(f"torch {torch.__version__}; {base['machine']}")
-    for workload in args.only:
+    if DEVICE_SLICE in args.only:
+        slice_rows = mappo_device(args.mappo_steps, args.mappo_rounds, base)
+        if slice_rows is None and args.only == [DEVICE_SLICE]:
+            return 0
+        rows += slice_rows or []
+    workloads = [w for w in args.only if w != DEVICE_SLICE]
+    devices = _devices(args.devices) if workloads else []
+    for workload in workloads:
         for label, device, threads in devices:
             torch.set_num_threads(threads)
             for batch in BATCHES[workload]:
@@ -242,14 +320,8 @@ def main(argv: list[str] | None = None) -> int:
                 print(f"{workload:6s} {label:32s} {threads:3d} threads  batch {batch:7,d}: {seconds * 1e3:9.3f} ms per "
                       f"update, {batch / seconds:13,.0f} rows/s | torch's Adam and clip {ref * 1e3:9.3f} ms "
                       f"({seconds / ref:.2f}x) | floor (forward and backward alone) {floor * 1e3:9.3f} ms", flush=True)
-    if not args.no_record:
-        args.out.parent.mkdir(parents=True, exist_ok=True)
-        new = not args.out.exists()
-        with open(args.out, "a", newline="") as fh:
-            writer = csv.DictWriter(fh, fieldnames=FIELDS)
-            if new:
-                writer.writeheader()
-            writer.writerows(rows)
+    if not args.no_record and rows:
+        _write(args.out, rows)
         print(f"appended {len(rows)} rows to {args.out}")
     return 0
 
