@@ -165,6 +165,40 @@ def test_arrays_are_bounded_before_anything_is_decompressed(tmp_path):
         read_npz(bomb)
 
 
+@pytest.mark.parametrize("where", ["run.json", "state.json"])
+def test_widths_changed_after_the_save_are_refused_before_any_network_is_built(tmp_path, monkeypatch, where):
+    """Issue 48's probes: a saved config's ``hidden`` raised to [16384, 16384] in a folder of a few kB made SAC
+    build networks of gigabytes (and NFSP's [60000, 60000] 14 GB) before any check; the folder is refused."""
+    _, path = _saved(tmp_path)
+    built = []
+    monkeypatch.setattr(Counter, "from_state", classmethod(lambda cls, saved, **kw: built.append(saved)))
+    state = path / "state-000001"
+
+    def widths(hidden):
+        if where == "run.json":
+            meta = json.loads((path / "run.json").read_text())
+            meta["config"]["hidden"] = hidden
+            (path / "run.json").write_text(json.dumps(meta))
+        else:  # a learner's config inside the state, as MARL keeps them; the manifest recomputed as a forger would
+            data = json.loads((state / "state.json").read_text())
+            data["learners"] = [{"group": "a", "config": {"rnn_hidden": 32, "hidden": hidden}}]
+            (state / "state.json").write_text(json.dumps(data))
+            manifest = json.loads((state / "manifest.json").read_text())
+            manifest["files"]["state.json"] = [(state / "state.json").stat().st_size,
+                                               folder_module._sha256(state / "state.json")]
+            (state / "manifest.json").write_text(json.dumps(manifest))
+
+    widths([16384, 16384])
+    with pytest.raises(RunFolderError, match=rf"{'config' if where == 'run.json' else 'state.json'} 'hidden' is "
+                                             r"\[16384, 16384\], layers whose weights alone take at least 0.50 GB, "
+                                             r"but every file of the save together holds [\d,]+ bytes"):
+        pb.load_run(path)
+    assert not built
+    widths([64, 64])  # widths a save of any size may name
+    pb.load_run(path)
+    assert len(built) == 1
+
+
 def test_a_corrupt_torch_file_names_the_file(tmp_path):
     torch = pytest.importorskip("torch")
 

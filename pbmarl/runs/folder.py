@@ -290,7 +290,62 @@ def open_run(path: str | os.PathLike[str]) -> SavedRun:
         raise RunFolderError(f"{str(state_dir)!r} does not match its manifest: {'; '.join(bad)}; the save is "
                              "incomplete or was changed after it was written")
     data = _read_checked(state_dir / "state.json")
+    _check_widths_fit(meta_path, meta.get("config"), data, _folder_bytes(state_dir))
     return SavedRun(folder, meta, state_dir, data, manifest)
+
+
+#: bytes a saved weight takes at the least (half precision), for `_check_widths_fit`
+_WEIGHT_BYTES = 2
+
+
+def _check_widths_fit(meta_path: Path, config: Any, data: Any, saved: int) -> None:
+    """Refuse a save whose config (or a learner's config in its state) names hidden layers whose weights alone
+    would take more than `MAX_ARRAY_BYTES` and more than every file of the save together: networks are built
+    from the config before their weights are read, so a changed width (``"hidden": [16384, 16384]`` in a
+    folder of a few kB) would allocate gigabytes before any check."""
+    for where, key, value in _hidden_entries(config, "config", 0) + _hidden_entries(data, "state.json", 0):
+        widths = [value, value] if isinstance(value, int) else list(value)
+        need = _WEIGHT_BYTES * sum(a * b for a, b in zip(widths, widths[1:]))
+        if need > MAX_ARRAY_BYTES and need > saved:
+            raise RunFolderError(
+                f"{str(meta_path)!r}: {where} {key!r} is {value!r}, layers whose weights alone take at least "
+                f"{need / 2**30:.2f} GB, but every file of the save together holds {saved:,} bytes; the widths were "
+                "changed after the save (they are checked before any network is built)")
+
+
+def _hidden_entries(value: Any, where: str, depth: int) -> list[tuple[str, str, Any]]:
+    """(where, key, widths) of every ``*hidden`` entry holding layer widths (a list of ints, or one int)."""
+    out: list[tuple[str, str, Any]] = []
+    if depth > 8:
+        return out
+    if isinstance(value, dict):
+        for key, item in value.items():
+            if isinstance(key, str) and key.endswith("hidden") and _widths(item):
+                out.append((where, key, item))
+            elif isinstance(item, (dict, list)):
+                out += _hidden_entries(item, where, depth + 1)
+    elif isinstance(value, list):
+        for item in value:
+            if isinstance(item, (dict, list)):
+                out += _hidden_entries(item, where, depth + 1)
+    return out
+
+
+def _widths(value: Any) -> bool:
+    def width(x: Any) -> bool:
+        return isinstance(x, int) and not isinstance(x, bool) and x > 0
+
+    return width(value) or (isinstance(value, list) and len(value) > 0 and all(width(x) for x in value))
+
+
+def _folder_bytes(folder: Path) -> int:
+    total = 0
+    for root, _dirs, files in os.walk(folder):
+        for name in files:
+            path = os.path.join(root, name)
+            if not os.path.islink(path):
+                total += os.path.getsize(path)
+    return total
 
 
 def _read_checked(path: Path) -> dict[str, Any]:
