@@ -210,7 +210,8 @@ _DEVICE = re.compile(r"(cpu|mps|cuda)(?::(\d+))?")
 
 def check_device(value: Any, *, name: str = "device") -> str:
     """The torch device `value` (a str or a ``torch.device``: "cpu", "cuda", "cuda:N", "mps") as a string, if
-    this machine has it. Another type, an unknown device type or an index on "cpu" / "mps" raises ValueError
+    this machine has it ("cpu:0", what ``torch.device("cpu", 0)`` prints, is "cpu"). Another type, an unknown
+    device type or another index on "cpu" / "mps" raises ValueError
     naming `name`, the value and what is accepted; a device this machine lacks raises ValueError saying what
     torch reports and that "cpu" is the default. torch is imported only to ask about "cuda" and "mps".
 
@@ -224,7 +225,7 @@ def check_device(value: Any, *, name: str = "device") -> str:
     loaded = sys.modules.get("torch")  # a torch.device exists only once torch is imported
     text = str(value) if loaded is not None and isinstance(value, loaded.device) else value
     match = _DEVICE.fullmatch(text) if isinstance(text, str) else None
-    if match is None or (match.group(2) is not None and match.group(1) != "cuda"):
+    if match is None or (match.group(2) is not None and match.group(1) != "cuda" and text != "cpu:0"):
         raise ValueError(f"{name} must be 'cpu', 'cuda', 'cuda:N' or 'mps' (a str or a torch.device), got {value!r}")
     kind, index = match.group(1), match.group(2)
     if kind == "cpu":

@@ -243,6 +243,7 @@ def test_recurrent_mappo_and_parallel_learners_refuse_another_device(cuda_accept
 def test_the_device_rule() -> None:
     assert check_device("cpu") == "cpu"
     assert check_device(torch.device("cpu")) == "cpu"
+    assert check_device("cpu:0") == check_device(torch.device("cpu", 0)) == "cpu"
     for bad in ("CPU", "cpu:1", "mps:0", "cuda:", " cuda", 0, 1.5, b"cpu", ["cpu"]):
         with pytest.raises(ValueError, match=r"device must be 'cpu', 'cuda', 'cuda:N' or 'mps'") as info:
             check_device(bad)
