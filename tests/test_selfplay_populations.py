@@ -69,3 +69,14 @@ def test_psro_population_started_from_the_ppo_selfplay_policy():
     assert psro.records[0].exploitability == pytest.approx(selfplay.records[-1].exploitability, abs=1e-6)  # float32 nets
     psro.run(progress=False)
     assert psro.records[-1].exploitability <= 1e-6
+
+
+def test_an_experiment_takes_xdo_with_mmd_and_refuses_a_meta_solver_name_for_it(tmp_path):
+    """XDO's solver is a config value ('cfr+', 'lp', 'mmd'), not a PSRO meta-solver part."""
+    exp = pb.Experiment("x", game=KUHN, run=[pb.spec(pb.XDO, solver="mmd"), pb.spec(pb.XDO, solver="lp")],
+                        seeds=[0], root=tmp_path)
+    assert len(exp.trials) == 2
+    with pytest.raises(ValueError, match=re.escape("solver must be one of ('cfr+', 'lp', 'mmd'), got 'nash'")):
+        pb.Experiment("y", game=KUHN, run=[pb.spec(pb.XDO, solver="nash")], seeds=[0], root=tmp_path)
+    with pytest.raises(ValueError, match="unknown meta-solver 'mmdx'"):
+        pb.Experiment("z", game=KUHN, run=[pb.spec(pb.PSRO, solver="mmdx")], seeds=[0], root=tmp_path)

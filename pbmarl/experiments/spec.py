@@ -102,7 +102,8 @@ class RunSpec:
                 raise ValueError(f"{where}: unknown option {key!r} for {self.type}{did_you_mean(key, accepted)} "
                                  f"Accepted options: {', '.join(accepted)}")
             _check_plain(where, key, value)
-            _check_named_part(where, key, value)
+            if key in named:  # a part argument (PSRO's solver=); a config field (XDO's solver) is its config's to check
+                _check_named_part(where, key, value)
             for sub in _parts(value):
                 sub.check(part=True)
         if config_cls is not None:
