@@ -34,6 +34,9 @@ def test_mmd_run_folder_holds_the_exact_exploitability_and_resumes(tmp_path, cap
         history["exploitability"].iloc[-1], abs=1e-12)
     assert history["exploitability"].iloc[-1] < history["exploitability"].iloc[0]
     assert "exploitability" in capsys.readouterr().out
+    # MMD plays no env steps: --steps could never be reached, so it is refused, naming --iterations
+    assert main(["resume", str(out), "--steps", "10"]) == 2
+    assert "--steps counts env steps, and MMD plays none" in capsys.readouterr().err
 
 
 def test_ppo_selfplay_run_folder_is_exact_and_resume_moves_the_budget(tmp_path):

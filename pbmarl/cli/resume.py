@@ -21,6 +21,9 @@ from pbmarl.cli.train import MARKER as TRAIN_MARKER
 from pbmarl.cli.train import finish_train, is_train_folder, train_line
 from pbmarl.runs.stop import Stop
 
+#: run types that never play an episode, so ``--steps`` could never be reached
+PLAYS_NO_STEPS = ("MMD",)
+
 
 def add_resume_parser(sub: Any) -> None:
     """Register ``pbmarl resume`` on the CLI's subparsers."""
@@ -77,6 +80,9 @@ def cmd_resume(args: argparse.Namespace) -> int:
         else:
             steps = args.iterations
     steps_budget = args.steps is not None and "budget" in config and "max_iterations" not in config
+    if args.steps is not None and meta.get("type") in PLAYS_NO_STEPS:
+        raise CliError(f"--steps counts env steps, and {meta.get('type')} plays none (it computes on the game "
+                       f"tree); continue it with: pbmarl resume {shlex.quote(str(out))} --iterations N")
     if steps_budget:  # a self-play run's env-step budget moves with --steps (its learning rate anneals over it)
         records = saved.data.get("records") or [{}]
         overrides["budget"] = int(records[-1].get("env_steps", 0)) + args.steps
