@@ -311,3 +311,17 @@ def test_plots_are_one_dot_below_pb_and_a_guessed_pb_plot_name_says_where() -> N
         pb.plot_exploit  # noqa: B018
     with pytest.raises(AttributeError, match=r"^module 'pbmarl' has no attribute 'plotting'$"):
         pb.plotting  # noqa: B018
+
+
+def test_against_lp_legend_leaves_the_axes_their_width() -> None:
+    """The LP's legend entry (value, exploitability, where it is drawn) once ran so wide that the layout squeezed the
+    axes to under half the figure (tutorial 12)."""
+    import io
+
+    from pbmarl.plots import plot_against_lp
+
+    fig = plot_against_lp({"PSRO": _history(4), "XDO": _history(6)}, pb.load_game("kuhn_poker"))
+    fig.savefig(io.BytesIO(), format="png", bbox_inches="tight")  # as a notebook draws it: the layout runs
+    labels = [text.get_text() for text in fig.axes[0].get_legend().get_texts()]
+    assert labels[2].startswith("sequence-form LP: value -0.0555556\n(exploitability ")
+    assert fig.axes[0].get_position().width > 0.8

@@ -22,8 +22,8 @@ def plot_against_lp(history: Histories, game: Any, lp: Any = None, *, x: str = "
         history: one run's history or ``label -> history`` (``psro.history``, ``xdo.history``).
         game: the two-player zero-sum game the runs played.
         lp: its `SequenceFormSolution` (`pb.sequence_form_lp(game)`), solved here when not given.
-            Its exploitability is 0 up to rounding: the line is drawn at the log floor and
-            labelled with the game value.
+            Its exploitability is 0 up to rounding: the line is drawn a decade below the lowest
+            exploitability the runs reach, and labelled with the game value and its own exploitability.
         x: ``"iteration"`` or ``"wall_time"``.
 
     Example:
@@ -42,7 +42,9 @@ def plot_against_lp(history: Histories, game: Any, lp: Any = None, *, x: str = "
     reached = [float(v) for h in as_histories(history).values() if "exploitability" in h.columns
                for v in pd.to_numeric(h["exploitability"], errors="coerce").dropna() if v > 0]
     floor = max(min(reached) / 10, LOG_FLOOR) if reached else LOG_FLOOR
-    label = f"sequence-form LP: value {lp.value:.6g}, exploitability {abs(exact):.0e} (drawn below the runs)"
+    # two short lines: one long legend entry widened the legend until the layout squeezed the axes to a third
+    where = "drawn below the runs" if floor > exact else "drawn at it"
+    label = f"sequence-form LP: value {lp.value:.6g}\n(exploitability {abs(exact):.0e}, {where})"
     return plot_exploitability(history, x=x, reference={label: max(exact, floor)}, ax=ax,
                                title=title or "exploitability against the exact LP solution")
 
