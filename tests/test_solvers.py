@@ -23,6 +23,7 @@ FAST = {
     "nash": {"iterations": 300},
     "prd": {"iterations": 300},
     "rm": {"iterations": 300},
+    "mmd": {"iterations": 300},
     "alpharank": {},
     "rectified_nash": {"iterations": 300},
     **{name: {} for name in ("ce", "cce", "mgce", "mgcce", "mwce", "mwcce")},

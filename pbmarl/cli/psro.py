@@ -16,7 +16,7 @@ from pbmarl.fmt import fmt
 from pbmarl.protocols import Specified
 
 ORACLES = ("exact", "dqn", "ppo", "a2c")
-SOLVERS = ("nash", "uniform", "last", "prd", "rm", "alpharank", "rectified_nash")
+SOLVERS = ("nash", "uniform", "last", "prd", "rm", "mmd", "alpharank", "rectified_nash")
 #: the oracle chosen for games the exact engine cannot walk, when --oracle is not given
 SAMPLED_ORACLE = "ppo"
 #: most episodes per cell the command line accepts (see `PSRO.MAX_EPISODES`)

@@ -3,7 +3,7 @@
 Pure functions over ndarrays live in small modules; `MetaSolver` and `MetaStrategy`
 are the thin objects a notebook holds::
 
-    sigma = MetaSolver("nash")(table)      # "uniform", "last", "nash", "prd", "rm", "alpharank", "rectified_nash"
+    sigma = MetaSolver("nash")(table)      # "uniform", "last", "nash", "prd", "rm", "mmd", "alpharank", "rectified_nash"
     sigma[0], sigma.nash_conv, sigma.to_frame()
 """
 
@@ -11,10 +11,12 @@ from pbmarl.solvers.alpharank import alpharank_profiles, solve_alpharank
 from pbmarl.solvers.bimatrix import LemkeHowsonFailure, PivotLimitReached, lemke_howson
 from pbmarl.solvers.dynamics import (
     fictitious_play,
+    magnetic_mirror_descent,
     project_simplex,
     projected_replicator_dynamics,
     regret_matching,
     solve_fictitious_play,
+    solve_mmd,
     solve_prd,
     solve_rm,
 )
@@ -52,6 +54,7 @@ __all__ = [
     "iterative_nash",
     "lemke_howson",
     "logit_path_nash",
+    "magnetic_mirror_descent",
     "meta_nash_conv",
     "meta_regrets",
     "nash_equilibrium",
@@ -65,6 +68,7 @@ __all__ = [
     "solve_alpharank",
     "solve_fictitious_play",
     "solve_last",
+    "solve_mmd",
     "solve_nash",
     "solve_prd",
     "solve_rm",

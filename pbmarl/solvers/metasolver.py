@@ -16,7 +16,7 @@ import numpy as np
 
 from pbmarl.solvers.alpharank import alpharank_profiles
 from pbmarl.solvers.correlated import correlated_result
-from pbmarl.solvers.dynamics import solve_prd, solve_rm
+from pbmarl.solvers.dynamics import solve_mmd, solve_prd, solve_rm
 from pbmarl.solvers.inputs import DistributionsLike, check_distributions, read_table
 from pbmarl.solvers.metastrategy import MetaStrategy
 from pbmarl.solvers.nash import nash_equilibrium
@@ -49,6 +49,12 @@ def _prd(U: np.ndarray, *, iterations: int = 10_000, dt: float = 0.3, gamma: flo
 
 def _rm(U: np.ndarray, *, iterations: int = 10_000, plus: bool = False) -> SolverResult:
     return SolverResult(solve_rm(U, iterations=iterations, plus=plus), "rm+" if plus else "rm", {"iterations": iterations})
+
+
+def _mmd(U: np.ndarray, *, iterations: int = 2_000, alpha: float = 0.05, stepsize: float = 1.0,
+         magnet_every: int = 100) -> SolverResult:
+    sigma = solve_mmd(U, iterations=iterations, alpha=alpha, stepsize=stepsize, magnet_every=magnet_every)
+    return SolverResult(sigma, "mmd", {"iterations": iterations})
 
 
 def _alpharank(U: np.ndarray, *, alpha: float = 100.0, m: int = 50, max_profiles: int = 2_500) -> SolverResult:
@@ -90,6 +96,7 @@ SOLVERS: Mapping[str, Callable[..., SolverResult]] = MappingProxyType({
     "nash": _nash,
     "prd": _prd,
     "rm": _rm,
+    "mmd": _mmd,
     "alpharank": _alpharank,
     "rectified_nash": _rectified_nash,
     # correlated (joint) solvers; "ce"/"cce" are the maximum-welfare LPs
@@ -132,7 +139,8 @@ class MetaSolver:
     with missing (NaN) cells are refused, naming the cells; nothing is changed.
 
     Names: ``"uniform"`` (fictitious play), ``"last"`` (self-play), ``"nash"``, ``"prd"``
-    (projected replicator dynamics), ``"rm"`` (regret matching), ``"alpharank"``,
+    (projected replicator dynamics), ``"rm"`` (regret matching), ``"mmd"`` (magnetic mirror descent's
+    last iterate, the magnet moved every 100 steps: `pbmarl.solvers.dynamics.solve_mmd`), ``"alpharank"``,
     ``"rectified_nash"``; correlated solvers (`pbmarl.solvers.correlated`): ``"mgcce"``,
     ``"mgce"`` (maximum Gini, unique), ``"mwcce"``, ``"mwce"`` (maximum welfare), ``"cce"`` and
     ``"ce"`` (the maximum-welfare ones); their `MetaStrategy` has ``.joint`` over profiles and
