@@ -1,4 +1,5 @@
-"""Write one page per benchmark, and the results-at-a-glance page, from ``benchmarks/results/*.csv``.
+"""Write one page per benchmark, and the results-at-a-glance page, from ``benchmarks/results/*.csv`` and the
+experiment results in ``benchmarks/experiments/`` (multi-seed rows, through ``pb.compare``).
 
 A page says what the script measures and against which peer, lists the machines, commits and dates of
 its rows, shows the latest rows and a figure drawn from them, and links the whole CSV. Nothing on a
@@ -231,32 +232,117 @@ GLANCE = [
     ("NFSP, Kuhn, 40k episodes", "population_learning",
      {"slice": "^nfsp$", "metric": "^exploitability$", "method": r"^pbmarl NFSP \(openspiel\)$", "x": r"^40000(?:\.0)?$"},
      "value", "exploitability <= 0.25"),
-    ("SAC, Pendulum, 20k steps", "control", {"env": "^Pendulum-v1$", "algo": "^sac$", "budget": "^20000$"},
-     "pbmarl_return", "return >= -200, time <= 0.7x SB3"),
-    ("TD3, Pendulum, 20k steps", "control", {"env": "^Pendulum-v1$", "algo": "^td3$", "budget": "^20000$"},
-     "pbmarl_return", "return >= -200, time <= 0.7x SB3"),
-    ("DDPG, Pendulum, 20k steps", "control", {"env": "^Pendulum-v1$", "algo": "^ddpg$", "budget": "^20000$"},
-     "pbmarl_return", "return >= -200, time <= 0.7x SB3"),
-    ("SAC, MountainCarContinuous, 50k steps", "control", {"env": "^MountainCarContinuous", "algo": "^sac$"},
-     "pbmarl_return", ">= 90, time <= 0.7x SB3"),
-    ("PPO, CartPole, 100k steps", "control", {"env": "^CartPole", "algo": "^ppo$"}, "pbmarl_return",
-     "500, time <= 0.7x SB3"),
-    ("DQN, CartPole, 50k steps", "control", {"env": "^CartPole", "algo": "^dqn$", "seed": "^[012]$"}, "pbmarl_return",
-     "500, time <= 0.7x SB3"),
-    ("Rainbow, CartPole, 50k steps", "control", {"env": "^CartPole", "algo": "^rainbow"}, "pbmarl_return", "500"),
-    ("MAPPO, simple_spread, 25M env steps, most likely action", "marl",
-     {"slice": "^mappo$", "method": r"\[most likely action\]$", "env_steps": r"^25\d{6}$"}, "mappo_paper",
-     "3-seed mean >= -135 (MAPPO paper's convention)"),
     ("IMPALA, CartPole, 1 / 2 actors (env steps/s)", "distributed", {"env": "^CartPole", "algo": "^pbmarl IMPALA"},
      "env_steps_per_s", ">= 2x RLlib's env steps/s"),
 ]
 
 
-def glance(frames: dict[str, pd.DataFrame]) -> str:
+#: rows read from experiment results (``benchmarks/experiments/<name>/``, written by benchmarks/to_experiments.py)
+#: through pb.compare: (label, experiment, game, methods, the peer's method or None, bar, the CSV page it came from)
+EXPERIMENT_GLANCE = [
+    ("SAC, Pendulum, 20k steps", "control-vs-sb3", "Pendulum-v1", ["SAC (pbmarl)"], "SAC (SB3)",
+     "return >= -200, time <= 0.7x SB3", "control"),
+    ("TD3, Pendulum, 20k steps", "control-vs-sb3", "Pendulum-v1", ["TD3 (pbmarl)"], "TD3 (SB3)",
+     "return >= -200, time <= 0.7x SB3", "control"),
+    ("DDPG, Pendulum, 20k steps", "control-vs-sb3", "Pendulum-v1", ["DDPG (pbmarl)"], "DDPG (SB3)",
+     "return >= -200, time <= 0.7x SB3", "control"),
+    ("SAC, MountainCarContinuous, 50k steps", "control-vs-sb3", "MountainCarContinuous-v0", ["SAC (pbmarl)"],
+     "SAC (SB3)", ">= 90, time <= 0.7x SB3", "control"),
+    ("PPO, CartPole, 100k steps", "control-vs-sb3", "CartPole-v1", ["PPO (pbmarl)"], "PPO (SB3)",
+     "500, time <= 0.7x SB3", "control"),
+    ("DQN, CartPole, 50k steps", "control-vs-sb3", "CartPole-v1", ["DQN (pbmarl)"], "DQN (SB3)",
+     "500, time <= 0.7x SB3", "control"),
+    ("Rainbow, CartPole, 50k steps", "control-vs-sb3", "CartPole-v1", ["Rainbow (pbmarl)"], "Rainbow (SB3 DQN)", "500",
+     "control"),
+    ("MAPPO, simple_spread, 25M env steps, most likely action", "spread-mappo", "simple_spread",
+     ["pbmarl mappo (activation=tanh, epochs=10, value_clip=True, clip_apart=True, lr_decay_steps=25000000) "
+      "[most likely action]"], None, "3-seed mean >= -135 (MAPPO paper's convention)", "marl"),
+    ("MAPPO, simple_spread, 201,600 env steps, training return per agent", "spread-mappo-vs-benchmarl",
+     "simple_spread", ["pbmarl mappo"], "BenchMARL 1.5 MAPPO", "at least BenchMARL's return, in less time", "marl"),
+    ("PSRO (PRD, DQN oracle), Leduc, 10 min", "leduc-rl-oracles", "leduc_poker",
+     ["psro (prd:iterations=500) parallel oracle (dqn, batch_size=1024, lr=0.003, steps_per_round=4096, "
+      "buffer_size=200000, hidden=(64, 64))"], None, "exploitability <= 0.1", "population_learning"),
+    ("XDO / P2SRO (DQN oracles), Leduc", "leduc-rl-oracles", "leduc_poker",
+     ["xdo (dqn oracle, parallel)", "p2sro(active=3, ray, 0.66 CPU per level)"], None,
+     "exploitability <= 0.1 (XDO); P2SRO: 7 min", "population_learning"),
+    ("PSRO Nash / PSRO PRD / XDO, Leduc, 10 iterations (run by pb.Experiment)", "leduc-psro-xdo", "leduc_poker",
+     ["PSRO-nash", "PSRO-prd", "XDO"], None, "exploitability, lower is better (no bar: shows the runner's path)", ""),
+]
+#: bootstrap resamples for the README's intervals (rliable's paper uses 50,000; 1,000 keeps a docs build quick)
+REPS = 1_000
+
+
+def _iqm(results: pd.DataFrame, metric: str) -> tuple[str, int, pd.Series]:
+    """IQM [95% CI] of one method's runs (their final values) through pb.compare, its run count, its row."""
+    from pbmarl.experiments.stats import compare
+
+    row = compare(results, metric, reps=REPS).table.iloc[0]
+    runs = int(row["runs"])
+    if runs == 1:
+        return f"{row['iqm']:.3g}", runs, row
+    return f"IQM {_num(row['iqm'])} [{_num(row['iqm_low'])}, {_num(row['iqm_high'])}]", runs, row
+
+
+def _num(v: float) -> str:
+    return f"{v:,.0f}" if abs(v) >= 1000 else f"{v:.1f}" if abs(v) >= 10 else f"{v:.3g}"
+
+
+def experiment_glance(experiments: Path) -> list[str]:
+    """The table rows of `EXPERIMENT_GLANCE`, from the results folders under `experiments`."""
+    from pbmarl.experiments.saved import SavedResults
+
+    lines, loaded = [], {}
+    for label, name, game, methods, peer, bar, page in EXPERIMENT_GLANCE:
+        if name not in loaded:
+            loaded[name] = SavedResults.load(experiments / name) if (experiments / name / "results.csv").is_file() \
+                else None
+        saved = loaded[name]
+        link = f"[{label}]({page}.md)" if page else label
+        if saved is None:
+            lines.append(f"| {link} | {bar} | no rows |  |  |  |")
+            continue
+        r, metric = saved.results, saved.metric or "return"
+        r = r[r["game"] == game]
+        cells, commits = [], []
+        for method in methods:
+            mine = r[r["method"] == method]
+            if mine.empty:
+                cells.append(f"{method}: no rows")
+                continue
+            text, runs, row = _iqm(mine, metric)
+            if "mean" in bar and runs > 1:
+                text += f", mean {_num(row['mean'])}"
+            cells.append((f"{method}: " if len(methods) > 1 else "") + f"{text} ({runs} runs)")
+            commits += list(mine["commit"].astype(str)) if "commit" in mine else []
+        peer_text, ratio = "", ""
+        if peer is not None and not r[r["method"] == peer].empty:
+            theirs = r[r["method"] == peer]
+            peer_text = f"{peer.split(' (')[-1].rstrip(')') if '(' in peer else peer} {_iqm(theirs, metric)[0]}"
+            if "wall_time" in r and r["wall_time"].notna().any():
+                walls = r[r["method"].isin([methods[0], peer])].pivot_table(index="seed", columns="method",
+                                                                             values="wall_time", aggfunc="last")
+                per_seed = (walls[methods[0]] / walls[peer]).dropna()
+                if len(per_seed):
+                    ratio = (f"{per_seed.median():.2f}" if len(per_seed) == 1 else
+                             f"median {per_seed.median():.2f} ({per_seed.min():.2f}-{per_seed.max():.2f})")
+        shown = list(dict.fromkeys(commits))
+        commit = ", ".join(shown[:3]) + (f" and {len(shown) - 3} more" if len(shown) > 3 else "")
+        if not commit and "source" in saved.meta:
+            commit = str(saved.meta["source"].get("commit", ""))
+        lines.append(f"| {link} | {bar} | {'; '.join(cells)} | {peer_text} | {ratio} | {commit} |")
+    return lines
+
+
+def glance(frames: dict[str, pd.DataFrame], experiments: Path | None = None) -> str:
     lines = ["# Results at a glance", "",
-             "Generated from the latest rows of `benchmarks/results/*.csv` at each docs build: for each bar, the "
-             "value of the most recent row per seed (or per case) that matches, the commit it ran at, and the peer's "
-             "figure where the same command measured one. Each benchmark's page has the figures and commands.", "",
+             "Generated at each docs build. Single measurements come from the latest rows of "
+             "`benchmarks/results/*.csv`: for each bar, the value of the most recent row per seed (or per case) that "
+             "matches, the commit it ran at, and the peer's figure where the same command measured one. Multi-seed "
+             "rows come from the experiment results in `benchmarks/experiments/` (converted from those rows by "
+             "`benchmarks/to_experiments.py`, or run through `pb.Experiment`) through `pb.compare`: the interquartile "
+             "mean of the runs' final values with its 95% stratified-bootstrap interval (rliable, "
+             f"{REPS:,} resamples), the peer's from the same commands, and the per-seed ratio of wall times. Each "
+             "benchmark's page has the figures and commands; each experiment folder has its `report/`.", "",
              "| what | bar | measured (latest rows) | peer, same run | time vs peer | commit |",
              "|---|---|---|---|---|---|"]
     for label, name, filters, column, bar in GLANCE:
@@ -298,6 +384,8 @@ def glance(frames: dict[str, pd.DataFrame]) -> str:
         ratio = " / ".join(f"{v:.2f}" for v in rows["time_ratio"]) if name == "control" and len(rows) else ""
         commit = ", ".join(dict.fromkeys(rows["commit"].astype(str))) if len(rows) else ""
         lines.append(f"| [{label}]({name}.md) | {bar} | {measured} | {peer} | {ratio} | {commit} |")
+    if experiments is not None:
+        lines += experiment_glance(experiments)
     return "\n".join(lines) + "\n"
 
 
@@ -309,7 +397,7 @@ def write(out: Path, results: Path) -> None:
         shutil.copy(results / f"{name}.csv", out / f"{name}.csv")
         (out / f"{name}.md").write_text(page(name, df, out))
         names.append(name)
-    (out / "glance.md").write_text(glance(frames))
+    (out / "glance.md").write_text(glance(frames, results.parent / "experiments"))
     (out / "index.md").write_text(
         "# Benchmarks\n\nEach benchmark script prints pbmarl's numbers beside a peer's, measured in the same run, and "
         "appends its rows to `benchmarks/results/`. These pages are generated from those rows at every docs build.\n\n"
@@ -319,12 +407,17 @@ def write(out: Path, results: Path) -> None:
 def readme_table(results: Path) -> str:
     """The results at a glance, short, for the README: what, bar, measured, peer (no commits; the page has them)."""
     frames = {p.stem: pd.read_csv(p) for p in sorted(results.glob("*.csv"))}
-    rows = [line.split(" | ") for line in glance(frames).splitlines() if line.startswith("| ") and "---" not in line]
+    rows = [line.split(" | ") for line in glance(frames, results.parent / "experiments").splitlines()
+            if line.startswith("| ") and "---" not in line]
     out = ["| what | bar | measured | peer, same run | time vs peer |", "|---|---|---|---|---|"]
     for cells in rows[1:]:
         what, bar, measured, peer, ratio = (c.strip("| ").strip() for c in cells[:5])
         what = re.sub(r"\[(.*)\]\(.*\)", r"\1", what)
         out.append(f"| {what} | {bar} | {measured} | {peer} | {ratio} |")
+    out += ["", "Rows with IQM come from the experiment results in `benchmarks/experiments/` through `pb.compare`: the "
+            f"interquartile mean of the runs' final values and its 95% stratified-bootstrap interval ({REPS:,} "
+            "resamples), the peer's from the same commands, and the median (range) of the per-seed ratios of wall "
+            "times; each folder's `report/` has the curves."]
     return "\n".join(out) + "\n"
 
 
