@@ -2,7 +2,7 @@
 
     python benchmarks/to_experiments.py                    # convert every table below, and write their reports
     python benchmarks/to_experiments.py --only control-vs-sb3
-    python benchmarks/to_experiments.py --run leduc-exact  # the one slice run end to end through pb.Experiment
+    python benchmarks/to_experiments.py --run leduc-psro-xdo   # the one slice run end to end through pb.Experiment
 
 Each folder holds ``results.csv`` (the long format of `pb.Experiment.results`: one row per trial and
 iteration), ``results.json`` (the metric, what the rows are, and where they came from: file, commits,
@@ -24,8 +24,9 @@ times, the latest command's rows are kept (as the results page does).
 - ``spread-mappo-vs-benchmarl`` (marl.csv, slice peer): pbmarl's MAPPO and BenchMARL 1.5's MAPPO at
   201,600 env steps in the same command, training return per agent of the last batch (what BenchMARL
   reports; the rows' reference column), wall seconds and env steps per second.
-- ``leduc-exact`` (run, not converted): PSRO with a Nash and a PRD meta-solver and XDO on Leduc,
-  exact best responses and exact exploitability, 3 seeds, 8 iterations, on Ray Tune.
+- ``leduc-psro-xdo`` (run, not converted): PSRO with a Nash and a PRD meta-solver (payoff tables sampled,
+  so seeds differ) and XDO on Leduc, exact best responses and exact exploitability, 3 seeds, 10
+  iterations, on Ray Tune.
 """
 
 from __future__ import annotations
@@ -160,25 +161,28 @@ def spread_mappo_vs_benchmarl() -> tuple[pd.DataFrame, dict[str, Any]]:
     return out, meta
 
 
-def leduc_exact(*, seeds: int = 3, iterations: int = 8) -> tuple[pd.DataFrame, dict[str, Any]]:
+def leduc_psro_xdo(*, seeds: int = 3, iterations: int = 10,
+                   episodes: int = 200) -> tuple[pd.DataFrame, dict[str, Any]]:
     """Run PSRO (Nash, PRD) and XDO on Leduc through `pb.Experiment` on the local Ray, in a temporary folder."""
     import pbmarl as pb
 
-    root = Path(tempfile.mkdtemp(prefix="pbmarl-leduc-exact-"))
-    exp = pb.Experiment("leduc-exact", "leduc_poker",
-                        [pb.spec(pb.PSRO, name="PSRO-nash", solver="nash"),
-                         pb.spec(pb.PSRO, name="PSRO-prd", solver="prd"), pb.spec(pb.XDO)],
+    root = Path(tempfile.mkdtemp(prefix="pbmarl-leduc-psro-xdo-"))
+    sampled = {"evaluator": "rollout", "eval_episodes": episodes}
+    exp = pb.Experiment("leduc-psro-xdo", "leduc_poker",
+                        [pb.spec(pb.PSRO, name="PSRO-nash", solver="nash", **sampled),
+                         pb.spec(pb.PSRO, name="PSRO-prd", solver="prd", **sampled), pb.spec(pb.XDO)],
                         seeds=range(seeds), stop=pb.Stop(iterations=iterations), root=root)
     pb.init_ray(num_cpus=2, quiet=True)
     exp.run(progress=False)
     bad = exp.status[exp.status["state"] != "finished"]
     if not bad.empty:
         raise RuntimeError(f"trials did not finish:\n{bad}")
-    meta = {"metric": "exploitability", "grid": exp.grid.to_dict(), "experiment_folder": str(exp.path),
+    meta = {"metric": "exploitability", "grid": exp.grid.to_dict(),
             "description": f"Run end to end through pb.Experiment on Ray Tune (2 CPUs, a trial per CPU): PSRO with "
-                           f"a Nash and a PRD meta-solver and XDO on Leduc poker, exact best responses and exact "
-                           f"exploitability, {seeds} seeds, {iterations} iterations each.",
-            "source": {"command": "python benchmarks/to_experiments.py --run leduc-exact", "commit": _commit()}}
+                           f"a Nash and a PRD meta-solver (payoff tables sampled from {episodes} episodes a profile, "
+                           f"so seeds differ) and XDO (exact throughout, so its seeds agree) on Leduc poker, exact "
+                           f"best responses and exact exploitability, {seeds} seeds, {iterations} iterations each.",
+            "source": {"command": "python benchmarks/to_experiments.py --run leduc-psro-xdo", "commit": _commit()}}
     return exp.results, meta
 
 
@@ -191,7 +195,7 @@ def _commit() -> str:
 CONVERT: dict[str, Callable[[], tuple[pd.DataFrame, dict[str, Any]]]] = {
     "leduc-rl-oracles": leduc_rl_oracles, "control-vs-sb3": control_vs_sb3, "spread-mappo": spread_mappo,
     "spread-mappo-vs-benchmarl": spread_mappo_vs_benchmarl}
-RUN = {"leduc-exact": leduc_exact}
+RUN = {"leduc-psro-xdo": leduc_psro_xdo}
 
 
 def write(name: str, results: pd.DataFrame, meta: dict[str, Any], *, report: bool = True) -> Path:
