@@ -18,11 +18,11 @@ import time
 from pathlib import Path
 from typing import Any
 
-#: a page of each kind a reader opens, and what to bring into view before the screenshot (CSS; first match)
+#: a page of each kind a reader opens, and what to bring to the top before the screenshot (CSS; first match)
 SCREENSHOTS = {
-    "guide": ("guide/psro.html", "img"),
-    "api": ("api/pbmarl.PSRO.html", "dl.py.class"),
-    "tutorial": ("tutorials/10_cooperative_marl.html", "img"),
+    "guide": ("guide/psro.html", "div.cell:has(img)"),
+    "api": ("api/generated/pbmarl.PSRO.html", "dl.py.class > dt"),
+    "tutorial": ("tutorials/10_cooperative_marl.html", "div.cell:has(img)"),
     "benchmark": ("benchmarks/control.html", "img"),
 }
 INSTALL = "apt-get install -y chromium chromium-driver && pip install selenium"
@@ -89,13 +89,20 @@ def search_hits(driver: Any, site: Path, word: str, seconds: float = 30) -> int:
 
 
 def screenshot(driver: Any, site: Path, page: str, target: str, path: Path) -> Path:
-    """Save `page` as a PNG with the first element matching `target` brought into view (the top when none)."""
+    """Save `page` as a PNG with the first element matching `target` near the top of the window (the page's top when
+    none matches)."""
     from selenium.webdriver.common.by import By
 
     driver.get((site / page).resolve().as_uri())
     found = driver.find_elements(By.CSS_SELECTOR, target)
-    if found:
-        driver.execute_script("arguments[0].scrollIntoView({block: 'center'});", found[0])
+    for _ in range(2):  # again once the images above it have loaded and moved it
+        if found:
+            driver.execute_script("window.scrollTo({top: arguments[0].getBoundingClientRect().top + window.scrollY - 60, "
+                                  "behavior: 'instant'});", found[0])  # the theme scrolls smoothly otherwise
+        deadline = time.monotonic() + 10
+        while (time.monotonic() < deadline
+               and not driver.execute_script("return Array.from(document.images).every(i => i.complete)")):
+            time.sleep(0.1)
     time.sleep(0.3)
     path.parent.mkdir(parents=True, exist_ok=True)
     driver.save_screenshot(str(path))
@@ -110,16 +117,16 @@ def check(site: Path, *, word: str = "exploitability", screenshots: Path | None 
     driver = chrome()
     try:
         problems = [problem for page in pages for problem in check_page(driver, site, page)]
-        hits = search_hits(driver, site, word) if (site / "search.html").exists() else 0
-        if hits == 0:
-            problems.append(f"search.html: the search box found nothing for {word!r}")
-        if screenshots is not None:
+        if screenshots is not None:  # before the search, whose highlighted words Sphinx keeps for the next pages
             for kind, (page, target) in SCREENSHOTS.items():
                 if not (site / page).exists():
                     problems.append(f"{page}: no such page for the {kind} screenshot")
                     continue
                 shot = screenshot(driver, site, page, target, screenshots / f"{kind}.png")
                 print(f"site: screenshot {shot}")
+        hits = search_hits(driver, site, word) if (site / "search.html").exists() else 0
+        if hits == 0:
+            problems.append(f"search.html: the search box found nothing for {word!r}")
     finally:
         driver.quit()
     return problems, len(pages), hits

@@ -48,6 +48,9 @@ nb_execution_show_tb = True
 nb_execution_timeout = 300
 nb_execution_in_temp = True  # run folders a page writes never land in docs/
 nb_merge_streams = True
+# no widget manager from a CDN (require.js, @jupyter-widgets/html-manager): the site works offline, and a widget
+# needs a live kernel anyway (docs/notebooks.py shows a note in its place)
+nb_ipywidgets_js: dict[str, dict[str, str]] = {}
 
 if os.environ.get("PBMARL_DOCS_NOTEBOOKS", "1") == "0":  # quick local builds of the prose only
     exclude_patterns += ["tutorials/*.ipynb", "notebooks/*.ipynb"]
