@@ -343,7 +343,7 @@ def test_jpsro_refuses_bad_input() -> None:
 
 
 def test_plots_overlay_lp_and_jpsro_gap() -> None:
-    from pbmarl.plot import plot_against_lp, plot_jpsro_gap
+    from pbmarl.plots import plot_against_lp, plot_jpsro_gap
 
     game = pb.load_game(KUHN)
     psro = pb.PSRO(game, solver="nash")

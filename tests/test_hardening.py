@@ -384,10 +384,9 @@ def test_item18_run_stops_at_convergence_like_the_cli_and_pettingzoo_extras_are_
     run = pb.PSRO("kuhn_poker", max_iterations=30)
     records = run.run(progress=False)
     assert run.converged and len(records) < 30 and records[-1].exploitability <= 1e-6
-    from pbmarl.plot import plot_exploitability as a
-    from pbmarl.plots import plot_exploitability as b
+    import pbmarl.plots
 
-    assert a is b
+    assert callable(pbmarl.plots.plot_exploitability)
     pytest.importorskip("pettingzoo")
     try:
         import pettingzoo.butterfly  # noqa: F401

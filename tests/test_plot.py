@@ -12,7 +12,7 @@ import pytest
 from matplotlib.figure import Figure
 
 import pbmarl as pb
-from pbmarl.plot import (
+from pbmarl.plots import (
     plot_exploitability,
     plot_meta_strategy,
     plot_meta_strategy_bars,

@@ -192,7 +192,7 @@ def _sampled(values: np.ndarray, stderr: np.ndarray | None = None) -> SimpleName
 def _heatmap_texts(values: np.ndarray, stderr: np.ndarray | None = None, **kwargs: object) -> list[str]:
     import matplotlib.pyplot as plt
 
-    from pbmarl.plot import plot_payoff_heatmap
+    from pbmarl.plots import plot_payoff_heatmap
 
     table = _sampled(values, stderr)
     fig, axes = plt.subplots(1, 3, figsize=(13, 3.8))  # the dashboard's panel size
@@ -223,7 +223,7 @@ def test_heatmap_annotations_fit_their_cells_or_are_left_out() -> None:
 
 
 def test_heatmap_hover_text_names_the_cell() -> None:
-    from pbmarl.plot import plot_payoff_heatmap
+    from pbmarl.plots import plot_payoff_heatmap
 
     fig = plot_payoff_heatmap(_sampled(np.array([[0.5, -2.8e-17], [1.0, -1.0]]), np.array([[0.0123, 0], [0, 0]])))
     ax = fig.axes[0]
