@@ -1,13 +1,15 @@
 """What the experiment runner costs, and what Tune's parallelism buys, on this machine.
 
-    python benchmarks/experiments.py                       # both slices: overhead, then 20 trials of about 3 s
+    python benchmarks/experiments.py                       # both slices: overhead, then 20 trials of about 5 s
     python benchmarks/experiments.py --only overhead --trial-seconds 30    # the issue's 30-second trials
     python benchmarks/experiments.py --only short --short-seconds 3
+    python benchmarks/experiments.py --only short --short-iterations 100   # pin the work instead
 
 Each trial is PSRO on Kuhn poker with sampled payoffs. Its budget is a number of iterations, found by
-running seed 0 in a plain loop for the seconds asked, so both sides do the same work: a runner that
-slowed iterations down would show in its wall time (a ``pb.Stop(seconds=)`` would hide it in fewer
-iterations).
+running seed 0 in a plain loop for the seconds asked (or given with ``--*-iterations``), so both sides
+do the same work: a runner that slowed iterations down would show in its wall time (a
+``pb.Stop(seconds=)`` would hide it in fewer iterations). On a shared machine the calibration can
+run at another load than the trials: pin the iterations to compare runs.
 
 1. **Overhead per trial** (``--only overhead``): the same trials run twice, one at a time: by a plain
    loop that builds each run, calls ``run.run(until=stop)`` and saves the run folder, and by
@@ -133,7 +135,7 @@ def overhead(args: argparse.Namespace, tmp: Path, stamp: Stamp) -> list[dict[str
 
     n, secs = args.overhead_trials, args.trial_seconds
     loop(1, pb.Stop(iterations=1), tmp / "warm")  # imports and the game's tree, paid once by the loop
-    iters = calibrate(secs)
+    iters = args.overhead_iterations or calibrate(secs)
     stop = pb.Stop(iterations=iters)
     loop_wall = loop(n, stop, tmp / "overhead-loop")
     t = time.perf_counter()
@@ -177,7 +179,7 @@ def short(args: argparse.Namespace, tmp: Path, stamp: Stamp) -> list[dict[str, A
     cpus = os.cpu_count() or 1
     n = args.short_trials
     loop(1, pb.Stop(iterations=1), tmp / "warm")
-    iters = calibrate(args.short_seconds)
+    iters = args.short_iterations or calibrate(args.short_seconds)
     stop = pb.Stop(iterations=iters)
     loop_wall = loop(n, stop, tmp / "short-loop")
     t = time.perf_counter()
@@ -220,7 +222,11 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--trial-seconds", type=float, default=5.0, help="length of each overhead trial in the loop")
     parser.add_argument("--overhead-trials", type=int, default=4)
     parser.add_argument("--short-trials", type=int, default=20)
-    parser.add_argument("--short-seconds", type=float, default=3.0, help="length of each short trial in the loop")
+    parser.add_argument("--short-seconds", type=float, default=5.0, help="length of each short trial in the loop")
+    parser.add_argument("--overhead-iterations", type=int, default=None, help="PSRO iterations of each overhead "
+                        "trial (default: as many as seed 0 runs in --trial-seconds)")
+    parser.add_argument("--short-iterations", type=int, default=None, help="PSRO iterations of each short trial "
+                        "(default: as many as seed 0 runs in --short-seconds)")
     parser.add_argument("--no-save", action="store_true", help="print only, append no rows")
     parser.add_argument("--cluster-child", nargs=3, metavar=("TRIALS", "ITERATIONS", "ROOT"), help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
