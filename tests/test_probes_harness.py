@@ -149,3 +149,31 @@ def test_resume_of_a_folder_whose_marker_lacks_the_command_says_so(tmp_path: Pat
     assert main(["resume", str(tmp_path)]) == 2
     err = capsys.readouterr().err
     assert marker in err and ("records none" in err or "must hold a JSON object" in err), err
+
+
+def test_resume_of_a_marl_folder_never_writes_through_a_symlink(tmp_path: Path, capsys: Any) -> None:
+    """The tamper probes: `pbmarl resume DIR` followed a symlinked DIR/run (loading, then saving, outside the
+    folder) and wrote its history.csv through a symlink."""
+    import shutil
+
+    from pbmarl.cli import main
+
+    out, outside = tmp_path / "marl", tmp_path / "outside"
+    outside.mkdir()
+    assert main(["marl", "--game", "pettingzoo:simple_spread_v3(N=2, max_cycles=10)", "--algo", "mappo", "--out", str(out),
+                 "--steps", "100", "--num-envs", "2", "--steps-per-round", "50", "--eval-episodes", "1", "--quiet"]) == 0
+    linked = tmp_path / "linked"
+    shutil.copytree(out, linked)
+    shutil.move(str(linked / "run"), str(outside / "run"))
+    (linked / "run").symlink_to(outside / "run", target_is_directory=True)
+    before = sorted((str(p), p.stat().st_mtime_ns) for p in outside.rglob("*"))
+    capsys.readouterr()
+    assert main(["resume", str(linked), "--steps", "50", "--quiet"]) == 2
+    assert "is a symlink; a run folder holds none" in capsys.readouterr().err
+    (out / "history.csv").unlink()
+    (outside / "history.csv").write_text("mine\n")
+    (out / "history.csv").symlink_to(outside / "history.csv")
+    assert main(["resume", str(out), "--steps", "50", "--quiet"]) == 0
+    assert (outside / "history.csv").read_text() == "mine\n"
+    assert not (out / "history.csv").is_symlink() and (out / "history.csv").read_text().startswith("iteration,")
+    assert sorted((str(p), p.stat().st_mtime_ns) for p in outside.rglob("*") if p != outside / "history.csv") == before

@@ -93,9 +93,12 @@ def cmd_marl(args: argparse.Namespace, argv: Sequence[str]) -> int:
 
 def marl_saver(run: Any, out: Path) -> Callable[[], None]:
     """The drive loop's save for a marl folder: the `MARL` run folder in ``run/`` and ``history.csv`` beside it."""
+    from pbmarl.io import write_atomic
+
     def save() -> None:
         run.save(out / "run")
-        run.history.to_csv(out / "history.csv")
+        history = run.history
+        write_atomic(out / "history.csv", lambda fh: history.to_csv(fh), "w")  # replaces a symlink, never follows it
 
     return save
 

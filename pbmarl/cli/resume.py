@@ -156,6 +156,9 @@ def resume_marl(out: Path, steps: int | None, quiet: bool) -> int:
     from pbmarl.io import ensure_writable_folder, read_json, write_json
 
     info = _marker(read_json(out / MARL_MARKER), out / MARL_MARKER)
+    if (out / "run").is_symlink():  # loading and saving through it would read and write outside the folder
+        raise CliError(f"{str(out / 'run')!r} is a symlink; a run folder holds none, so pbmarl resume does not "
+                       "follow it (copy the run folder into place instead)")
     if not (out / "run" / "run.json").exists():
         raise CliError(f"no step of the run in {str(out)!r} completed, so there is nothing to resume; start it "
                        f"again with: {_start_again(info, out / MARL_MARKER)}")
