@@ -271,7 +271,24 @@ def child_command(kind: str, payload: dict[str, Any]) -> list[str]:
 
 
 def peak_mb() -> float:
+    """This process's peak resident size (VmHWM; since `reset_peak`, where the kernel allows the reset)."""
+    try:
+        with open("/proc/self/status") as fh:
+            for line in fh:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1]) / 1024
+    except OSError:
+        pass
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+def reset_peak() -> float:
+    """Start measuring the peak resident size afresh (importing torch peaks above what a load then needs);
+    returns the resident size now."""
+    with contextlib.suppress(OSError):
+        with open("/proc/self/clear_refs", "w") as fh:
+            fh.write("5")
+    return _rss_mb(os.getpid())
 
 
 def cases() -> dict[str, Any]:
@@ -629,7 +646,7 @@ def child_load(payload: dict[str, Any]) -> None:
     import pbmarl as pb  # noqa: F401 - imported before the baseline is read
     from pbmarl.runs.folder import RunFolderError
 
-    base = peak_mb()
+    base = reset_peak()
     out: dict[str, Any] = {"base_mb": base}
     try:
         if payload.get("cli"):
@@ -795,8 +812,9 @@ def _tampers() -> list[tuple[str, str, Callable[[Path, Path], None], bool]]:
     ]
 
 
-def _cli_fixtures(work: Path, outside: Path) -> list[tuple[str, Path, list[str]]]:
-    """`pbmarl marl` and `pbmarl train` folders whose run dir / state dir is a symlink outside."""
+def _cli_fixtures(work: Path, outside: Path) -> list[tuple[str, Path, list[str], bool]]:
+    """`pbmarl marl` and `pbmarl train` folders whose run dir / state dir / history.csv is a symlink outside
+    (name, folder, argv, whether a load that succeeds has read outside)."""
     made = []
     marl = work / "cli-marl"
     cmd = [sys.executable, "-m", "pbmarl.cli", "marl", "--game", "pettingzoo:simple_spread_v3(N=2, max_cycles=10)",
@@ -804,10 +822,17 @@ def _cli_fixtures(work: Path, outside: Path) -> list[tuple[str, Path, list[str]]
            "--eval-episodes", "1", "--quiet"]
     res = subprocess.run(cmd, capture_output=True, text=True, timeout=600, cwd=str(ROOT))
     if res.returncode == 0:
+        history = work / "cli-marl-history"
+        shutil.copytree(marl, history)
+        (history / "history.csv").unlink()
+        (outside / "cli-history.csv").write_text("not the run's\n")
+        (history / "history.csv").symlink_to((outside / "cli-history.csv").resolve())
+        made.append(("pbmarl resume, marl folder whose history.csv is a symlink outside", history,
+                     ["resume", str(history), "--steps", "100", "--quiet"], False))
         shutil.move(str(marl / "run"), str(outside / "cli-marl-run"))
         (marl / "run").symlink_to((outside / "cli-marl-run").resolve(), target_is_directory=True)
         made.append(("pbmarl resume, marl folder whose run/ is a symlink outside", marl,
-                     ["resume", str(marl), "--steps", "100", "--quiet"]))
+                     ["resume", str(marl), "--steps", "100", "--quiet"], True))
     else:
         print(f"  (pbmarl marl failed: {res.stderr[-300:]})")
     train = work / "cli-train"
@@ -819,7 +844,7 @@ def _cli_fixtures(work: Path, outside: Path) -> list[tuple[str, Path, list[str]]
         shutil.move(str(state), str(outside / "cli-train-state"))
         state.symlink_to((outside / "cli-train-state").resolve(), target_is_directory=True)
         made.append(("pbmarl resume, train folder whose state dir is a symlink outside", train,
-                     ["resume", str(train), "--steps", "200", "--quiet"]))
+                     ["resume", str(train), "--steps", "200", "--quiet"], True))
     else:
         print(f"  (pbmarl train failed: {res.stderr[-300:]})")
     return made
@@ -828,27 +853,25 @@ def _cli_fixtures(work: Path, outside: Path) -> list[tuple[str, Path, list[str]]
 def slice_tamper(args: argparse.Namespace) -> list[Row]:
     work = Path(tempfile.mkdtemp(prefix="probes-tamper-"))
     counts: Counter[str] = Counter()
-    peaks: list[tuple[float, str]] = []
-    bad_notes: list[str] = []
-    results: list[dict[str, Any]] = []
+    growth: list[tuple[float, str]] = []  # (MB a load grew by, what), tampered loads
+    baseline: list[float] = []  # the same for untampered loads
+    notes: list[str] = []
     try:
         fixtures = _tamper_fixtures(work)
         outside = work / "outside"
-        baselines: dict[str, float] = {}
-        probes: list[tuple[str, str, Path, dict[str, Any], bool]] = []
+        probes: list[tuple[str, str, dict[str, Any], bool]] = []
         tampers = _tampers()
-        tampers = [tampers[-1]] + tampers[:-1]  # baselines first
-        for tname, kinds, change, points_out in tampers:
+        for tname, kinds, change, points_out in [tampers[-1]] + tampers[:-1]:  # the untampered loads first
             for kind, (base, out) in fixtures.items():
                 if kinds != "*" and kind not in kinds.split(","):
                     continue
                 folder = work / "probe" / f"{kind}-{len(probes)}"
                 shutil.copytree(base, folder, symlinks=True)
                 change(folder, out)
-                probes.append((tname, kind, folder, {"folder": str(folder)}, points_out))
-        for tname, folder, argv in _cli_fixtures(work, outside):
-            probes.append((tname, "CLI", folder, {"cli": argv}, True))
-        for tname, kind, _folder, payload, points_out in probes:
+                probes.append((tname, kind, {"folder": str(folder)}, points_out))
+        for tname, _folder, argv, reads_out in _cli_fixtures(work, outside):
+            probes.append((tname, "CLI", {"cli": argv}, reads_out))
+        for tname, kind, payload, points_out in probes:
             before = _snapshot(outside)
             res = run_child(child_command("load", payload), timeout=300)
             after = _snapshot(outside)
@@ -858,37 +881,32 @@ def slice_tamper(args: argparse.Namespace) -> list[Row]:
                 out = {"outcome": "error", "message": f"rc {res.rc}: {res.stderr.strip()[-300:]}",
                        "peak_mb": res.max_rss_mb, "base_mb": 0.0}
             if res.killed_for_memory:
-                out = {"outcome": "over memory", "message": f"killed at {res.max_rss_mb:.0f} MB",
+                out = {"outcome": "over memory", "message": f"killed at {res.max_rss_mb:.0f} MB resident",
                        "peak_mb": res.max_rss_mb, "base_mb": 0.0}
             outcome = out["outcome"]
-            if tname.startswith("untampered"):
-                baselines[kind] = float(out["peak_mb"])
-            wrote = before != after
-            if wrote:
+            grown = float(out["peak_mb"]) - float(out.get("base_mb") or 0.0)
+            untampered = tname.startswith("untampered")
+            (baseline.append(grown) if untampered else growth.append((grown, f"{kind}: {tname}")))
+            if before != after:
                 outcome = "wrote outside"
             elif outcome == "loaded" and points_out:
                 outcome = "read outside"
-            grown = float(out["peak_mb"]) - baselines.get(kind, float(out.get("base_mb") or 0.0))
-            if outcome == "loaded" and not tname.startswith("untampered") and grown > RSS_ALLOWED_MB:
+            elif outcome == "loaded" and not untampered and grown > RSS_ALLOWED_MB:
                 outcome = "over memory"
             counts[outcome] += 1
-            peaks.append((float(out["peak_mb"]), f"{kind}: {tname}"))
-            line = f"  {kind:12s} {tname:55s} {outcome:13s} peak {out['peak_mb']:6.0f} MB  {out['message'][:150]}"
-            print(line, flush=True)
-            results.append({"kind": kind, "tamper": tname, **out, "outcome": outcome})
-            if outcome not in ("refused", "loaded") or (outcome == "loaded" and not tname.startswith("untampered")
-                                                         and tname not in ("arrays.npz + 16 members of 256 MB (zip bomb)",
-                                                                           "population .npz + 16 members of 256 MB")):
-                bad_notes.append(f"{kind}: {tname}: {outcome}")
+            print(f"  {kind:12s} {tname:55s} {outcome:13s} +{grown:5.0f} MB  {out['message'][:150]}", flush=True)
+            if outcome not in ("refused", "loaded") or (outcome == "loaded" and not untampered and "16 members" not in tname):
+                notes.append(f"{kind} {tname}: {outcome} (+{grown:.0f} MB)")
     finally:
         shutil.rmtree(work, ignore_errors=True)
     n = sum(counts.values())
     bad = counts["read outside"] + counts["wrote outside"] + counts["over memory"] + counts["error"]
-    top = max(peaks) if peaks else (0.0, "")
-    base = max((p for p, what in peaks if "untampered" in what), default=0.0)
+    top = max(growth) if growth else (0.0, "")
     return [Row("tamper", n, n - bad, bad,
-                f"{_counts(counts)}; peak RSS {top[0]:.0f} MB ({top[1]}), untampered loads up to {base:.0f} MB"
-                + (f"; not refused: {'; '.join(bad_notes)}" if bad_notes else ""))]
+                f"{_counts(counts)}; largest growth of a tampered load +{top[0]:.0f} MB ({top[1]}), of an untampered "
+                f"one +{max(baseline, default=0.0):.0f} MB (resident, over the process after imports)"
+                + (f"; besides refusals and the bombs loaded without their extra members: {'; '.join(notes)}"
+                   if notes else ""))]
 
 
 # -- badinput -------------------------------------------------------------------------------------------
@@ -926,6 +944,7 @@ HINTS = {
     "GaussianPolicy.act obs with NaN": ["NaN", "nan"],
     "collect Pendulum policy acts 5.0 outside Box(-2,2)": ["5.0"],
     "collect Pendulum policy acts NaN": ["nan", "NaN"],
+    "collect Pendulum policy acts 5.0": ["5.0"],  # the same two rows as tests/test_bad_input.py names them
     "same MAPPO in 2 MARLs (spread, adversary), step the first again": ["already", "MAPPO"],
     "NFSP('gym:CartPole-v1').step()": ["CartPole-v1", "two-player", "2-player", "players"],
     "PSRO.run(True)": ["True"],
@@ -1174,7 +1193,7 @@ def child_exact(payload: dict[str, Any]) -> None:
     from pbmarl.games.tree_size import estimate_memory
 
     if payload["what"] == "trade_comm":
-        base = peak_mb()
+        base = reset_peak()
         t0 = time.time()
         err = io.StringIO()
         try:
@@ -1303,8 +1322,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                         help="Ctrl-C trials per run type (default 10); random kills per type (default 5)")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--types", default=None, help="only these run types (ctrlc, kill), comma-separated")
-    parser.add_argument("--ppo-steps", type=int, default=300_000, help="ppo2: env steps per setting")
-    parser.add_argument("--ppo-seconds", type=float, default=150.0, help="ppo2: wall-time cap per setting")
+    parser.add_argument("--ppo-steps", type=int, default=2_500_000, help="ppo2: env steps per setting")
+    parser.add_argument("--ppo-seconds", type=float, default=90.0, help="ppo2: wall-time cap per setting")
     parser.add_argument("--no-csv", action="store_true", help="print only")
     parser.add_argument("--child", default=None, help=argparse.SUPPRESS)
     parser.add_argument("payload", nargs="?", default=None, help=argparse.SUPPRESS)
