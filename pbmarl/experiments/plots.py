@@ -55,7 +55,8 @@ def _log_scale(values: np.ndarray) -> bool:
 def curves(results: pd.DataFrame, metric: str = "exploitability", *, x: str = "env_steps", points: int = 60,
            seed: int = 0) -> Any:
     """`metric` against `x` (``env_steps``, ``wall_time`` or ``iteration``), one panel per game, one line per
-    method: the mean over runs with a 95% bootstrap band (each run read as its last value at or before x)."""
+    method: the mean over runs with a 95% bootstrap band (each run read as its last value at or before x), drawn
+    as far as the method's shortest run reaches (methods whose runs take very different times keep their lines)."""
     import matplotlib.pyplot as plt
 
     games = list(dict.fromkeys(results["game"]))
@@ -65,13 +66,12 @@ def curves(results: pd.DataFrame, metric: str = "exploitability", *, x: str = "e
     rng = np.random.default_rng(seed)
     for ax, game in zip(axes[0], games, strict=True):
         frame = results[results["game"] == game].dropna(subset=[metric])
-        ends = frame.groupby("trial")[x].max()
-        grid = np.linspace(frame[x].min(), ends.min() if len(ends) else 0, points)
         shown: list[np.ndarray] = []
         for method in methods:
             runs = frame[frame["method"] == method]
             if runs.empty:
                 continue
+            grid = np.linspace(runs[x].min(), runs.groupby("trial")[x].max().min(), points)
             table = []
             for _, run in runs.groupby("trial"):
                 run = run.sort_values(x)

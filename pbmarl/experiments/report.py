@@ -81,7 +81,9 @@ def write_report(experiment: Any, *, metric: str | None = None, out: str | os.Pa
              f"compared at {comp.at} over finished trials; 95% stratified-bootstrap intervals ({reps:,} resamples, "
              "rliable).", "", "## Interquartile mean, mean and median", "", comp.to_markdown(), ""]
     figures = []
-    x_axes = [a for a in ("env_steps", "iteration", "wall_time") if a in results and results[a].max() > 0]
+    # an axis every method moves along (exact methods take no env steps: they are drawn against iterations)
+    x_axes = [a for a in ("env_steps", "iteration", "wall_time")
+              if a in results and (results.groupby("method")[a].max() > 0).all()]
     if "env_steps" in x_axes and "iteration" in x_axes:
         x_axes.remove("iteration")
     for x in x_axes:
