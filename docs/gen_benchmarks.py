@@ -174,6 +174,24 @@ SPECS: dict[str, Spec] = {
                  "per-agent, summed and the MAPPO paper's conventions.", "BenchMARL 1.5's MAPPO; Tianshou 2.0's DQN "
                  "recipe on tic-tac-toe", ["slice", "method", "seed", "env_steps", "mappo_paper", "summed_return",
                                           "env_steps_per_s"], ["slice", "method", "seed"], _fig_marl),
+    "experiments": Spec("The experiment runner's overhead", "benchmarks/experiments.py",
+                        "Seconds a trial costs when pb.Experiment runs it on Ray Tune, against calling run.run() in a "
+                        "plain loop (the one-off start, the first trial's setup, each later trial), and the wall-time "
+                        "speed-up of many short trials locally and on a simulated two-node cluster.",
+                        "run.run() in a plain loop, in the same command",
+                        ["measure", "trials", "trial_seconds", "wall_s", "per_trial_s", "load_avg", "note"],
+                        ["measure", "trials"]),
+    "mmd": Spec("Tabular magnetic mirror descent against OpenSpiel's", "benchmarks/mmd.py",
+                "pb.MMD and OpenSpiel's MMDDilatedEnt with the same alpha and step size: the largest gap between "
+                "their sequence-form iterates and exploitabilities, and the seconds per step of each.",
+                "OpenSpiel's mmd_dilated.MMDDilatedEnt", ["game", "measure", "pbmarl", "openspiel", "ratio", "note"],
+                ["game", "measure"]),
+    "nfsp_parity": Spec("NFSP against OpenSpiel's PyTorch NFSP on liar's dice", "benchmarks/nfsp_parity.py",
+                        "Exact exploitability of the average policy per episode, with OpenSpiel's example settings "
+                        "on both sides (and pbmarl's defaults), 2 seeds each; both measured with pbmarl's exact "
+                        "evaluator.", "OpenSpiel's PyTorch NFSP",
+                        ["library", "settings", "seed", "episodes", "wall_time", "exploitability"],
+                        ["library", "settings", "seed", "episodes"]),
     "notebook_times": Spec("Notebook run times", "benchmarks/notebook_times.py",
                            "Wall time of each tutorial and notebook at full budget, executed as a reader would.",
                            "none (a reference for the durations the notebooks state)",
@@ -184,6 +202,18 @@ SPECS: dict[str, Spec] = {
                                 "OpenSpiel's PyTorch NFSP and CFR+", ["slice", "method", "seed", "x", "x_unit",
                                                                       "value", "metric"],
                                 ["slice", "method", "seed", "metric"], _fig_population),
+    "probes": Spec("Hardening probes", "benchmarks/probes.py",
+                   "Counts from re-running the hardening probes: Ctrl-C at random lines of every run type, kill -9 "
+                   "at random times and between the files of one save, tampered run folders, the bad-input list, "
+                   "the exact engine's memory guard and two-worker PPO.", "none (each probe checks a rule)",
+                   ["probe", "trials", "ok", "failed", "details"], ["probe"]),
+    "selfplay": Spec("Self-play baselines on liar's dice", "benchmarks/selfplay.py",
+                     "Exact exploitability of the last iterate against env steps for PPO self-play and deep MMD "
+                     "(the paper's tuned settings where it has them), with tabular MMD and CFR+ as exact reference "
+                     "lines (Rudolph et al., ICLR 2026, made this comparison at 10M env steps).",
+                     "none in the same run (tabular MMD and CFR+ are exact references)",
+                     ["game", "method", "seed", "iteration", "env_steps", "wall_time", "exploitability"],
+                     ["game", "method", "seed", "iteration"]),
 }
 
 
