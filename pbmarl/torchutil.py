@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import contextlib
 import copy
-from collections.abc import Iterable, Iterator
-from typing import TypeVar
+from collections.abc import Callable, Iterable, Iterator
+from typing import Any, TypeVar
 
 import torch
 
@@ -68,15 +68,7 @@ def copy_state(state: T) -> T:
     >>> s["w"].tolist(), s["groups"][0]["lr"]
     ([1.0, 1.0], 0.1)
     """
-    if isinstance(state, torch.Tensor):
-        return state.detach().clone()  # type: ignore[return-value]
-    if isinstance(state, dict):
-        return type(state)((k, copy_state(v)) for k, v in state.items())
-    if isinstance(state, list):
-        return [copy_state(v) for v in state]  # type: ignore[return-value]
-    if isinstance(state, tuple) and not hasattr(state, "_fields"):
-        return tuple(copy_state(v) for v in state)  # type: ignore[return-value]
-    return copy.deepcopy(state)
+    return _map_tensors(state, lambda t: t.detach().clone(), copy.deepcopy)
 
 
 def on_cpu(state: T) -> T:
@@ -88,15 +80,21 @@ def on_cpu(state: T) -> T:
     >>> on_cpu(s)["w"] is s["w"]
     True
     """
+    return _map_tensors(state, lambda t: t if t.device.type == "cpu" else t.cpu(), lambda leaf: leaf)
+
+
+def _map_tensors(state: T, tensor: Callable[[torch.Tensor], torch.Tensor], leaf: Callable[[Any], Any]) -> T:
+    """`state` rebuilt through nested dicts, lists and plain tuples, each tensor through `tensor` and every other
+    leaf (named tuples included) through `leaf`."""
     if isinstance(state, torch.Tensor):
-        return state if state.device.type == "cpu" else state.cpu()  # type: ignore[return-value]
+        return tensor(state)  # type: ignore[return-value]
     if isinstance(state, dict):
-        return type(state)((k, on_cpu(v)) for k, v in state.items())
+        return type(state)((k, _map_tensors(v, tensor, leaf)) for k, v in state.items())
     if isinstance(state, list):
-        return [on_cpu(v) for v in state]  # type: ignore[return-value]
+        return [_map_tensors(v, tensor, leaf) for v in state]  # type: ignore[return-value]
     if isinstance(state, tuple) and not hasattr(state, "_fields"):
-        return tuple(on_cpu(v) for v in state)  # type: ignore[return-value]
-    return state
+        return tuple(_map_tensors(v, tensor, leaf) for v in state)  # type: ignore[return-value]
+    return leaf(state)
 
 
 def device_of(module: torch.nn.Module) -> torch.device:
