@@ -62,6 +62,18 @@ def test_the_iig_preset_is_the_papers_setting_and_options_override_it() -> None:
         pb.PPOSelfPlay("kuhn_poker", preset="iig_liars_dic")
 
 
+def test_deep_mmd_iig_preset_is_the_papers_mmd_setting() -> None:
+    # best_hyperparameters/min_final_expl_hparams/mmd/liars_dice: ent_coef 0.1 -> alpha (uniform magnet),
+    # kl_coef 0.025 -> stepsize 1/0.025, clip 0.025, constant schedules
+    cfg = pb.DeepMMD("kuhn_poker", preset="iig_liars_dice", eval_every=0).config
+    assert (cfg.alpha, cfg.stepsize, cfg.clip_coef, cfg.lr, cfg.epochs, cfg.minibatches, cfg.vf_coef,
+            cfg.steps_per_round, cfg.num_envs) == (0.1, 40.0, 0.025, 6.25e-5, 8, 1, 0.0625, 2048, 8)
+    assert cfg.alpha_final is None and cfg.stepsize_final is None and cfg.magnet_every is None
+    assert pb.DeepMMD("kuhn_poker", preset="iig_liars_dice", alpha=0.05).config.alpha == 0.05
+    with pytest.raises(ValueError, match="unknown preset 'iig_leduc' for DeepMMD"):
+        pb.DeepMMD("kuhn_poker", preset="iig_leduc")
+
+
 def test_deep_mmd_schedules_reach_their_final_values() -> None:
     run = pb.DeepMMD("kuhn_poker", seed=0, alpha=0.2, alpha_final=0.0, stepsize=1.0, stepsize_final=0.5,
                      budget=2048, eval_every=0, **SMALL)

@@ -9,8 +9,14 @@ every k rounds (the moving magnet that drives the QRE towards a Nash equilibrium
 collection in self-play, GAE, value loss, exact exploitability of the last iterate -- is
 `pbmarl.algorithms.selfplay.base`'s.
 
-The defaults are illustrative, not tuned: the reference gives no tuned setting for MMD (the IIG
-benchmark's ``best_hyperparameters/.../mmd/<game>`` files were not available here).
+The defaults are illustrative, not tuned. ``preset="iig_liars_dice"`` takes the IIG benchmark's tuned
+setting for liar's dice (``best_hyperparameters/min_final_expl_hparams/mmd/liars_dice`` of
+nathanlct/IIG-RL-Benchmark at 591d35d). Its MMD is PPO's clipped surrogate plus an entropy bonus
+``ent_coef`` and ``kl_coef`` times a sampled estimate of KL(pi || pi_old), both constant (its commit
+1d25c85 removed the decay). That is this loss with the uniform magnet fixed, ``alpha = ent_coef``
+(alpha KL(pi || uniform) is minus alpha times the entropy plus a constant), ``stepsize = 1 / kl_coef``
+and the same clip; the KLs here are exact over the legal actions where the paper samples one action.
+Options given beside the preset replace its values.
 
 Example:
     >>> run = DeepMMD("kuhn_poker", seed=0, steps_per_round=256, alpha=0.05)
@@ -28,6 +34,7 @@ from typing import Any, ClassVar
 import torch
 
 from pbmarl.algorithms.selfplay.base import SelfPlayBatch, SelfPlayConfig, SelfPlayRun
+from pbmarl.algorithms.selfplay.ppo import with_preset
 from pbmarl.config import NON_NEGATIVE, Rule, is_int, is_real
 from pbmarl.games.base import Game
 from pbmarl.policies.neural import masked_logits
@@ -36,6 +43,15 @@ from pbmarl.rl.schedules import linear_schedule
 
 _OPTIONAL_NON_NEGATIVE = (lambda v: v is None or (is_real(v) and v >= 0), "None or a non-negative number")
 _OPTIONAL_POSITIVE = (lambda v: v is None or (is_real(v) and v > 0), "None or a positive number")
+
+
+#: tuned settings from the IIG benchmark (Rudolph et al. 2026), by name: its mmd/liars_dice yaml (ent_coef 0.1,
+#: kl_coef 0.025, clip 0.025, lr 6.25e-5, 8 envs x 256 steps, 8 epochs, 1 minibatch, vf_coef 0.0625, ...)
+PRESETS: dict[str, dict[str, Any]] = {
+    "iig_liars_dice": dict(alpha=0.1, stepsize=1 / 0.025, clip_coef=0.025, lr=6.25e-5, num_envs=8,
+                           steps_per_round=8 * 256, epochs=8, minibatches=1, vf_coef=0.0625, gae_lambda=0.95,
+                           gamma=0.99, max_grad_norm=0.5, anneal_lr=True),
+}
 
 
 @dataclass(frozen=True)
@@ -70,14 +86,15 @@ class DeepMMD(SelfPlayRun):
         game: the game (or its name): any turn-based OpenSpiel or PettingZoo game with legal-action masks.
         seed: seeds the networks, minibatch order and collection.
         config: a `DeepMMDConfig`; keyword options (its fields) replace its values.
+        preset: a name in `PRESETS` whose values the options start from.
     """
 
     config_class: ClassVar[type[SelfPlayConfig]] = DeepMMDConfig
     config: DeepMMDConfig
 
     def __init__(self, game: Game | str, *, seed: int = 0, config: DeepMMDConfig | None = None,
-                 **options: Any) -> None:
-        super().__init__(game, seed=seed, config=config, **options)
+                 preset: str | None = None, **options: Any) -> None:
+        super().__init__(game, seed=seed, config=config, **with_preset(PRESETS, preset, options, "DeepMMD"))
 
     def _init_extra(self) -> None:
         # the moving magnet: a frozen copy of each actor's network (None: uniform)
