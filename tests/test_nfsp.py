@@ -50,8 +50,9 @@ def test_config_checks_and_defaults_cite_leduc():
 @pytest.mark.parametrize(("options", "message"), [
     ({"batch_size": True}, "batch_size must be an int in .*, got True"),
     ({"rl_lr": float("nan")}, "rl_lr must be a positive number, got nan"),
-    ({"hidden": (0,)}, "hidden must be a sequence of layer widths"),
-    ({"hidden": "64"}, "hidden must be a sequence of layer widths"),
+    ({"hidden": (0,)}, "hidden must be layer widths"),
+    ({"hidden": "64"}, "hidden must be layer widths"),
+    ({"hidden": (60000, 60000)}, r"hidden must be layer widths, a tuple of at most 64 ints in \[1, 16,384\]"),
     ({"min_buffer": 500, "replay_capacity": 100}, r"min_buffer must be at most replay_capacity \(100\)"),
     ({"replay_capacity": 10**10}, "replay_capacity must be an int in \\[1, 100,000,000\\]"),
     ({"replay_capacity": 10**8}, "replay_capacity=100,000,000 would need .* GiB"),

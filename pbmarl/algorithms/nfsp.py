@@ -35,7 +35,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from pbmarl.config import FLAG, POSITIVE, POSITIVE_INT, UNIT, Rule, build_config, check_seed
+from pbmarl.config import FLAG, POSITIVE, POSITIVE_INT, UNIT, Rule, build_config, check_seed, check_widths
 from pbmarl.games.base import Game
 from pbmarl.games.registry import game_spec, load_game
 from pbmarl.learners.common.buffers import ReplayBuffer, Transitions
@@ -50,8 +50,7 @@ from pbmarl.runs import Record, Run, SavedRun, State, shared_row
 from pbmarl.runs.folder import refused_as
 from pbmarl.runs.transaction import all_or_nothing
 
-#: the largest hidden layer, and the most items a buffer (or one step's episodes) may hold
-MAX_WIDTH = 1 << 16
+#: the most items a buffer (or one step's episodes) may hold
 MAX_SIZE = 10**8
 _SIZE: Rule = (lambda v: POSITIVE_INT[0](v) and v <= MAX_SIZE, f"an int in [1, {MAX_SIZE:,}]")
 #: the most memory both buffers of all players may take when full
@@ -97,8 +96,6 @@ class NFSPConfig(DeviceOption):
     """Measure the average policies' exploitability exactly after every step (None: where the game's tree fits)."""
 
     checks: ClassVar[dict[str, Rule]] = {
-        "hidden": (lambda v: isinstance(v, tuple) and all(POSITIVE_INT[0](h) and h <= MAX_WIDTH for h in v),
-                   f"a sequence of layer widths, each an int in [1, {MAX_WIDTH:,}]"),
         "rl_lr": POSITIVE, "sl_lr": POSITIVE, "anticipatory": UNIT, "epsilon_start": UNIT,
         "epsilon_decay_episodes": POSITIVE_INT, "replay_capacity": _SIZE, "reservoir_capacity": _SIZE,
         "batch_size": _SIZE, "learn_every": POSITIVE_INT, "updates_per_learn": _SIZE,
@@ -107,8 +104,7 @@ class NFSPConfig(DeviceOption):
     }
 
     def __post_init__(self) -> None:
-        if isinstance(self.hidden, list) or (isinstance(self.hidden, tuple) and not isinstance(self.hidden, str)):
-            object.__setattr__(self, "hidden", tuple(self.hidden))
+        object.__setattr__(self, "hidden", check_widths("hidden", self.hidden))  # the rule every learner's widths keep
         super().__post_init__()
         small = min(self.replay_capacity, self.reservoir_capacity)
         if self.min_buffer > small:
