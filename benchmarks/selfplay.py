@@ -66,7 +66,7 @@ def neural(out: Writer, game: str, method: str, seed: int, steps: int, every: in
     if method == "ppo":
         run = pb.PPOSelfPlay(game, seed=seed, preset="iig_liars_dice", budget=steps, eval_every=0)
     else:
-        run = pb.DeepMMD(game, seed=seed, budget=steps, eval_every=0, magnet_every=10, clip_coef=0.2)
+        run = pb.DeepMMD(game, seed=seed, preset="iig_liars_dice", budget=steps, eval_every=0)
     next_eval = every
     with run:
         while not run.done:
