@@ -24,6 +24,9 @@ CASES = {
     "A3C": Case(CARTPOLE, _seeded(pb.A3C, workers=2), "worker"),
     # ASP PPO: workers hold a batch's minibatch plan between steps (saved and restored with the jobs in flight)
     "PPO-ASP": Case(CARTPOLE, _seeded(pb.PPO, workers=2, sync="asp", epochs=2, minibatches=2), "sinc"),
+    # Gorila DQN: workers fill the learner's replay and take gradients of the minibatches it sends with their jobs
+    "DQN-ASP": Case(CARTPOLE, _seeded(pb.DQN, workers=2, sync="asp", learning_starts=64, updates_per_round=4,
+                                      batch_size=16), "learning_start"),
     "IMPALA": Case(CARTPOLE, _seeded(pb.IMPALA, actors=2, steps_per_round=32), "rho_barr"),
     "ApeX": Case(CARTPOLE, _seeded(pb.ApeX, actors=2, steps_per_round=32, learning_starts=64, updates_per_round=4,
                                    batch_size=16), "publish_intervall"),

@@ -22,8 +22,10 @@ is sent the next job at once.
 What the learner supplies (`pbmarl.protocols.GradientSource`): the modules the server trains
 (`server_modules`), the worker class (`worker_class`: `GradientWorker` for PPO and A2C,
 `ReplayGradientWorker` for DQN), the extra arguments of each job (`job_args`: DQN's
-epsilon, whether it learns yet and its target weights) and what to do when its weights
-change (`weights_changed`); its workers' copies give the minibatch plan and the loss.
+epsilon, whether it learns yet, its target weights and the minibatch it drew from its
+replay), what to do when its weights change (`weights_changed`) and, optionally, with each
+consumed result (`result_received`: DQN adds the batch to its replay and sets the drawn
+rows' priorities); its workers' copies give the minibatch plan and the loss.
 
 The server is a `RemoteServer`: a Ray actor on the Ray backend (workers fetch the
 weights it publishes straight from it), an in-process object on the local one. At the
@@ -217,6 +219,9 @@ class ParameterRounds(Rounds):
         task = self.learner.task
         task.learner_steps += len(result.traj)
         task.env_steps += int(result.traj.steps)
+        received = getattr(self.learner, "result_received", None)
+        if received is not None:  # DQN: the batch goes into the learner's replay
+            received(result)
         return len(result.traj), int(result.traj.steps)
 
     def _job_args(self) -> tuple[Any, ...]:

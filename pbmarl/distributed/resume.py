@@ -14,9 +14,12 @@ what the learner's `_task_extra` / `_set_task_extra` keep of them.
 A job's result depends only on its arguments and on the batch its worker is taking gradients of (PPO's
 minibatch plan, `pbmarl.distributed.workers`); the log keeps, per worker, the job that collected that batch
 and the gradients received of it, and a rebuilt worker collects it again and skips those
-(`GradientWorker.resume_batch`) before its job in flight goes out again. Two cases do not resume exactly: DQN's replay gradient workers (``workers > 1``), whose replays live in the
-workers (a restored or loaded Gorila DQN task refills them from scratch), and BAP's gradients
-waiting for the next apply, which are not kept.
+(`GradientWorker.resume_batch`) before its job in flight goes out again. DQN's replay gradient
+workers (Gorila, ``workers > 1``) keep no replay of their own: their batches go into the learner's
+replay, saved and undone with the learner, and the minibatches a job takes gradients of travel (and are
+logged) with the job, so a restored or loaded Gorila task resumes exactly too (before, its replays lived in
+the workers and were refilled from scratch). One case does not resume exactly: BAP's gradients waiting for
+the next apply, which are not kept.
 """
 
 from __future__ import annotations

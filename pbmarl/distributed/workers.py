@@ -21,13 +21,19 @@ planned minibatch at the weights it was sent:
 With ``norm_adv=False`` the gradient of one minibatch made of several workers' shards equals
 the sample-weighted mean of the per-shard gradients, which is what BSP relies on.
 
-`ReplayGradientWorker` is DQN's (Gorila's, Nair et al. 2015): each worker keeps its own
-replay, filled by its own epsilon-greedy collection, and returns the TD-loss gradient of
-one minibatch drawn from it (or no gradient while the task is before ``learning_starts``);
-like PPO's minibatches, a collected batch is followed by ``updates_per_round`` such gradients
-(before, one: BSP took one update where the learner takes 32, and two workers did not learn).
-The target network is whatever weights the learner sends with the job: the server's
-weights as of the last multiple of ``target_update_interval`` updates.
+`ReplayGradientWorker` is DQN's (Gorila, Nair et al. 2015, with the paper's global replay): the
+replay is the learner's. A job that starts a batch collects ``steps_per_round`` with the
+epsilon-greedy weights and returns it, and the learner adds it to its replay when it consumes the
+result; every job returns the TD-loss gradient of one minibatch that the learner drew from its
+replay and sent with the job (or no gradient while the task is before ``learning_starts``), with
+the minibatch's TD errors for the replay's priorities. Like PPO's minibatches, a collected batch is
+followed by ``updates_per_round`` such gradients (before, one: BSP took one update where the
+learner takes 32, and two workers did not learn). The target network is whatever weights the
+learner sends with the job: the server's weights as of the last multiple of
+``target_update_interval`` updates. The worker keeps no data a step needs back (only how many
+gradients its batch still owes, which `resume_batch` puts back), so the learner's replay is saved
+and undone as single-process DQN's is. (Before, each worker kept its own replay, which a loaded or
+interrupted task refilled from scratch.)
 """
 
 from __future__ import annotations
@@ -42,9 +48,10 @@ import torch
 
 from pbmarl.distributed.server import get_vector, set_vector
 from pbmarl.games.base import Game
+from pbmarl.learners.common.buffers import FIELDS, Batch
 from pbmarl.rollout.trajectories import Trajectories, concat_trajectories
 
-__all__ = ["GradientResult", "GradientWorker", "ReplayGradientWorker", "empty_like", "mean_stats", "weighted_means"]
+__all__ = ["MINIBATCH", "GradientResult", "GradientWorker", "ReplayGradientWorker", "empty_like", "mean_stats", "weighted_means"]
 
 
 @dataclass(frozen=True)
@@ -64,6 +71,8 @@ class GradientResult:
     """Gradients the worker planned for the batch behind this one (a learner's step consumes `workers` batches' worth)."""
     left: int = 0
     """Gradients of that batch still to come after this one (0: the worker's next job collects)."""
+    td: tuple[np.ndarray, np.ndarray] | None = None
+    """A replay minibatch's (slots, TD errors), for the learner's priorities (DQN's jobs)."""
 
     @property
     def count(self) -> int:
@@ -167,50 +176,69 @@ class GradientWorker:
 
 
 class ReplayGradientWorker(GradientWorker):
-    """A DQN gradient worker with its own replay (see the module doc)."""
+    """A DQN gradient worker: collects into the learner's replay, takes gradients of its minibatches (see the module doc)."""
 
     def __init__(self, game: Any, learner_class: type, config: Any, player: int, opponents: Sequence[Any]) -> None:
         super().__init__(game, learner_class, config, player, opponents)
         self.target_params = list(self.learner.target_net.parameters())
         self.pending = 0  # gradients still due on the batch collected last
 
-    def compute(self, weights: np.ndarray, version: int, seeds: Sequence[int],
-                epsilon: float = 0.0, learn: bool = True, target: np.ndarray | None = None) -> GradientResult:
-        """The TD gradient of one minibatch of this worker's replay, after collecting into it when a batch is due.
+    def compute(self, weights: np.ndarray, version: int, seeds: Sequence[int], epsilon: float = 0.0,
+                learn: bool = True, target: np.ndarray | None = None, *minibatch: np.ndarray) -> GradientResult:
+        """The TD gradient of `minibatch` (drawn by the learner from its replay), after collecting when a batch is due.
 
-        A job that starts a batch collects ``steps_per_round`` with epsilon-greedy `weights` (and
-        returns it as `traj`); the batch is followed by ``updates_per_round`` gradients (at least
-        one), as the single-process learner takes that many updates a round. The minibatch is
-        drawn with a generator seeded by ``seeds[0]``; `target` (default: `weights`) is the
-        target network. Without `learn` the job only collects.
+        A job that starts a batch collects ``steps_per_round`` with epsilon-greedy `weights` (one
+        collection per seed) and returns it as `traj`, for the learner's replay; the batch is
+        followed by ``updates_per_round`` gradients (at least one), as the single-process learner
+        takes that many updates a round. `minibatch` is a replay `Batch`'s arrays in the order
+        of `MINIBATCH`; the result carries its TD errors (`td`) for the replay's priorities.
+        `target` (default: `weights`) is the target network. Without `learn` (or a
+        minibatch) the job only collects.
         """
         learner = self.learner
         set_vector(self.params, weights)
         set_vector(self.target_params, weights if target is None else target)
         learner.behaviour.epsilon = float(epsilon)
         learner.behaviour.version += 1  # new weights: pools cache policies by version
-        task, cfg = learner.task, learner.config
         seeds = tuple(int(s) for s in seeds)
+        learn = bool(learn) and len(minibatch) == len(MINIBATCH)
         if self.pending > 0 and learn and self.traj is not None:
             traj = empty_like(self.traj)
         else:
-            parts = [learner.pool.collect(task.player, learner.behaviour, task.opponents, cfg.steps_per_round,
-                                          seed=s) for s in seeds]
-            traj = self.traj = concat_trajectories(parts)
-            learner.replay.add(traj)
-            self.pending = max(int(cfg.updates_per_round), 1)
-        stats = {"loss": math.nan, "q_mean": math.nan, "buffer": float(len(learner.replay))}
+            traj = self._collect(seeds)
+            self.pending = max(int(learner.config.updates_per_round), 1)
+        stats = {"loss": math.nan, "q_mean": math.nan}
         if not learn:
             self.pending = 0
             return GradientResult(None, int(version), seeds, traj, stats)
         self.pending -= 1
-        batch = learner.replay.sample(cfg.batch_size, np.random.default_rng(seeds[0]))
+        batch = Batch(**dict(zip(MINIBATCH, minibatch)))
         loss, q, td = learner._td_loss(batch)
         grad = self._gradient(loss)
-        learner.replay.update_priorities(batch.index, td.detach().numpy())
         stats.update(loss=float(loss.detach()), q_mean=float(q.detach().mean()))
-        return GradientResult(grad, int(version), seeds, traj, stats, batch=len(batch.action),
-                              plan=max(int(cfg.updates_per_round), 1))
+        plan = max(int(learner.config.updates_per_round), 1)
+        return GradientResult(grad, int(version), seeds, traj, stats, batch=len(batch.action), plan=plan,
+                              left=self.pending, td=(np.asarray(batch.index), td.detach().cpu().numpy()))
+
+    def _collect(self, seeds: Sequence[int]) -> Trajectories:
+        """One batch with the epsilon-greedy policy loaded (one collection per seed)."""
+        learner = self.learner
+        task, steps = learner.task, learner.config.steps_per_round
+        parts = [learner.pool.collect(task.player, learner.behaviour, task.opponents, steps, seed=int(s)) for s in seeds]
+        self.traj = concat_trajectories(parts)
+        return self.traj
+
+    def resume_batch(self, weights: np.ndarray, seeds: Sequence[int], consumed: int) -> None:
+        """Be again `consumed` gradients into the batch that the job ``(weights, seeds)`` collected: the gradients
+        still due on it (its data is in the learner's replay already; collected again only for its shape)."""
+        set_vector(self.params, weights)
+        self.learner.behaviour.version += 1
+        self._collect(seeds)
+        self.pending = max(int(self.learner.config.updates_per_round), 1) - int(consumed)
+
+
+#: the arrays of a replay minibatch a DQN job carries, in order (a `Batch`'s fields)
+MINIBATCH = (*FIELDS, "weight", "index")
 
 
 def empty_like(traj: Trajectories) -> Trajectories:

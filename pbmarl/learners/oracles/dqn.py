@@ -12,12 +12,15 @@ One round of `DQN.step()`:
    network every ``target_update_interval`` updates.
 
 With ``workers > 1`` (`ParallelOptions`) the round runs on a parameter server instead
-(Gorila, Nair et al. 2015; `pbmarl.distributed.modes`): every worker collects
-``steps_per_round`` transitions into its own replay and returns the TD gradient of one
-``batch_size`` minibatch, applied under ``sync`` ("bsp", "asp" or "bap");
-``updates_per_round`` is then a single-process option. The target network follows the
-server's weights every ``target_update_interval`` applied updates. The workers' replays
-live in the workers, so a checkpoint of such a task holds the weights and optimiser only.
+(Gorila, Nair et al. 2015, with its global replay; `pbmarl.distributed.modes`): every
+worker collects ``steps_per_round`` transitions, which go into the learner's replay when
+its result is consumed, followed by ``updates_per_round`` jobs, each the TD gradient of one
+``batch_size`` minibatch the learner draws from its replay and sends with the job (its TD
+errors come back for the priorities); the gradients are applied under ``sync`` ("bsp",
+"asp" or "bap"). The target network follows the server's weights every
+``target_update_interval`` applied updates. The replay is the learner's, so it is saved
+and undone (Ctrl-C) as single-process DQN's is, and a loaded or interrupted task resumes
+exactly (`pbmarl.distributed.resume`; BAP's waiting gradients aside).
 
 The best response handed back is an `MLPPolicy` that plays ``softmax(Q / policy_temperature)``
 over the legal actions: greedy in Q, mixing only near-ties.
@@ -41,7 +44,7 @@ import torch.nn.functional as F
 
 from pbmarl.config import FLAG, NON_NEGATIVE_INT, POSITIVE, POSITIVE_INT, UNIT, Rule
 from pbmarl.distributed.options import ParallelOptions
-from pbmarl.distributed.workers import ReplayGradientWorker
+from pbmarl.distributed.workers import MINIBATCH, ReplayGradientWorker
 from pbmarl.learners.common.buffers import PrioritizedReplayBuffer, ReplayBuffer
 from pbmarl.learners.common.config import LearnerConfig, LearnerRecord
 from pbmarl.learners.common.nets import (
@@ -119,7 +122,7 @@ class DQNRecord(LearnerRecord):
     updates: int
     """Gradient steps taken in the task so far."""
     buffer: int
-    """Transitions in the replay buffer (with ``workers > 1``: in all workers' replays)."""
+    """Transitions in the replay buffer (with ``workers > 1`` too: the learner's, which the workers fill)."""
     max_staleness: int = 0
     """With ``workers > 1``: most versions a gradient applied this round lagged behind the server (0 otherwise)."""
 
@@ -199,8 +202,7 @@ class DQN(Learner):
 
             set_vector(list(self.target_net.parameters()), rounds.server.host.get(self._target[1]))
         return traj, {"loss": stats["loss"], "q_mean": stats["q_mean"], "epsilon": eps, "updates": task.updates,
-                      "buffer": int(sum(r.stats["buffer"] for r in rounds.latest.values())),
-                      "max_staleness": stats["max_staleness"]}
+                      "buffer": len(self.replay), "max_staleness": stats["max_staleness"]}
 
     # -- the parameter server's view (`pbmarl.protocols.GradientSource`) ---------------------
     def server_modules(self) -> list[torch.nn.Module]:
@@ -215,8 +217,17 @@ class DQN(Learner):
         version, weights = rounds.server.weights()
         if self._target is None or version // cfg.target_update_interval > self._target[0] // cfg.target_update_interval:
             self._target = (version, weights)
-        return (self.epsilon(task.learner_steps, task.budget), task.learner_steps >= cfg.learning_starts,
-                self._target[1])
+        learn = task.learner_steps >= cfg.learning_starts and len(self.replay) > 0
+        batch = self.replay.sample(cfg.batch_size, self.rng) if learn else None
+        minibatch = () if batch is None else tuple(getattr(batch, name) for name in MINIBATCH)
+        return (self.epsilon(task.learner_steps, task.budget), learn, self._target[1], *minibatch)
+
+    def result_received(self, result: Any) -> None:
+        """A worker's result is consumed: its batch goes into the replay, its TD errors set the priorities it drew."""
+        if len(result.traj):
+            self.replay.add(result.traj)
+        if result.td is not None:
+            self.replay.update_priorities(*result.td)
 
     def weights_changed(self) -> None:
         self.behaviour.version += 1  # pools cache policies by version
