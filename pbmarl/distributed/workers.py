@@ -48,10 +48,9 @@ import torch
 
 from pbmarl.distributed.server import get_vector, set_vector
 from pbmarl.games.base import Game
-from pbmarl.learners.common.buffers import FIELDS, Batch
 from pbmarl.rollout.trajectories import Trajectories, concat_trajectories
 
-__all__ = ["MINIBATCH", "GradientResult", "GradientWorker", "ReplayGradientWorker", "empty_like", "mean_stats", "weighted_means"]
+__all__ = ["GradientResult", "GradientWorker", "ReplayGradientWorker", "empty_like", "mean_stats", "weighted_means"]
 
 
 @dataclass(frozen=True)
@@ -190,8 +189,9 @@ class ReplayGradientWorker(GradientWorker):
         A job that starts a batch collects ``steps_per_round`` with epsilon-greedy `weights` (one
         collection per seed) and returns it as `traj`, for the learner's replay; the batch is
         followed by ``updates_per_round`` gradients (at least one), as the single-process learner
-        takes that many updates a round. `minibatch` is a replay `Batch`'s arrays in the order
-        of `MINIBATCH`; the result carries its TD errors (`td`) for the replay's priorities.
+        takes that many updates a round. `minibatch` is a replay minibatch's arrays in the order the
+        learner's `minibatch_td` reads them (DQN's `MINIBATCH`); the result carries its TD errors (`td`) for
+        the replay's priorities.
         `target` (default: `weights`) is the target network. Without `learn` (or a
         minibatch) the job only collects.
         """
@@ -201,7 +201,7 @@ class ReplayGradientWorker(GradientWorker):
         learner.behaviour.epsilon = float(epsilon)
         learner.behaviour.version += 1  # new weights: pools cache policies by version
         seeds = tuple(int(s) for s in seeds)
-        learn = bool(learn) and len(minibatch) == len(MINIBATCH)
+        learn = bool(learn) and len(minibatch) > 0
         if self.pending > 0 and learn and self.traj is not None:
             traj = empty_like(self.traj)
         else:
@@ -212,8 +212,7 @@ class ReplayGradientWorker(GradientWorker):
             self.pending = 0
             return GradientResult(None, int(version), seeds, traj, stats)
         self.pending -= 1
-        batch = Batch(**dict(zip(MINIBATCH, minibatch)))
-        loss, q, td = learner._td_loss(batch)
+        batch, loss, q, td = learner.minibatch_td(minibatch)
         grad = self._gradient(loss)
         stats.update(loss=float(loss.detach()), q_mean=float(q.detach().mean()))
         plan = max(int(learner.config.updates_per_round), 1)
@@ -235,10 +234,6 @@ class ReplayGradientWorker(GradientWorker):
         self.learner.behaviour.version += 1
         self._collect(seeds)
         self.pending = max(int(self.learner.config.updates_per_round), 1) - int(consumed)
-
-
-#: the arrays of a replay minibatch a DQN job carries, in order (a `Batch`'s fields)
-MINIBATCH = (*FIELDS, "weight", "index")
 
 
 def empty_like(traj: Trajectories) -> Trajectories:

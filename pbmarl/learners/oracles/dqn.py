@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import copy
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
@@ -44,8 +45,8 @@ import torch.nn.functional as F
 
 from pbmarl.config import FLAG, NON_NEGATIVE_INT, POSITIVE, POSITIVE_INT, UNIT, Rule
 from pbmarl.distributed.options import ParallelOptions
-from pbmarl.distributed.workers import MINIBATCH, ReplayGradientWorker
-from pbmarl.learners.common.buffers import PrioritizedReplayBuffer, ReplayBuffer
+from pbmarl.distributed.workers import ReplayGradientWorker
+from pbmarl.learners.common.buffers import FIELDS, Batch, PrioritizedReplayBuffer, ReplayBuffer
 from pbmarl.learners.common.config import LearnerConfig, LearnerRecord
 from pbmarl.learners.common.nets import (
     EpsilonGreedy,
@@ -64,6 +65,8 @@ from pbmarl.rollout.trajectories import Trajectories
 from pbmarl.torchutil import clip_grad_norm, copy_state
 
 LOSSES = ("huber", "mse")
+#: the arrays of a replay minibatch a Gorila job carries, in order (a `Batch`'s fields)
+MINIBATCH = (*FIELDS, "weight", "index")
 
 
 @dataclass(frozen=True)
@@ -231,6 +234,11 @@ class DQN(Learner):
 
     def weights_changed(self) -> None:
         self.behaviour.version += 1  # pools cache policies by version
+
+    def minibatch_td(self, arrays: Sequence[np.ndarray]) -> tuple[Batch, torch.Tensor, torch.Tensor, torch.Tensor]:
+        """A Gorila job's minibatch (its arrays in the order of `MINIBATCH`) as a `Batch`, with `_td_loss` of it."""
+        batch = Batch(**dict(zip(MINIBATCH, arrays)))
+        return (batch, *self._td_loss(batch))
 
     def _td_loss(self, batch: Any) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         """(importance-weighted TD loss, Q of the taken actions, TD errors) of a replay minibatch."""
