@@ -31,7 +31,7 @@ from typing import Any, ClassVar, cast
 import numpy as np
 import torch
 
-from pbmarl.config import FLAG, NON_NEGATIVE, POSITIVE, POSITIVE_INT, UNIT, Rule, build_config, check_seed
+from pbmarl.config import FLAG, NON_NEGATIVE, POSITIVE, POSITIVE_INT, UNIT, Rule, build_config, check_seed, did_you_mean
 from pbmarl.games.base import Game
 from pbmarl.games.registry import game_spec, load_game
 from pbmarl.learners.common.config import DeviceOption
@@ -155,13 +155,20 @@ class SelfPlayRun(Run):
     """Self-play actor-critic; see the module doc. Subclasses define `config_class` and `policy_loss`."""
 
     config_class: ClassVar[type[SelfPlayConfig]] = SelfPlayConfig
+    #: named option sets (``preset=``) the options start from, e.g. a paper's tuned setting
+    presets: ClassVar[dict[str, dict[str, Any]]] = {}
     history_columns: ClassVar[tuple[str, ...]] = ("exploitability", "nash_conv")
     config: SelfPlayConfig
     records: list[SelfPlayRecord]
 
     def __init__(self, game: Game | str, *, seed: int = 0, config: SelfPlayConfig | None = None,
-                 **options: Any) -> None:
+                 preset: str | None = None, **options: Any) -> None:
         name = type(self).__name__
+        if preset is not None:  # options over the named preset's values
+            if preset not in self.presets:
+                raise ValueError(f"unknown preset {preset!r} for {name}{did_you_mean(preset, self.presets) or '.'} "
+                                 f"Known presets: {', '.join(self.presets) or 'none'}")
+            options = {**self.presets[preset], **options}
         self._configure(game, build_config(self.config_class, config, options, owner=name), check_seed(seed))
 
     # -- building ----------------------------------------------------------------------

@@ -34,9 +34,7 @@ from typing import Any, ClassVar
 import torch
 
 from pbmarl.algorithms.selfplay.base import SelfPlayBatch, SelfPlayConfig, SelfPlayRun
-from pbmarl.algorithms.selfplay.ppo import with_preset
 from pbmarl.config import NON_NEGATIVE, Rule, is_int, is_real
-from pbmarl.games.base import Game
 from pbmarl.policies.neural import masked_logits
 from pbmarl.rl.magnetic import magnetic_policy_loss
 from pbmarl.rl.schedules import linear_schedule
@@ -90,11 +88,8 @@ class DeepMMD(SelfPlayRun):
     """
 
     config_class: ClassVar[type[SelfPlayConfig]] = DeepMMDConfig
+    presets: ClassVar[dict[str, dict[str, Any]]] = PRESETS
     config: DeepMMDConfig
-
-    def __init__(self, game: Game | str, *, seed: int = 0, config: DeepMMDConfig | None = None,
-                 preset: str | None = None, **options: Any) -> None:
-        super().__init__(game, seed=seed, config=config, **with_preset(PRESETS, preset, options, "DeepMMD"))
 
     def _init_extra(self) -> None:
         # the moving magnet: a frozen copy of each actor's network (None: uniform)

@@ -25,8 +25,7 @@ from typing import Any, ClassVar
 import torch
 
 from pbmarl.algorithms.selfplay.base import SelfPlayBatch, SelfPlayConfig, SelfPlayRun
-from pbmarl.config import NON_NEGATIVE, POSITIVE, Rule, did_you_mean
-from pbmarl.games.base import Game
+from pbmarl.config import NON_NEGATIVE, POSITIVE, Rule
 from pbmarl.rl.policy_gradients import clipped_surrogate_loss
 
 #: tuned settings from the IIG benchmark (Rudolph et al. 2026), by name
@@ -35,17 +34,6 @@ PRESETS: dict[str, dict[str, Any]] = {
                            minibatches=1, vf_coef=0.0625, gae_lambda=0.95, gamma=0.99, max_grad_norm=0.5,
                            anneal_lr=True),
 }
-
-
-def with_preset(presets: dict[str, dict[str, Any]], preset: str | None, options: dict[str, Any],
-                owner: str) -> dict[str, Any]:
-    """`options` over the named preset's values (a ValueError with a did-you-mean for an unknown name)."""
-    if preset is None:
-        return options
-    if preset not in presets:
-        raise ValueError(f"unknown preset {preset!r} for {owner}{did_you_mean(preset, presets)} "
-                         f"Known presets: {', '.join(presets)}")
-    return {**presets[preset], **options}
 
 
 @dataclass(frozen=True)
@@ -71,11 +59,8 @@ class PPOSelfPlay(SelfPlayRun):
     """
 
     config_class: ClassVar[type[SelfPlayConfig]] = PPOSelfPlayConfig
+    presets: ClassVar[dict[str, dict[str, Any]]] = PRESETS
     config: PPOSelfPlayConfig
-
-    def __init__(self, game: Game | str, *, seed: int = 0, config: PPOSelfPlayConfig | None = None,
-                 preset: str | None = None, **options: Any) -> None:
-        super().__init__(game, seed=seed, config=config, **with_preset(PRESETS, preset, options, "PPOSelfPlay"))
 
     def policy_loss(self, index: int, mb: SelfPlayBatch, adv: torch.Tensor, logp: torch.Tensor,
                     logp_all: torch.Tensor, entropy: torch.Tensor) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
