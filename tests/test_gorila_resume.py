@@ -11,11 +11,11 @@ from typing import Any
 import numpy as np
 import pandas as pd
 import pytest
+from interrupts import interrupt_at, lines_in_step  # a Ctrl-C at a chosen line
 
 import pbmarl as pb
 from pbmarl.distributed.server import get_vector
 
-PBMARL = str(Path(pb.__file__).parent)
 SMALL = {"seed": 0, "workers": 2, "backend": "local", "budget": 4_000, "steps_per_round": 64, "num_envs": 2,
          "hidden": (16,), "learning_starts": 64, "updates_per_round": 4, "batch_size": 16, "target_update_interval": 3}
 
@@ -60,39 +60,16 @@ def test_a_saved_and_loaded_gorila_run_takes_its_twins_next_steps(tmp_path: Path
         loaded.close()
 
 
-def _interrupt_at(n: int) -> Any:
-    """A trace function that raises KeyboardInterrupt at the `n`-th line pbmarl runs (-1: never; counts them)."""
-    seen = [0]
-
-    def trace(frame: Any, event: str, arg: Any) -> Any:
-        if not frame.f_code.co_filename.startswith(PBMARL):
-            return None
-        if event == "line":
-            seen[0] += 1
-            if seen[0] == n:
-                raise KeyboardInterrupt
-        return trace
-
-    trace.seen = seen  # type: ignore[attr-defined]
-    return trace
-
-
 @pytest.mark.parametrize("sync", ["bsp", "asp"])
 def test_a_ctrl_c_inside_a_gorila_step_leaves_the_run_unchanged_and_it_continues_like_its_twin(sync: str) -> None:
     with _build(sync) as probe:
         probe.run(3, progress=False)
-        counter = _interrupt_at(-1)
-        sys.settrace(counter)
-        try:
-            probe.step()
-        finally:
-            sys.settrace(None)
-        total = int(counter.seen[0])  # type: ignore[attr-defined]
+        total = lines_in_step(probe)
     for where in (0.2, 0.5, 0.8):
         with _build(sync) as run, _build(sync) as twin:
             run.run(3, progress=False), twin.run(3, progress=False)
             before, replay = _row(run), len(run.replay)
-            sys.settrace(_interrupt_at(max(1, int(total * where))))
+            sys.settrace(interrupt_at(max(1, int(total * where))))
             try:
                 with pytest.raises(KeyboardInterrupt):
                     run.step()

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import math
 import sys
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -20,12 +19,12 @@ import pytest
 
 import pbmarl as pb
 
-PBMARL = str(Path(pb.__file__).parent)
 SHARED = ["env_steps", "episodes", "wall_time"]
 #: columns that measure time, which two equal runs never share
 TIMING = ("wall_time", "time/")
 
 
+from interrupts import interrupt_at, lines_in_step  # noqa: E402 - a Ctrl-C at a chosen line
 from run_cases import CASES, Case  # noqa: E402 - every family's cases, one module each (tests/run_cases_*.py)
 
 
@@ -126,43 +125,16 @@ def test_a_misspelt_option_is_refused_with_a_did_you_mean(case: Case) -> None:
     assert repr(case.typo) in message and "did you mean" in message
 
 
-def _interrupt_at(n: int) -> Callable[..., Any]:
-    """A trace function that raises KeyboardInterrupt at the `n`-th line pbmarl runs, as a Ctrl-C would."""
-    seen = [0]
-
-    def trace(frame: Any, event: str, arg: Any) -> Any:
-        if not frame.f_code.co_filename.startswith(PBMARL):
-            return None
-        if event == "line":
-            seen[0] += 1
-            if seen[0] == n:
-                raise KeyboardInterrupt
-        return trace
-
-    trace.seen = seen  # type: ignore[attr-defined]
-    return trace
-
-
-def _lines_in_step(run: Any) -> int:
-    counter = _interrupt_at(-1)
-    sys.settrace(counter)
-    try:
-        run.step()
-    finally:
-        sys.settrace(None)
-    return int(counter.seen[0])  # type: ignore[attr-defined]
-
-
 @pytest.mark.parametrize("where", [0.1, 0.5, 0.9])
 def test_ctrl_c_inside_step_leaves_the_run_unchanged(case: Case, where: float) -> None:
     with case.build(case.game) as a, case.build(case.game) as twin:
         a.step(), twin.step()
         probe = case.build(case.game)
         probe.step()
-        total = _lines_in_step(probe)
+        total = lines_in_step(probe)
         probe.close()
         before = fingerprint(a)
-        sys.settrace(_interrupt_at(max(1, int(total * where))))
+        sys.settrace(interrupt_at(max(1, int(total * where))))
         try:
             with pytest.raises(KeyboardInterrupt):
                 a.step()

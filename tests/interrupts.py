@@ -1,0 +1,46 @@
+"""A Ctrl-C at a chosen line inside pbmarl, for the tests that check a step is all-or-nothing.
+
+`interrupt_at(n)` is a trace function (for `sys.settrace`) that raises KeyboardInterrupt at the `n`-th line of
+pbmarl's own code, as a Ctrl-C would; `lines_in_step(run)` counts the lines one `run.step()` runs, so a test can
+interrupt at a fraction of them.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pbmarl as pb
+
+PBMARL = str(Path(pb.__file__).parent)
+
+
+def interrupt_at(n: int) -> Callable[..., Any]:
+    """A trace function that raises KeyboardInterrupt at the `n`-th line pbmarl runs (-1: never; it counts them
+    in ``.seen[0]``)."""
+    seen = [0]
+
+    def trace(frame: Any, event: str, arg: Any) -> Any:
+        if not frame.f_code.co_filename.startswith(PBMARL):
+            return None
+        if event == "line":
+            seen[0] += 1
+            if seen[0] == n:
+                raise KeyboardInterrupt
+        return trace
+
+    trace.seen = seen  # type: ignore[attr-defined]
+    return trace
+
+
+def lines_in_step(run: Any) -> int:
+    """How many lines of pbmarl one ``run.step()`` runs (the step is taken)."""
+    counter = interrupt_at(-1)
+    sys.settrace(counter)
+    try:
+        run.step()
+    finally:
+        sys.settrace(None)
+    return int(counter.seen[0])  # type: ignore[attr-defined]
