@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+import torch
 from scipy import stats
 
 from pbmarl.algorithms.nfsp import NFSP, NFSPConfig
@@ -56,6 +57,7 @@ def test_config_checks_and_defaults_cite_leduc():
     ({"min_buffer": 500, "replay_capacity": 100}, r"min_buffer must be at most replay_capacity \(100\)"),
     ({"replay_capacity": 10**10}, "replay_capacity must be an int in \\[1, 100,000,000\\]"),
     ({"replay_capacity": 10**8}, "replay_capacity=100,000,000 would need .* GiB"),
+    ({"optimizer": "rmsprop"}, r"optimizer must be one of \('sgd', 'adam'\), got 'rmsprop'"),
 ])
 def test_bad_options_are_refused_naming_them(options, message):
     with pytest.raises(ValueError, match=message):
@@ -120,3 +122,18 @@ def test_an_interrupted_step_leaves_the_run_as_it_was(monkeypatch):
     assert (run.episodes, run.decisions, run.rng.bit_generator.state, len(run.reservoir[0])) == before[:4]
     assert all(np.array_equal(a.detach(), b) for a, b in zip(run.avg_nets[0].parameters(), before[4]))
     assert len(run.records) == 1
+
+
+def test_adam_drives_both_networks_and_resumes_exactly(tmp_path):
+    whole = NFSP("kuhn_poker", seed=0, optimizer="adam", rl_lr=1e-3, sl_lr=1e-3, **TINY)
+    assert all(isinstance(o, torch.optim.Adam) for o in whole.rl_opts + whole.sl_opts)
+    whole.run(2, progress=False)
+    part = NFSP("kuhn_poker", seed=0, optimizer="adam", rl_lr=1e-3, sl_lr=1e-3, **TINY)
+    part.run(1, progress=False)
+    part.save(tmp_path / "run")
+    resumed = NFSP.load(tmp_path / "run")
+    assert resumed.config.optimizer == "adam" and isinstance(resumed.sl_opts[0], torch.optim.Adam)
+    resumed.run(1, progress=False)
+    cols = ["env_steps", "exploitability", "loss/rl", "loss/sl"]
+    assert np.allclose(resumed.history[cols].to_numpy(float), whole.history[cols].to_numpy(float), equal_nan=True)
+    assert NFSP("kuhn_poker", **TINY).rl_opts[0].__class__ is torch.optim.SGD  # the paper's, still the default

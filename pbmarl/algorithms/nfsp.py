@@ -53,6 +53,8 @@ from pbmarl.runs.transaction import all_or_nothing
 #: the most items a buffer (or one step's episodes) may hold
 MAX_SIZE = 10**8
 _SIZE: Rule = (lambda v: POSITIVE_INT[0](v) and v <= MAX_SIZE, f"an int in [1, {MAX_SIZE:,}]")
+#: NFSP's optimisers by name (the ``optimizer`` option)
+OPTIMIZERS = ("sgd", "adam")
 #: the most memory both buffers of all players may take when full
 MAX_BUFFER_BYTES = 16 * 2**30
 
@@ -64,9 +66,12 @@ class NFSPConfig(DeviceOption):
     hidden: tuple[int, ...] = (64,)
     """Hidden layers of both networks: one layer of 64 rectified units (Leduc)."""
     rl_lr: float = 0.1
-    """SGD learning rate of the best-response network (Leduc: 0.1)."""
+    """Learning rate of the best-response network (Leduc: 0.1, with SGD)."""
     sl_lr: float = 0.005
-    """SGD learning rate of the average-policy network (Leduc: 0.005)."""
+    """Learning rate of the average-policy network (Leduc: 0.005, with SGD)."""
+    optimizer: str = "sgd"
+    """Optimiser of both networks: ``"sgd"`` (the paper's) or ``"adam"`` (OpenSpiel's PyTorch NFSP
+    ``optimizer_str="adam"``, which the IIG benchmark's tuned settings use)."""
     anticipatory: float = 0.1
     """eta: probability of following the best response for a whole episode (Leduc: 0.1)."""
     epsilon_start: float = 0.06
@@ -96,7 +101,8 @@ class NFSPConfig(DeviceOption):
     """Measure the average policies' exploitability exactly after every step (None: where the game's tree fits)."""
 
     checks: ClassVar[dict[str, Rule]] = {
-        "rl_lr": POSITIVE, "sl_lr": POSITIVE, "anticipatory": UNIT, "epsilon_start": UNIT,
+        "rl_lr": POSITIVE, "sl_lr": POSITIVE, "optimizer": (lambda v: v in OPTIMIZERS, f"one of {OPTIMIZERS}"),
+        "anticipatory": UNIT, "epsilon_start": UNIT,
         "epsilon_decay_episodes": POSITIVE_INT, "replay_capacity": _SIZE, "reservoir_capacity": _SIZE,
         "batch_size": _SIZE, "learn_every": POSITIVE_INT, "updates_per_learn": _SIZE,
         "target_update_every": POSITIVE_INT, "min_buffer": POSITIVE_INT, "gamma": UNIT,
@@ -191,8 +197,9 @@ class NFSP(Run):
         for net in self.q_nets + self.avg_nets:  # built on the CPU from the seed (the same weights anywhere), then moved
             net.to(cfg.device)
         self.target_nets = [copy.deepcopy(q) for q in self.q_nets]
-        self.rl_opts = [torch.optim.SGD(q.parameters(), lr=cfg.rl_lr) for q in self.q_nets]
-        self.sl_opts = [torch.optim.SGD(a.parameters(), lr=cfg.sl_lr) for a in self.avg_nets]
+        optimizer = torch.optim.Adam if cfg.optimizer == "adam" else torch.optim.SGD
+        self.rl_opts = [optimizer(q.parameters(), lr=cfg.rl_lr) for q in self.q_nets]
+        self.sl_opts = [optimizer(a.parameters(), lr=cfg.sl_lr) for a in self.avg_nets]
         self.replay = [ReplayBuffer(cfg.replay_capacity, self.game.observation_shape, A) for _ in range(P)]
         self.reservoir = [ReservoirBuffer(cfg.reservoir_capacity, self.game.observation_shape, A) for _ in range(P)]
         self.decisions = [0] * P
