@@ -15,7 +15,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypedDict
 
 import numpy as np
 from numpy.typing import ArrayLike
@@ -30,25 +30,30 @@ from pbmarl.solvers.result import SolverError, SolverResult
 from pbmarl.solvers.subgame import subgame_nash
 from pbmarl.solvers.zerosum import is_constant_sum, solve_zero_sum, zero_sum_matrix
 
+if TYPE_CHECKING:
+    from typing_extensions import Unpack
 
-def solve_nash(
-    U: ArrayLike,
-    *,
-    tol: float = 1e-6,
-    zero_sum_tol: float = 1e-9,
-    iterations: int = 10_000,
-    max_pivots: int | None = None,
-    max_labels: int | None = 10,
-) -> tuple[np.ndarray, ...]:
-    """One Nash distribution per player; `nash_equilibrium` also says how it was found.
+
+class NashOptions(TypedDict, total=False):
+    """The search options of `nash_equilibrium` that `solve_nash` and `rectified_nash` pass on to it
+    (meanings and defaults: `nash_equilibrium`'s Args)."""
+
+    tol: float
+    zero_sum_tol: float
+    iterations: int
+    max_pivots: int | None
+    max_labels: int | None
+
+
+def solve_nash(U: ArrayLike, **options: Unpack[NashOptions]) -> tuple[np.ndarray, ...]:
+    """One Nash distribution per player; `nash_equilibrium` (same options) also says how it was found.
 
     Example:
         >>> x, y = solve_nash([[1, -1], [-1, 1]])   # matching pennies
         >>> np.round(x, 6).tolist(), np.round(y, 6).tolist()
         ([0.5, 0.5], [0.5, 0.5])
     """
-    return nash_equilibrium(U, tol=tol, zero_sum_tol=zero_sum_tol, iterations=iterations, max_pivots=max_pivots,
-                            max_labels=max_labels).distributions
+    return nash_equilibrium(U, **options).distributions
 
 
 def nash_equilibrium(

@@ -10,12 +10,17 @@ Balduzzi et al.'s ``phi(i, j) >= 0``.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 from numpy.typing import ArrayLike
 
 from pbmarl.solvers.inputs import as_payoff_array, payoff_scale
-from pbmarl.solvers.nash import nash_equilibrium
+from pbmarl.solvers.nash import NashOptions, nash_equilibrium
 from pbmarl.solvers.result import SolverResult
+
+if TYPE_CHECKING:
+    from typing_extensions import Unpack
 
 
 def rectified_opponents(
@@ -74,17 +79,9 @@ def rectified_opponents(
 
 
 def rectified_nash(
-    U: ArrayLike,
-    *,
-    tol: float = 1e-6,
-    zero_sum_tol: float = 1e-9,
-    iterations: int = 10_000,
-    max_pivots: int | None = None,
-    max_labels: int | None = 10,
-    support_tol: float = 1e-9,
-    tie_tol: float = 1e-9,
+    U: ArrayLike, *, support_tol: float = 1e-9, tie_tol: float = 1e-9, **options: Unpack[NashOptions]
 ) -> tuple[SolverResult, tuple[dict[int, np.ndarray], ...]]:
-    """The Nash equilibrium (as `nash_equilibrium`) and its rectified opponent distributions.
+    """The Nash equilibrium (as `nash_equilibrium`, with its `options`) and its rectified opponent distributions.
 
     The result's info lists under ``"unrectified"`` the (player, member) pairs that beat
     or tie no supported opponent and so train against the plain Nash mixture.
@@ -98,8 +95,7 @@ def rectified_nash(
             f"rectified Nash is defined for two-player games only, got payoffs of shape {U.shape} "
             f"({U.shape[-1]} players); use 'nash' for more players"
         )
-    result = nash_equilibrium(U, tol=tol, zero_sum_tol=zero_sum_tol, iterations=iterations, max_pivots=max_pivots,
-                              max_labels=max_labels)
+    result = nash_equilibrium(U, **options)
     x, y = result.distributions
     rect, unrectified = rectified_opponents(U, (x, y), support_tol=support_tol, tie_tol=tie_tol)
     info = {**result.info, "unrectified": unrectified}
