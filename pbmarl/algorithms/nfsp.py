@@ -46,7 +46,7 @@ from pbmarl.policies.neural import MLPPolicy, masked_logits
 from pbmarl.rl.value_learning import masked_max_q
 from pbmarl.rollout.results import EvalResult
 from pbmarl.rollout.trajectories import Trajectories
-from pbmarl.runs import Record, Run, SavedRun, State, shared_row
+from pbmarl.runs import MeasuredRecord, Run, SavedRun, State
 from pbmarl.runs.folder import refused_as
 from pbmarl.runs.transaction import all_or_nothing
 
@@ -120,19 +120,14 @@ class NFSPConfig(DeviceOption):
 
 
 @dataclass(frozen=True)
-class NFSPRecord(Record):
-    """One NFSP step: ``episodes_per_step`` episodes, then an exact measurement."""
+class NFSPRecord(MeasuredRecord):
+    """One NFSP step: ``episodes_per_step`` episodes, then an exact measurement.
 
-    iteration: int
-    env_steps: int
-    """Decisions (all players) taken in total."""
-    episodes: int
-    """Episodes played in total."""
-    wall_time: float
-    """Seconds of stepping over the whole run."""
-    exploitability: float | None
-    """Of the average policies, where measured."""
-    nash_conv: float | None
+    Its shared fields (`MeasuredRecord`): ``env_steps`` counts the decisions (all players) taken in total,
+    ``episodes`` the episodes played in total, ``wall_time`` the seconds of stepping over the whole run;
+    ``exploitability`` is of the average policies, where measured.
+    """
+
     losses: dict[str, float] = field(default_factory=dict)
     """Mean losses of this step's updates: ``rl`` (the best responses' TD loss), ``sl`` (the average
     policies' cross-entropy); NaN where none was made."""
@@ -142,9 +137,7 @@ class NFSPRecord(Record):
     """The best responses' exploration rate after the step."""
 
     def as_row(self) -> dict[str, Any]:
-        return shared_row(iteration=self.iteration, env_steps=self.env_steps, episodes=self.episodes,
-                          wall_time=self.wall_time, exploitability=self.exploitability, nash_conv=self.nash_conv,
-                          losses=self.losses, times=self.times, extra={"epsilon": self.epsilon})
+        return self.measured_row(losses=self.losses, times=self.times, extra={"epsilon": self.epsilon})
 
     def __str__(self) -> str:
         from pbmarl.fmt import fmt

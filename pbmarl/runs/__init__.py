@@ -10,8 +10,8 @@ A run's options are checked by `pbmarl.config` and its progress bar is `pbmarl.p
 
 from pbmarl.runs.base import Run
 from pbmarl.runs.folder import RunFolderError, SavedRun, State, load_run, save_run
-from pbmarl.runs.records import Record, Records, history_frame, shared_row
+from pbmarl.runs.records import MeasuredRecord, Record, Records, history_frame, shared_row
 from pbmarl.runs.stop import Stop
 
-__all__ = ["Record", "Records", "Run", "RunFolderError", "SavedRun", "State", "Stop", "history_frame", "load_run",
+__all__ = ["MeasuredRecord", "Record", "Records", "Run", "RunFolderError", "SavedRun", "State", "Stop", "history_frame", "load_run",
            "save_run", "shared_row"]

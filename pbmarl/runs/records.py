@@ -23,11 +23,13 @@ Example:
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
 import pandas as pd
 
-__all__ = ["SHARED", "Record", "RecordLike", "Records", "history_frame", "order_columns", "shared_row"]
+__all__ = ["SHARED", "MeasuredRecord", "Record", "RecordLike", "Records", "history_frame", "order_columns",
+           "shared_row"]
 
 #: the shared columns, always present, in this order
 SHARED = ("iteration", "env_steps", "episodes", "wall_time")
@@ -97,6 +99,33 @@ class Record:
 
     def _repr_html_(self) -> str:
         return str(pd.DataFrame([self.as_row()]).set_index("iteration")._repr_html_())
+
+
+@dataclass(frozen=True)
+class MeasuredRecord(Record):
+    """A record whose fields start with the shared columns and the exact measures, in the history's order.
+
+    A run's record extends it with its own fields (after these, so they may have defaults).
+
+    Attributes:
+        iteration: 1, 2, ... (0 for an initial population).
+        env_steps, episodes: cumulative over the run.
+        wall_time: cumulative seconds of the run's own stepping.
+        exploitability, nash_conv: where measured exactly, else None.
+    """
+
+    iteration: int
+    env_steps: int
+    episodes: int
+    wall_time: float
+    exploitability: float | None
+    nash_conv: float | None
+
+    def measured_row(self, **parts: Any) -> dict[str, Any]:
+        """`shared_row` of these fields and `parts` (``returns``, ``losses``, ``times``, ``extra``)."""
+        return shared_row(iteration=self.iteration, env_steps=self.env_steps, episodes=self.episodes,
+                          wall_time=self.wall_time, exploitability=self.exploitability, nash_conv=self.nash_conv,
+                          **parts)
 
 
 def history_frame(records: Sequence[RecordLike], columns: Sequence[str] = ()) -> pd.DataFrame:

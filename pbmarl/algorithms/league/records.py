@@ -13,7 +13,7 @@ from pbmarl.fmt import fmt
 from pbmarl.games.base import Game
 from pbmarl.policies.base import Policy
 from pbmarl.policies.mixture import Mixture
-from pbmarl.runs.records import Record, shared_row
+from pbmarl.runs import MeasuredRecord
 
 
 @dataclass(frozen=True)
@@ -31,19 +31,14 @@ class MatchRecord:
 
 
 @dataclass(frozen=True)
-class LeagueRecord(Record):
-    """One league round (round 0: the initial snapshots): its matches, the snapshots taken, the agents reset."""
+class LeagueRecord(MeasuredRecord):
+    """One league round (round 0: the initial snapshots): its matches, the snapshots taken, the agents reset.
 
-    iteration: int
-    env_steps: int
-    """Environment steps of training and matches, over the whole run."""
-    episodes: int
-    """Episodes of training and matches over the whole run (an exact evaluator plays none)."""
-    wall_time: float
-    """Seconds of league rounds over the whole run."""
-    exploitability: float | None
-    """Exploitability of the main agent's policy (`League.main_policy`), where measured exactly."""
-    nash_conv: float | None
+    Its shared fields (`MeasuredRecord`): ``env_steps`` and ``episodes`` count training and matches over
+    the whole run (an exact evaluator plays none); ``wall_time`` is the seconds of league rounds over the
+    whole run; ``exploitability`` is of the main agent's policy (`League.main_policy`), where measured exactly.
+    """
+
     matches: tuple[MatchRecord, ...]
     snapshots: tuple[str, ...]
     resets: tuple[str, ...]
@@ -59,9 +54,7 @@ class LeagueRecord(Record):
         for m in self.matches:
             extra[f"opponent[{m.agent}]"] = m.opponent
             extra[f"win_rate[{m.agent}]"] = m.win_rate
-        return shared_row(iteration=self.iteration, env_steps=self.env_steps, episodes=self.episodes,
-                          wall_time=self.wall_time, exploitability=self.exploitability, nash_conv=self.nash_conv,
-                          times=self.times, extra=extra)
+        return self.measured_row(times=self.times, extra=extra)
 
     def to_json(self) -> dict[str, Any]:
         data = asdict(self)
