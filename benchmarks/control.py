@@ -75,8 +75,8 @@ EVAL_SEEDS = [10_000 + i for i in range(10)]
 
 #: rl-zoo's Pendulum-v1 settings of TD3 and DDPG (the same for both). noise_sigma is the zoo's noise_std 0.1, in
 #: both libraries' normalised action units: SB3 adds its action noise to the action scaled to [-1, 1], pbmarl's
-#: `pb.noise` works in half action ranges, the same thing. SB3 trains once *more than* learning_starts steps are in, pbmarl from
-#: learning_starts on: 10_001 here and the zoo's 10_000 there both give 50 bursts of 200 updates
+#: `pb.policies.noise` works in half action ranges, the same thing. SB3 trains once *more than* learning_starts steps
+#: are in, pbmarl from learning_starts on: 10_001 here and the zoo's 10_000 there both give 50 bursts of 200 updates
 PENDULUM_TD3: dict[str, Any] = {"hidden": (400, 300), "lr": 1e-3, "batch_size": 256, "learning_starts": 10_001,
                                 "buffer_size": 200_000, "train_freq": 200, "gradient_steps": 200, "gamma": 0.98,
                                 "tau": 0.005, "noise_sigma": 0.1}

@@ -172,7 +172,8 @@ def pbmarl_setup(name: str) -> tuple[Any, Any, dict[str, Any]]:
     game = pb.load_game(ENVS[name])
     mapping = pb.AgentMapping.shared(game)
     view = mapping.group_game("shared")
-    policy = pb.GaussianPolicy(view, hidden=(64, 64), seed=0) if view.num_actions == 0 else pb.MLPPolicy(view, hidden=(64, 64))
+    policy = (pb.policies.GaussianPolicy(view, hidden=(64, 64), seed=0) if view.num_actions == 0
+              else pb.MLPPolicy(view, hidden=(64, 64)))
     return game, mapping, {"shared": policy}
 
 

@@ -155,7 +155,7 @@ def main() -> None:
     theirs = time.perf_counter() - start
     row(f"NashConv, {mix_n} policies/player mixture", ours, theirs, "(PolicyAggregator + nash_conv, measured)")
     start = time.perf_counter()
-    bridged_nc = exploitability.nash_conv(game.pyspiel_game, pb.to_openspiel_policy(game, pop, sigma))
+    bridged_nc = exploitability.nash_conv(game.pyspiel_game, pb.evaluation.to_openspiel_policy(game, pop, sigma))
     t_bridge = time.perf_counter() - start
     print(f"\n  NashConv: pbmarl {result.nash_conv:.12f}, OpenSpiel aggregator {theirs_nc:.12f} "
           f"(|diff| {abs(result.nash_conv - theirs_nc):.1e}); exploitability = NashConv / 2 = {result.exploitability:.6f}")

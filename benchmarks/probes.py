@@ -989,15 +989,18 @@ def probe_rows(path: Path = REFERENCE) -> list[dict[str, str]]:
 
 
 class _Pb:
-    """`pb` as the probe list writes it: a name not at pbmarl's top level is looked up in pb.learners."""
+    """`pb` as the probe list writes it: a name not at pbmarl's top level is looked up in pb.policies, then pb.learners
+    (the list predates the moves of `GaussianPolicy`, `DeterministicPolicy` and `noise` to pbmarl.policies)."""
 
     def __getattr__(self, name: str) -> Any:
         import pbmarl as pb
 
-        try:
-            return getattr(pb, name)
-        except AttributeError:
-            return getattr(pb.learners, name)
+        for where in (pb, pb.policies):
+            try:
+                return getattr(where, name)
+            except AttributeError:
+                pass
+        return getattr(pb.learners, name)
 
 
 class PostCheckFailed(Exception):
@@ -1063,8 +1066,9 @@ def probe_namespace() -> dict[str, Any]:
             raise
         return result
 
-    return {"pb": _Pb(), "np": np, "math": math, "NAN": math.nan, "INF": math.inf, "N_": pb.noise, "pend": pend,
-            "cart": cart, "kuhn": kuhn, "spread": spread, "spread_c": spread_c, "ctrl": ctrl, "marl": marl,
+    return {"pb": _Pb(), "np": np, "math": math, "NAN": math.nan, "INF": math.inf, "N_": pb.policies.noise,
+            "pend": pend, "cart": cart, "kuhn": kuhn, "spread": spread, "spread_c": spread_c, "ctrl": ctrl,
+            "marl": marl,
             "MAPPO_SMALL": mappo_small, "marl_fixture": marl_fixture, "league_fixture": league_fixture,
             "fp_marl": fp, "fp_league": fp, "usable_after": usable_after, "oob_collect": tbi.oob_collect,
             "OutOfBox": tbi._ActsOutside, "NaNAct": tbi._ActsNaN}

@@ -26,9 +26,6 @@ _EXPORTS: dict[str, str] = {
     "TabularPolicy": "pbmarl.policies.tabular",
     "Mixture": "pbmarl.policies.mixture",
     "MLPPolicy": "pbmarl.policies.neural",
-    "GaussianPolicy": "pbmarl.policies.continuous",
-    "DeterministicPolicy": "pbmarl.policies.continuous",
-    "noise": "pbmarl.policies",
     # data
     "Population": "pbmarl.population",
     "PayoffTable": "pbmarl.payoffs",
@@ -37,7 +34,6 @@ _EXPORTS: dict[str, str] = {
     # evaluation
     "ExactEvaluator": "pbmarl.evaluation",
     "exploitability": "pbmarl.evaluation",
-    "to_openspiel_policy": "pbmarl.evaluation",
     "RolloutPool": "pbmarl.rollout",
     "EvalResult": "pbmarl.rollout",
     "init_ray": "pbmarl.hosting",
@@ -87,6 +83,14 @@ _SUBPACKAGES = ("algorithms", "config", "envs", "evaluation", "experiments", "ga
                 "payoffs", "plots", "policies", "population", "protocols", "rl", "rollout", "runs", "solvers",
                 "widgets")
 
+#: names that left the top level (a notebook rarely types them) -> where they live now; ``pb.NAME`` says so
+_MOVED: dict[str, str] = {
+    "GaussianPolicy": "pbmarl.policies",
+    "DeterministicPolicy": "pbmarl.policies",
+    "noise": "pbmarl.policies",
+    "to_openspiel_policy": "pbmarl.evaluation",
+}
+
 __all__ = sorted(_EXPORTS) + ["__version__"]
 
 
@@ -94,7 +98,11 @@ _lazy_getattr, __dir__ = lazy_exports(globals(), _EXPORTS, __all__, subpackages=
 
 
 def __getattr__(name: str) -> Any:
-    """A public name or subpackage, loaded on first access; ``pb.plot_...`` says where the plots live."""
+    """A public name or subpackage, loaded on first access; ``pb.plot_...`` and a moved name say where they live."""
+    if name in _MOVED:
+        where = _MOVED[name]
+        raise AttributeError(f"module 'pbmarl' has no attribute {name!r}: pbmarl.{name} moved to {where}.{name} "
+                             f"(`from {where} import {name}` or `pb.{where.split('.', 1)[1]}.{name}`)")
     if name.startswith("plot_"):
         from pbmarl.plots import __all__ as plots
 

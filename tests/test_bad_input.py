@@ -17,10 +17,11 @@ import pytest
 
 import pbmarl as pb
 from pbmarl.config import MAX_LAYERS, MAX_WIDTH, check_int, check_real, check_widths
+from pbmarl.policies import DeterministicPolicy, GaussianPolicy
 from pbmarl.policies.base import ActionOutput
 
 NAN, INF = math.nan, math.inf
-N_ = pb.noise
+N_ = pb.policies.noise
 
 
 @functools.cache
@@ -32,7 +33,7 @@ def spread(*name_or_kwargs: str, **kw: Any) -> Any:
     return pb.load_game(*(name_or_kwargs or ("pettingzoo:simple_spread_v3",)), **kw)
 
 
-class _ActsOutside(pb.DeterministicPolicy):
+class _ActsOutside(DeterministicPolicy):
     """A Box policy that answers `value` whatever it sees (the probes' OutOfBox and NaNAct)."""
 
     value = 5.0
@@ -51,7 +52,7 @@ def oob_collect(cls: type, game: Callable[[], Any]) -> Any:
 
 
 def _ou_env_ids(ids: list[int]) -> Any:
-    pi = pb.DeterministicPolicy(pend(), noise=pb.noise.OrnsteinUhlenbeck())
+    pi = DeterministicPolicy(pend(), noise=pb.policies.noise.OrnsteinUhlenbeck())
     return pi.act(np.zeros((1, 3), np.float32), None, rng=0, env_ids=ids)
 
 
@@ -86,28 +87,28 @@ ROWS: list[tuple[str, Callable[[], Any], type[Exception], str]] = [
     ("CLI Pendulum-v1(g=nan)", lambda: pb.load_game("gym:Pendulum-v1(g=nan)"), ValueError,
      r"cannot use g=nan in 'Pendulum-v1\(g=nan\)': nan is not accepted, as game parameters must be finite numbers"),
     # GaussianPolicy / DeterministicPolicy
-    ("GaussianPolicy hidden=(-4,)", lambda: pb.GaussianPolicy(pend(), hidden=(-4,)), ValueError, WIDTHS + r"\(-4,\)"),
-    ("GaussianPolicy hidden=(0,)", lambda: pb.GaussianPolicy(pend(), hidden=(0,)), ValueError, WIDTHS + r"\(0,\)"),
-    ("GaussianPolicy hidden='64'", lambda: pb.GaussianPolicy(pend(), hidden="64"), ValueError, WIDTHS + "'64'"),
-    ("GaussianPolicy hidden=(2.5,)", lambda: pb.GaussianPolicy(pend(), hidden=(2.5,)), ValueError, WIDTHS + r"\(2.5,\)"),
-    ("GaussianPolicy hidden=[64,'a']", lambda: pb.GaussianPolicy(pend(), hidden=[64, "a"]), ValueError,
+    ("GaussianPolicy hidden=(-4,)", lambda: GaussianPolicy(pend(), hidden=(-4,)), ValueError, WIDTHS + r"\(-4,\)"),
+    ("GaussianPolicy hidden=(0,)", lambda: GaussianPolicy(pend(), hidden=(0,)), ValueError, WIDTHS + r"\(0,\)"),
+    ("GaussianPolicy hidden='64'", lambda: GaussianPolicy(pend(), hidden="64"), ValueError, WIDTHS + "'64'"),
+    ("GaussianPolicy hidden=(2.5,)", lambda: GaussianPolicy(pend(), hidden=(2.5,)), ValueError, WIDTHS + r"\(2.5,\)"),
+    ("GaussianPolicy hidden=[64,'a']", lambda: GaussianPolicy(pend(), hidden=[64, "a"]), ValueError,
      WIDTHS + r"\[64, 'a'\]"),
-    ("GaussianPolicy seed=-1", lambda: pb.GaussianPolicy(pend(), seed=-1), ValueError,
+    ("GaussianPolicy seed=-1", lambda: GaussianPolicy(pend(), seed=-1), ValueError,
      r"seed must be an int in \[0, 2\*\*63\), got -1"),
-    ("GaussianPolicy seed=1.5", lambda: pb.GaussianPolicy(pend(), seed=1.5), ValueError,
+    ("GaussianPolicy seed=1.5", lambda: GaussianPolicy(pend(), seed=1.5), ValueError,
      r"seed must be an int in \[0, 2\*\*63\), got 1.5"),
     ("GaussianPolicy log_std_init=nan",
-     lambda: pb.GaussianPolicy(pend(), log_std_init=NAN, state_dependent_std=False), ValueError,
+     lambda: GaussianPolicy(pend(), log_std_init=NAN, state_dependent_std=False), ValueError,
      r"log_std_init must be a finite number, got nan"),
-    ("GaussianPolicy.act rng='x'", lambda: pb.GaussianPolicy(pend()).act(np.zeros((1, 3), np.float32), rng="x"),
+    ("GaussianPolicy.act rng='x'", lambda: GaussianPolicy(pend()).act(np.zeros((1, 3), np.float32), rng="x"),
      ValueError, r"rng must be a non-negative int seed, a numpy Generator or None, got 'x'"),
-    ("GaussianPolicy.act obs with NaN", lambda: pb.GaussianPolicy(pend()).act(np.full((1, 3), NAN, np.float32), rng=0),
+    ("GaussianPolicy.act obs with NaN", lambda: GaussianPolicy(pend()).act(np.full((1, 3), NAN, np.float32), rng=0),
      ValueError, r"GaussianPolicy for 'gym:Pendulum-v1' got observations with NaN or inf in rows \[0\]"),
     ("DeterministicPolicy+OU act env_ids=[10**9]", lambda: _ou_env_ids([10**9]), ValueError,
      r"env_ids must be distinct ints in \[0, 1,048,576\) \(one environment instance per row\), got \[1000000000\]"),
     ("DeterministicPolicy+OU act env_ids=[-3]", lambda: _ou_env_ids([-3]), ValueError,
      r"env_ids must be distinct ints in \[0, 1,048,576\) .*got \[-3\]"),
-    # pb.noise
+    # pb.policies.noise
     ("noise.Normal(sigma=None)", lambda: N_.Normal(sigma=None), ValueError, r"sigma must be a finite number >= 0, got None"),
     ("noise.Normal(sigma='abc')", lambda: N_.Normal(sigma="abc"), ValueError, r"sigma must be a finite number >= 0, got 'abc'"),
     ("noise.Uniform(low='a')", lambda: N_.Uniform(low="a"), ValueError, r"low must be a finite number, got 'a'"),
@@ -163,12 +164,12 @@ def test_good_input_still_works() -> None:
     assert pb.load_game("gym:Pendulum-v1(g=9.5)").make_env().unwrapped.g == 9.5
     assert pb.load_game("gym:CartPole-v1", max_episode_steps=20).max_episode_steps == 20
     assert pb.load_game("gym:MountainCarContinuous-v0", goal_velocity=0).name.endswith("(goal_velocity=0)")
-    pi = pb.GaussianPolicy(pend(), hidden=[8], seed=np.int64(3), log_std_init=-1, state_dependent_std=False)
+    pi = GaussianPolicy(pend(), hidden=[8], seed=np.int64(3), log_std_init=-1, state_dependent_std=False)
     assert pi.hidden == (8,) and np.isfinite(pi.act(np.zeros((2, 3), np.float32), rng=0).action).all()
     assert N_.OrnsteinUhlenbeck(theta=1e-3).stationary_variance > 0
     assert pb.learners.apex_epsilons(2, eps=1.0, alpha=0) == [1.0, 1.0]
     pool = pb.RolloutPool(pend())
-    traj = pool.collect(0, pb.DeterministicPolicy(pend(), hidden=(8,)), [None], 50, seed=0)
+    traj = pool.collect(0, DeterministicPolicy(pend(), hidden=(8,)), [None], 50, seed=0)
     assert traj.steps >= 50 and np.all(np.abs(traj.action) <= 2.0)
 
 

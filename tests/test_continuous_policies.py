@@ -6,6 +6,7 @@ import torch
 from torch.distributions import AffineTransform, Independent, Normal, TanhTransform, TransformedDistribution
 
 import pbmarl as pb
+from pbmarl.policies import DeterministicPolicy, GaussianPolicy
 from pbmarl.policies.base import new_policy_from_state
 
 
@@ -29,7 +30,7 @@ def _reference(pi, obs):
 
 @pytest.mark.parametrize("state_dependent_std", [True, False])
 def test_gaussian_log_prob_equals_torch_reference(pendulum, state_dependent_std):
-    pi = pb.GaussianPolicy(pendulum, hidden=(16,), seed=0, state_dependent_std=state_dependent_std, log_std_init=-0.5)
+    pi = GaussianPolicy(pendulum, hidden=(16,), seed=0, state_dependent_std=state_dependent_std, log_std_init=-0.5)
     obs = _obs()
     out = pi.act(obs, None, rng=1)
     assert out.action.shape == (64, 1) and out.log_prob.shape == (64,)
@@ -44,7 +45,7 @@ def test_gaussian_log_prob_equals_torch_reference(pendulum, state_dependent_std)
 
 def test_tanh_correction_is_included(pendulum):
     """Without the tanh and scale terms the densities would differ by their log-Jacobian."""
-    pi = pb.GaussianPolicy(pendulum, hidden=(16,), seed=2)
+    pi = GaussianPolicy(pendulum, hidden=(16,), seed=2)
     obs = _obs(seed=3)
     out = pi.act(obs, None, rng=0)
     mean, log_std = pi.distribution(torch.as_tensor(obs))
@@ -57,7 +58,7 @@ def test_tanh_correction_is_included(pendulum):
 
 
 def test_gaussian_deterministic_and_seeded(pendulum):
-    pi = pb.GaussianPolicy(pendulum, hidden=(8,), seed=0)
+    pi = GaussianPolicy(pendulum, hidden=(8,), seed=0)
     obs = _obs(8)
     a = pi.act(obs, None, rng=5).action
     np.testing.assert_array_equal(a, pi.act(obs, None, rng=5).action)
@@ -69,7 +70,7 @@ def test_gaussian_deterministic_and_seeded(pendulum):
 
 @pytest.mark.parametrize("state_dependent_std", [True, False])
 def test_reparameterised_sample_has_gradients(pendulum, state_dependent_std):
-    pi = pb.GaussianPolicy(pendulum, hidden=(8,), seed=0, state_dependent_std=state_dependent_std)
+    pi = GaussianPolicy(pendulum, hidden=(8,), seed=0, state_dependent_std=state_dependent_std)
     action, log_prob = pi.sample(torch.as_tensor(_obs(4)))
     (action.sum() + log_prob.sum()).backward()
     assert all(p.grad is not None for p in pi.parameters())
@@ -77,9 +78,9 @@ def test_reparameterised_sample_has_gradients(pendulum, state_dependent_std):
 
 
 def test_box_policies_save_and_load_without_pickle(pendulum):
-    for pi in (pb.GaussianPolicy(pendulum, hidden=(8,), seed=1),
-               pb.GaussianPolicy(pendulum, hidden=(8,), seed=1, state_dependent_std=False, log_std_init=-1.0),
-               pb.DeterministicPolicy(pendulum, hidden=(8,), seed=1, noise=pb.noise.OrnsteinUhlenbeck(sigma=0.3))):
+    for pi in (GaussianPolicy(pendulum, hidden=(8,), seed=1),
+               GaussianPolicy(pendulum, hidden=(8,), seed=1, state_dependent_std=False, log_std_init=-1.0),
+               DeterministicPolicy(pendulum, hidden=(8,), seed=1, noise=pb.policies.noise.OrnsteinUhlenbeck(sigma=0.3))):
         obs = _obs(5)
         pi.act(obs, None, rng=0)  # moves the OU state
         arrays, meta = pi.arrays(), pi.meta()
@@ -93,7 +94,7 @@ def test_box_policies_save_and_load_without_pickle(pendulum):
 
 
 def test_deterministic_policy_noise_and_bounds(pendulum):
-    pi = pb.DeterministicPolicy(pendulum, hidden=(8,), seed=0, noise=pb.noise.Normal(sigma=0.5))
+    pi = DeterministicPolicy(pendulum, hidden=(8,), seed=0, noise=pb.policies.noise.Normal(sigma=0.5))
     obs = _obs(200)
     clean = pi.act(obs, None, deterministic=True)
     noisy = pi.act(obs, None, rng=0)
@@ -103,8 +104,8 @@ def test_deterministic_policy_noise_and_bounds(pendulum):
 
 
 def test_ou_noise_per_environment_instance(pendulum):
-    ou = pb.noise.OrnsteinUhlenbeck(sigma=0.3, theta=0.15)
-    pi = pb.DeterministicPolicy(pendulum, hidden=(8,), seed=0, noise=ou)
+    ou = pb.policies.noise.OrnsteinUhlenbeck(sigma=0.3, theta=0.15)
+    pi = DeterministicPolicy(pendulum, hidden=(8,), seed=0, noise=ou)
     pi.act(_obs(3), None, rng=0, env_ids=[0, 4, 7])
     assert ou.state.shape == (8, 1) and np.all(ou.state[[1, 2, 3, 5, 6]] == 0) and np.all(ou.state[[0, 4, 7]] != 0)
     pi.reset_noise([4])
@@ -112,8 +113,8 @@ def test_ou_noise_per_environment_instance(pendulum):
 
 
 def test_adaptive_parameter_noise_adapts(pendulum):
-    pi = pb.DeterministicPolicy(pendulum, hidden=(16,), seed=0,
-                                noise=pb.noise.AdaptiveParameterNoise(initial_stddev=1.0, desired_action_stddev=0.05))
+    pi = DeterministicPolicy(pendulum, hidden=(16,), seed=0,
+                                noise=pb.policies.noise.AdaptiveParameterNoise(initial_stddev=1.0, desired_action_stddev=0.05))
     obs = _obs(64)
     noisy = pi.act(obs, None, rng=0).action
     assert not np.allclose(noisy, pi.act(obs, None, deterministic=True).action)
@@ -123,12 +124,12 @@ def test_adaptive_parameter_noise_adapts(pendulum):
 
 def test_box_policy_refuses_discrete_games():
     with pytest.raises(ValueError, match="needs a Box action space.*Discrete"):
-        pb.GaussianPolicy(pb.load_game("gym:CartPole-v1"))
+        GaussianPolicy(pb.load_game("gym:CartPole-v1"))
 
 
 def test_box_policy_names_bad_observation_shape(pendulum):
     with pytest.raises(ValueError, match=r"observations \[batch, 3\], got shape \(2, 5\)"):
-        pb.GaussianPolicy(pendulum, hidden=(4,)).act(np.zeros((2, 5)), None, rng=0)
+        GaussianPolicy(pendulum, hidden=(4,)).act(np.zeros((2, 5)), None, rng=0)
 
 
 def test_discrete_policies_act_with_log_probs():
@@ -163,8 +164,8 @@ def test_mlp_policy_refuses_box_actions(pendulum):
 
 def test_box_policies_join_a_population_and_save(tmp_path, pendulum):
     pop = pb.Population(pendulum)
-    pop.add(0, pb.GaussianPolicy(pendulum, hidden=(4,), seed=0))
-    pop.add(0, pb.DeterministicPolicy(pendulum, hidden=(4,), seed=1, noise=pb.noise.Normal(0.1)))
+    pop.add(0, GaussianPolicy(pendulum, hidden=(4,), seed=0))
+    pop.add(0, DeterministicPolicy(pendulum, hidden=(4,), seed=1, noise=pb.policies.noise.Normal(0.1)))
     pop.add(0, pb.RandomPolicy(pendulum))
     pop.save(tmp_path / "pop")
     back = pb.Population.load(tmp_path / "pop", pendulum)
@@ -191,7 +192,7 @@ def _features(pi, obs):
 def test_gsde_density_and_noise_follow_the_features(pendulum):
     """gSDE (Raffin et al. 2022): pre-squash noise z(o) @ (exp(log_std) * W) with W fixed between draws, and the
     density N(m, z^2 @ exp(log_std)^2 + eps) per dimension, checked against torch's own distributions."""
-    pi = pb.GaussianPolicy(pendulum, hidden=(16, 8), seed=0, sde=True, log_std_init=-1.0, clip_mean=2.0)
+    pi = GaussianPolicy(pendulum, hidden=(16, 8), seed=0, sde=True, log_std_init=-1.0, clip_mean=2.0)
     assert pi.log_std.shape == (8, 1) and not pi.state_dependent_std
     with torch.no_grad():
         pi.log_std.copy_(torch.linspace(-2.0, 0.0, 8)[:, None])  # a different std per feature
@@ -222,14 +223,14 @@ def test_gsde_density_and_noise_follow_the_features(pendulum):
 
 
 def test_gsde_policy_saves_loads_and_names_bad_settings(pendulum):
-    pi = pb.GaussianPolicy(pendulum, hidden=(8,), seed=1, sde=True, log_std_init=-2.0)
+    pi = GaussianPolicy(pendulum, hidden=(8,), seed=1, sde=True, log_std_init=-2.0)
     obs = _obs(5)
     back = new_policy_from_state(pendulum, pi.arrays(), pi.meta())
     assert back.sde and back.log_std.shape == (8, 1)
     np.testing.assert_allclose(back.act(obs, None, rng=3).action, pi.act(obs, None, rng=3).action)
     with pytest.raises(ValueError, match="sde=True.*hidden=\\(\\) has none"):
-        pb.GaussianPolicy(pendulum, hidden=(), sde=True)
+        GaussianPolicy(pendulum, hidden=(), sde=True)
     with pytest.raises(ValueError, match="clip_mean must be a positive number or None, got -1.0"):
-        pb.GaussianPolicy(pendulum, hidden=(8,), sde=True, clip_mean=-1.0)
+        GaussianPolicy(pendulum, hidden=(8,), sde=True, clip_mean=-1.0)
     with pytest.raises(ValueError, match="reset_noise\\(\\) is for GaussianPolicy\\(sde=True\\)"):
-        pb.GaussianPolicy(pendulum, hidden=(8,)).reset_noise()
+        GaussianPolicy(pendulum, hidden=(8,)).reset_noise()

@@ -328,11 +328,11 @@ def test_policies_and_best_response() -> None:
     learner = SAC("gym:Pendulum-v1", seed=0, hidden=(16,), budget=200, steps_per_round=200, learning_starts=100,
                   batch_size=16)
     policy = learner.best_response(0, [None])
-    assert isinstance(policy, pb.GaussianPolicy)
+    assert isinstance(policy, pb.policies.GaussianPolicy)
     out = policy.act(np.zeros((2, 3), np.float32), rng=0, deterministic=True)
     assert out.action.shape == (2, 1) and np.all(np.abs(out.action) <= 2.0)
     ddpg = DDPG("gym:Pendulum-v1", seed=0, hidden=(16,))
-    assert isinstance(ddpg.policy(), pb.DeterministicPolicy)
+    assert isinstance(ddpg.policy(), pb.policies.DeterministicPolicy)
     # Rainbow's greedy policy is a Policy that saves and loads like any other, and the learner is an Oracle
     rainbow = Rainbow("mdp:two_round_dmdp", seed=0, v_min=0.0, v_max=4.0, atoms=11, eval_episodes=2, budget=200,
                       **TINY)

@@ -39,7 +39,7 @@ def test_learners_answer_one_seat_of_simple_adversary(cls: Any) -> None:
     extra = {} if continuous else {"v_min": -10.0, "v_max": 10.0, "atoms": 11}
     oracle = cls(game, seed=0, budget=60, steps_per_round=30, eval_episodes=4, **TINY, **extra)
     views = pb.AgentMapping.independent(game)
-    rivals = [pb.GaussianPolicy(game, (8,), player=p, seed=p) if continuous
+    rivals = [pb.policies.GaussianPolicy(game, (8,), player=p, seed=p) if continuous
               else pb.RandomPolicy(views.group_game(views.groups[p])) for p in range(3)]
     for seat, obs_width in ((0, 8), (1, 10)):  # the adversary sees 8 numbers, a good agent 10
         answer = oracle.respond(seat, [None if p == seat else rivals[p] for p in range(3)])

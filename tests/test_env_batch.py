@@ -156,9 +156,9 @@ def test_numpy_route_gives_the_instances_routes_data_on_mpe(continuous):
     game = pb.load_game("pettingzoo:simple_spread_v3", max_cycles=5, continuous_actions=continuous)
     mapping = pb.AgentMapping(game, {"agent_0": "a", "agent_1": "b", "agent_2": "b"}, agent_id=True)
     if continuous:
-        noise = pb.noise.OrnsteinUhlenbeck(sigma=0.3, theta=0.15)
-        pis = {"a": pb.GaussianPolicy(mapping.group_game("a"), hidden=(8,), seed=0),
-               "b": pb.DeterministicPolicy(mapping.group_game("b"), hidden=(8,), noise=noise)}
+        noise = pb.policies.noise.OrnsteinUhlenbeck(sigma=0.3, theta=0.15)
+        pis = {"a": pb.policies.GaussianPolicy(mapping.group_game("a"), hidden=(8,), seed=0),
+               "b": pb.policies.DeterministicPolicy(mapping.group_game("b"), hidden=(8,), noise=noise)}
     else:
         pis = {g: pb.MLPPolicy(mapping.group_game(g), hidden=(8,), seed=i) for i, g in enumerate(mapping.groups)}
     for whole in (True, False):
@@ -179,7 +179,7 @@ def test_numpy_route_gives_the_instances_routes_data_on_simple_adversary():
 
 def test_gymnasium_routes_give_the_instances_routes_data():
     pend = pb.load_game("gym:Pendulum-v1", max_episode_steps=12)
-    pi = {"player_0": pb.GaussianPolicy(pend, hidden=(8,), seed=0)}
+    pi = {"player_0": pb.policies.GaussianPolicy(pend, hidden=(8,), seed=0)}
     ref = _collect(pend, pi, "instances", steps=60)["player_0"]
     for route in ("numpy", "sync_vector"):
         assert_same_fields(ref, _collect(pend, pi, route, steps=60)["player_0"])

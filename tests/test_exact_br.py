@@ -55,7 +55,7 @@ def test_br_against_population_mixture_equals_openspiel(name: str, n: int) -> No
             pop.add(p, pb.TabularPolicy.random(game, seed=60 + 10 * p + i, concentration=0.3))
     rng = np.random.default_rng(61)
     sigma = [rng.dirichlet(np.ones(n)) for _ in range(P)]
-    bridged = pb.to_openspiel_policy(game, pop, sigma)
+    bridged = pb.evaluation.to_openspiel_policy(game, pop, sigma)
     members = [[to_openspiel(game, [pi] * P) for pi in pop[p]] for p in range(P)]
     aggregated = policy_aggregator.PolicyAggregator(game.pyspiel_game).aggregate(
         list(range(P)), members, [list(map(float, w)) for w in sigma]

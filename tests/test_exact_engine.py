@@ -159,7 +159,7 @@ def test_nash_conv_of_population_mixture_equals_openspiel_aggregator(name: str, 
     sigma = random_sigma(pop.sizes, seed=31)
     ours = pb.exploitability(game, pop, sigma)
     # (1) our realisation-weighted policy, fed to OpenSpiel's NashConv
-    bridged = os_exploitability.nash_conv(game.pyspiel_game, pb.to_openspiel_policy(game, pop, sigma))
+    bridged = os_exploitability.nash_conv(game.pyspiel_game, pb.evaluation.to_openspiel_policy(game, pop, sigma))
     assert ours.nash_conv == pytest.approx(bridged, abs=1e-9)
     # (2) OpenSpiel's own PolicyAggregator over the same members and weights
     members = [[to_openspiel(game, [pi] * P) for pi in pop[p]] for p in range(P)]
@@ -246,7 +246,7 @@ def test_bad_input_raises_naming_the_value() -> None:
     with pytest.raises(ValueError, match="not bound to a Population"):
         pb.ExactEvaluator(game).fill(pb.PayoffTable.from_array(np.zeros((2, 2))))
     with pytest.raises(TypeError, match="OpenSpiel game"):
-        pb.to_openspiel_policy(pb.MatrixGame([[0, 1], [1, 0]]), [pb.RandomPolicy(pb.MatrixGame([[0, 1], [1, 0]]))] * 2)
+        pb.evaluation.to_openspiel_policy(pb.MatrixGame([[0, 1], [1, 0]]), [pb.RandomPolicy(pb.MatrixGame([[0, 1], [1, 0]]))] * 2)
 
 
 def test_failed_fill_leaves_table_unchanged() -> None:

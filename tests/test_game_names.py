@@ -18,7 +18,7 @@ TAKERS: dict[str, tuple[str, Callable[[Any], Any]]] = {
     "RandomPolicy": ("kuhn_poker", lambda g: pb.RandomPolicy(g)),
     "TabularPolicy": ("kuhn_poker", lambda g: pb.TabularPolicy(g)),
     "MLPPolicy": ("kuhn_poker", lambda g: pb.MLPPolicy(g, hidden=(8,))),
-    "GaussianPolicy": ("gym:Pendulum-v1", lambda g: pb.GaussianPolicy(g, hidden=(8,))),
+    "GaussianPolicy": ("gym:Pendulum-v1", lambda g: pb.policies.GaussianPolicy(g, hidden=(8,))),
     "AgentMapping.shared": ("pettingzoo:simple_spread_v3", lambda g: pb.AgentMapping.shared(g)),
     "AgentMapping.independent": ("pettingzoo:simple_spread_v3", lambda g: pb.AgentMapping.independent(g)),
     "sequence_form_lp": ("kuhn_poker", lambda g: pb.sequence_form_lp(g)),

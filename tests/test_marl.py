@@ -232,7 +232,7 @@ def test_deterministic_evaluation_plays_each_policys_most_likely_action(climbing
     mapping = pb.AgentMapping.shared(game, group="team", agent_id=True)
     noisy = pb.MARL(game, {"team": pb.MADDPG(seed=2, steps_per_round=10)}, mapping, seed=4, num_envs=2)
     actor = noisy.learners["team"].behaviour()                     # the exploring actor: Gaussian noise on
-    assert isinstance(actor, pb.DeterministicPolicy) and actor.noise is not None
+    assert isinstance(actor, pb.policies.DeterministicPolicy) and actor.noise is not None
     played = [noisy.evaluate(3, policies={"team": actor}, deterministic=True, seed=s).mean["team"] for s in (0, 0)]
     quiet = noisy.evaluate(3, policies={"team": noisy.policies()["team"]}, deterministic=True, seed=0).mean["team"]
     assert played[0] == played[1] == quiet

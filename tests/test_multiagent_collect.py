@@ -94,7 +94,7 @@ def test_gymnasium_discrete_and_box_sources():
     assert tr.action.dtype == np.int64 and tr.terminated[tr.done].all(), "CartPole falls before its time limit here"
     np.testing.assert_array_equal(tr.reward, 1.0)
     pend = pb.load_game("gym:Pendulum-v1", max_episode_steps=20)
-    pi = pb.GaussianPolicy(pend, hidden=(8,), seed=0)
+    pi = pb.policies.GaussianPolicy(pend, hidden=(8,), seed=0)
     with pb.RolloutPool(pend, envs_per_worker=2, seed=0) as pool:
         tr = pool.collect(policies={"player_0": pi}, steps=20, seed=0)["player_0"]
     assert tr.action.shape == (len(tr), 1) and tr.action.dtype == np.float32
@@ -127,8 +127,8 @@ def test_bad_input_names_the_value_and_loses_nothing(spread, shared_run):
 def test_continuous_mpe_with_per_instance_noise_and_global_state():
     game = pb.load_game("pettingzoo:simple_spread_v3", max_cycles=4, continuous_actions=True)
     mapping = pb.AgentMapping.shared(game, agent_id=True)
-    mu = pb.DeterministicPolicy(mapping.group_game("shared"), hidden=(8,),
-                                noise=pb.noise.OrnsteinUhlenbeck(sigma=0.3, theta=0.15))
+    mu = pb.policies.DeterministicPolicy(mapping.group_game("shared"), hidden=(8,),
+                                noise=pb.policies.noise.OrnsteinUhlenbeck(sigma=0.3, theta=0.15))
     with pb.RolloutPool(game, envs_per_worker=3, seed=0) as pool:
         a = pool.collect(policies={"shared": mu}, mapping=mapping, steps=12, seed=5)["shared"]
         b = pool.collect(policies={"shared": mu}, mapping=mapping, steps=12, seed=5)["shared"]

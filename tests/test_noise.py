@@ -3,14 +3,20 @@
 import numpy as np
 import pytest
 
-import pbmarl as pb
-from pbmarl.policies.noise import noise_from_state
+from pbmarl.policies.noise import (
+    AdaptiveParameterNoise,
+    ClippedNormal,
+    Normal,
+    OrnsteinUhlenbeck,
+    Uniform,
+    noise_from_state,
+)
 
 
 def test_ou_stationary_variance():
     """Euler-Maruyama OU: exact stationary variance sigma^2 / (theta (2 - theta dt)) -> sigma^2 / (2 theta)."""
     sigma, theta, dt = 0.3, 0.5, 0.1
-    ou = pb.noise.OrnsteinUhlenbeck(sigma=sigma, theta=theta, dt=dt)
+    ou = OrnsteinUhlenbeck(sigma=sigma, theta=theta, dt=dt)
     rng = np.random.default_rng(0)
     n_env = 4000
     samples = []
@@ -25,7 +31,7 @@ def test_ou_stationary_variance():
 
 
 def test_ou_is_correlated_in_time_and_resets_per_instance():
-    ou = pb.noise.OrnsteinUhlenbeck(sigma=0.2, theta=0.15)
+    ou = OrnsteinUhlenbeck(sigma=0.2, theta=0.15)
     rng = np.random.default_rng(1)
     xs = np.stack([ou.sample(rng, (3, 2)) for _ in range(50)])
     lag1 = np.corrcoef(xs[1:, 0, 0], xs[:-1, 0, 0])[0, 1]
@@ -37,7 +43,7 @@ def test_ou_is_correlated_in_time_and_resets_per_instance():
 
 
 def test_ou_only_moves_the_rows_it_is_given():
-    ou = pb.noise.OrnsteinUhlenbeck()
+    ou = OrnsteinUhlenbeck()
     rng = np.random.default_rng(0)
     ou.sample(rng, (2, 1), indices=[0, 1])
     before = ou.state.copy()
@@ -48,9 +54,9 @@ def test_ou_only_moves_the_rows_it_is_given():
 
 
 @pytest.mark.parametrize("noise, check", [
-    (pb.noise.Normal(sigma=0.2), lambda x: abs(x.std() - 0.2) < 0.01),
-    (pb.noise.ClippedNormal(sigma=1.0, clip=0.5), lambda x: x.max() <= 0.5 and x.min() >= -0.5 and x.std() > 0.4),
-    (pb.noise.Uniform(-0.1, 0.3), lambda x: x.min() >= -0.1 and x.max() <= 0.3 and abs(x.mean() - 0.1) < 0.01),
+    (Normal(sigma=0.2), lambda x: abs(x.std() - 0.2) < 0.01),
+    (ClippedNormal(sigma=1.0, clip=0.5), lambda x: x.max() <= 0.5 and x.min() >= -0.5 and x.std() > 0.4),
+    (Uniform(-0.1, 0.3), lambda x: x.min() >= -0.1 and x.max() <= 0.3 and abs(x.mean() - 0.1) < 0.01),
 ])
 def test_stateless_noises(noise, check):
     x = noise.sample(np.random.default_rng(0), (5000, 2))
@@ -58,20 +64,20 @@ def test_stateless_noises(noise, check):
 
 
 def test_noises_save_and_load():
-    ou = pb.noise.OrnsteinUhlenbeck(sigma=0.4, theta=0.2, dt=0.05)
+    ou = OrnsteinUhlenbeck(sigma=0.4, theta=0.2, dt=0.05)
     ou.sample(np.random.default_rng(0), (3, 2))
     back = noise_from_state(ou.arrays(), ou.meta())
-    assert isinstance(back, pb.noise.OrnsteinUhlenbeck) and back.params == ou.params
+    assert isinstance(back, OrnsteinUhlenbeck) and back.params == ou.params
     np.testing.assert_array_equal(back.state, ou.state)
-    apn = pb.noise.AdaptiveParameterNoise(initial_stddev=0.2)
+    apn = AdaptiveParameterNoise(initial_stddev=0.2)
     apn.adapt(1.0)
     assert noise_from_state(apn.arrays(), apn.meta()).stddev == pytest.approx(0.2 / 1.01)
 
 
 def test_bad_parameters_are_named():
     with pytest.raises(ValueError, match="sigma must be a finite number >= 0, got -1"):
-        pb.noise.Normal(sigma=-1)
+        Normal(sigma=-1)
     with pytest.raises(ValueError, match="theta=30"):
-        pb.noise.OrnsteinUhlenbeck(theta=30, dt=0.1)
+        OrnsteinUhlenbeck(theta=30, dt=0.1)
     with pytest.raises(ValueError, match="unknown noise kind 'pink'"):
         noise_from_state({}, {"kind": "pink"})

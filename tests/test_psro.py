@@ -41,7 +41,7 @@ def test_recorded_nash_conv_matches_openspiel():
     game = pb.load_game("leduc_poker")
     psro = pb.PSRO(game, solver="nash")
     psro.run(3, progress=False)
-    policy = pb.to_openspiel_policy(game, psro.population, psro.meta_strategy)
+    policy = pb.evaluation.to_openspiel_policy(game, psro.population, psro.meta_strategy)
     expected = os_exploitability.nash_conv(game.pyspiel_game, policy)
     assert psro.records[-1].nash_conv == pytest.approx(expected, abs=1e-9)
 

@@ -48,7 +48,8 @@ def to_openspiel_policy(
 
     Example:
         >>> from open_spiel.python.algorithms import exploitability
-        >>> round(float(exploitability.nash_conv(game.pyspiel_game, pb.to_openspiel_policy(game, pop, sigma))), 6)
+        >>> policy = pb.evaluation.to_openspiel_policy(game, pop, sigma)
+        >>> round(float(exploitability.nash_conv(game.pyspiel_game, policy)), 6)
         0.916667
     """
     pyspiel_game = getattr(game, "pyspiel_game", None)

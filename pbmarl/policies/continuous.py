@@ -9,9 +9,9 @@ naming the rows) rather than return NaN actions, which no Box contains.
 
 Example:
     >>> game = pb.load_game("gym:Pendulum-v1")
-    >>> pi = pb.GaussianPolicy(game, hidden=(64, 64), seed=0)
+    >>> pi = pb.policies.GaussianPolicy(game, hidden=(64, 64), seed=0)
     >>> out = pi.act(obs, None, rng=0)           # out.action [B, 1] in [-2, 2], out.log_prob [B]  # doctest: +SKIP
-    >>> mu = pb.DeterministicPolicy(game, noise=pb.noise.OrnsteinUhlenbeck(sigma=0.2))
+    >>> mu = pb.policies.DeterministicPolicy(game, noise=pb.policies.noise.OrnsteinUhlenbeck(sigma=0.2))
 """
 
 from __future__ import annotations
@@ -310,7 +310,7 @@ class DeterministicPolicy(BoxPolicy):
     Args:
         game: a game whose `player` has a bounded Box action space.
         hidden: widths of the hidden layers.
-        noise: a `pbmarl.noise` object (None: no exploration noise).
+        noise: a `pbmarl.policies.noise` object (None: no exploration noise).
         player: whose spaces the policy is built for.
         seed: seeds the initial weights.
     """
@@ -321,7 +321,8 @@ class DeterministicPolicy(BoxPolicy):
                  seed: int | None = 0) -> None:
         super().__init__(game, hidden, player=player, seed=seed, out_mult=1)
         if noise is not None and not isinstance(noise, Noise):
-            raise TypeError(f"noise must be a pbmarl.noise object (Normal, OrnsteinUhlenbeck, ...), got {noise!r}")
+            raise TypeError(f"noise must be a pbmarl.policies.noise object (Normal, OrnsteinUhlenbeck, ...), "
+                            f"got {noise!r}")
         self.noise = noise
         self._perturbed: nn.Module | None = None
 

@@ -170,7 +170,7 @@ class MLPPolicy(Policy):
         if game.num_actions < 1:
             raise ValueError(
                 f"MLPPolicy needs discrete actions; {game.name!r} acts in {game.action_space(0)} "
-                "(use pb.GaussianPolicy or pb.DeterministicPolicy)"
+                "(use pb.policies.GaussianPolicy or pb.policies.DeterministicPolicy)"
             )
         self.hidden = check_widths("hidden", hidden)
         self.layer_norm = bool(layer_norm)

@@ -2,7 +2,7 @@
 
 Actor ``i`` of ``N`` plays the last published actor network with Gaussian exploration of its
 own scale ``sigma_i = eps_i`` from Ape-X's schedule (`apex_epsilons`: ``0.4 ** (1 + 7 i / (N-1))``,
-in `pb.noise`'s normalised units; the spread of scales is pbmarl's choice for continuous
+in `pb.policies.noise`'s normalised units; the spread of scales is pbmarl's choice for continuous
 actions, mirroring the discrete schedule). Each actor job is whole episodes of at least
 ``steps_per_round / actors`` env steps; the learner appends them to the central prioritised
 replay (a Ray actor with ``backend="ray"``, in-process locally: `pbmarl.distributed.replay`),

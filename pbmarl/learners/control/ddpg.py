@@ -52,7 +52,7 @@ class DDPGConfig(ControlConfig, PrioritizedOptions):
     noise: str = "normal"
     """Exploration noise on the actor's action: ``"normal"``, ``"ornstein_uhlenbeck"`` or ``"none"``."""
     noise_sigma: float = 0.1
-    """Noise scale, as a fraction of half the action range (`pb.noise` works in normalised units)."""
+    """Noise scale, as a fraction of half the action range (`pb.policies.noise` works in normalised units)."""
     noise_theta: float = 0.15
     """Mean reversion of the Ornstein-Uhlenbeck noise (dt = 1e-2, as in Machin and SB3)."""
 

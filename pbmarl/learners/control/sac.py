@@ -5,7 +5,7 @@ Box actions (Haarnoja et al. 2018, "SAC: algorithms and applications"), one upda
 1. critics: minimise ``sum_i (Q_i(s, a) - y)^2`` with
    ``y = r + gamma * (1 - done) * (min_i Q'_i(s', a') - alpha * log pi(a'|s'))``, ``a' ~ pi(.|s')``;
 2. actor: minimise ``alpha * log pi(a|s) - min_i Q_i(s, a)``, ``a ~ pi(.|s)`` reparameterised
-   through the tanh-squashed Gaussian (`pb.GaussianPolicy`);
+   through the tanh-squashed Gaussian (`pb.policies.GaussianPolicy`);
 3. temperature: minimise ``-log(alpha) * (log pi(a|s) + H_target)`` with ``H_target = -dim(A)``;
 4. targets: Polyak averaging with rate ``tau``.
 
