@@ -35,7 +35,7 @@ from pbmarl.config import FLAG, NON_NEGATIVE, POSITIVE, POSITIVE_INT, UNIT, Rule
 from pbmarl.games.base import Game
 from pbmarl.games.registry import game_spec, load_game
 from pbmarl.learners.common.config import DeviceOption
-from pbmarl.learners.common.nets import adam, build_mlp, obs_dim, seeded, to_tensor
+from pbmarl.learners.common.nets import TensorBatch, adam, build_mlp, obs_dim, seeded, to_tensor
 from pbmarl.policies.neural import MLPPolicy, masked_logits
 from pbmarl.rl.multistep import gae
 from pbmarl.rollout.results import EvalResult
@@ -131,7 +131,7 @@ class SelfPlayRecord(Record):
 
 
 @dataclass(frozen=True)
-class SelfPlayBatch:
+class SelfPlayBatch(TensorBatch):
     """One actor's data for a round: tensors, with GAE advantages and every action's behaviour log-probability."""
 
     obs: torch.Tensor
@@ -141,14 +141,6 @@ class SelfPlayBatch:
     old_logp_all: torch.Tensor
     advantage: torch.Tensor
     returns: torch.Tensor
-
-    def __len__(self) -> int:
-        return len(self.action)
-
-    def take(self, index: np.ndarray) -> SelfPlayBatch:
-        i = torch.as_tensor(index, device=self.obs.device)
-        return SelfPlayBatch(*(t[i] for t in (self.obs, self.legal_mask, self.action, self.old_logp,
-                                               self.old_logp_all, self.advantage, self.returns)))
 
 
 class SelfPlayRun(Run):

@@ -33,10 +33,28 @@ from pbmarl.torchutil import device_of
 __all__ = [
     "EpsilonGreedy", "adam", "build_mlp", "tempered_policy", "masked_argmax", "masked_logits",
     "obs_dim", "seeded", "to_tensor",
-    "NoisyLinear", "RainbowNet", "frozen", "LeanAdam",
+    "NoisyLinear", "RainbowNet", "frozen", "LeanAdam", "TensorBatch",
 ]
 
 M = TypeVar("M")
+B = TypeVar("B", bound="TensorBatch")
+
+
+class TensorBatch:
+    """Mixin for a frozen dataclass of a round's tensors, one row per sample, that an update cuts into
+    minibatches (PPO's `RolloutBatch`, the self-play runs' `SelfPlayBatch`). A field may be None (no legal
+    mask, say): it stays None in every minibatch."""
+
+    obs: torch.Tensor
+    action: torch.Tensor
+
+    def __len__(self) -> int:
+        return len(self.action)
+
+    def take(self: B, index: np.ndarray) -> B:
+        """Rows `index` of every field, as a batch of the same type (indexed on the tensors' device)."""
+        i = torch.as_tensor(index, device=self.obs.device)
+        return type(self)(**{name: None if t is None else t[i] for name, t in vars(self).items()})
 
 
 def obs_dim(game: Game) -> int:

@@ -33,6 +33,7 @@ from pbmarl.distributed.options import ParallelOptions
 from pbmarl.distributed.workers import GradientWorker
 from pbmarl.learners.common.config import LearnerConfig, LearnerRecord
 from pbmarl.learners.common.nets import (
+    TensorBatch,
     adam,
     build_mlp,
     masked_logits,
@@ -119,7 +120,7 @@ class PPORecord(LearnerRecord):
 
 
 @dataclass(frozen=True)
-class RolloutBatch:
+class RolloutBatch(TensorBatch):
     """A round's data as tensors, with advantages and value targets."""
 
     obs: torch.Tensor
@@ -129,15 +130,6 @@ class RolloutBatch:
     old_logp: torch.Tensor
     advantage: torch.Tensor
     returns: torch.Tensor
-
-    def __len__(self) -> int:
-        return len(self.action)
-
-    def take(self, index: np.ndarray) -> RolloutBatch:
-        i = torch.as_tensor(index, device=self.obs.device)
-        return RolloutBatch(obs=self.obs[i], legal_mask=None if self.legal_mask is None else self.legal_mask[i],
-                            action=self.action[i], old_logp=self.old_logp[i], advantage=self.advantage[i],
-                            returns=self.returns[i])
 
 
 class PPO(Learner):
