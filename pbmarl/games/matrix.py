@@ -45,17 +45,34 @@ def _regular(p: Any) -> bool:
     return True
 
 
-def _numeric(payoffs: Any) -> np.ndarray:
+def numeric_payoffs(payoffs: Any) -> np.ndarray:
+    """`payoffs` as a new float array of any shape: what `MatrixGame` and the meta-solvers
+    (`pbmarl.solvers.inputs.as_payoff_array`) read first. Ragged or non-numeric input is refused, naming it.
+
+    Raises:
+        ValueError: ragged input (rows of different lengths) or strings that are not numbers.
+        TypeError: other non-numeric input.
+    """
     try:
-        array = np.array(payoffs, dtype=float)
+        return np.array(payoffs, dtype=float)
     except ValueError as exc:
-        raise ValueError(f"payoffs must form a regular (non-ragged) numeric array: {payoffs!r} ({exc})") from None
+        raise ValueError(f"payoffs must form a regular numeric array ({exc}); got {short_repr(payoffs)}") from None
     except TypeError as exc:
-        raise TypeError(f"payoffs must be numeric: {payoffs!r} ({exc})") from None
+        raise TypeError(f"payoffs must be numeric ({exc}); got {short_repr(payoffs)}") from None
+
+
+def short_repr(value: Any, limit: int = 200) -> str:
+    """``repr(value)``, cut to `limit` characters (ending in "...") for an error message."""
+    text = repr(value)
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def _numeric(payoffs: Any) -> np.ndarray:
+    array = numeric_payoffs(payoffs)
     if array.size == 0:
         raise ValueError("payoffs are empty")
     if not np.all(np.isfinite(array)):
-        raise ValueError(f"payoffs must be finite, got {payoffs!r}")
+        raise ValueError(f"payoffs must be finite, got {short_repr(payoffs)}")
     return array
 
 

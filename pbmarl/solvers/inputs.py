@@ -11,6 +11,8 @@ from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 
+from pbmarl.games.matrix import numeric_payoffs, short_repr
+
 #: how many offending cells an error message lists before "..."
 _LISTED = 5
 
@@ -55,12 +57,7 @@ def as_payoff_array(payoffs: Any, *, ids: Sequence[Sequence[str]] | None = None)
         >>> as_payoff_array([[0, 1], [1, 0]]).shape
         (2, 2, 2)
     """
-    try:
-        array = np.array(payoffs, dtype=float)
-    except ValueError as exc:
-        raise ValueError(f"payoffs must form a regular numeric array ({exc}); got {_short(payoffs)}") from None
-    except TypeError as exc:
-        raise TypeError(f"payoffs must be numeric ({exc}); got {_short(payoffs)}") from None
+    array = numeric_payoffs(payoffs)
     if array.ndim == 2:
         array = np.stack([array, -array], axis=-1)
     if array.ndim < 3:
@@ -142,7 +139,7 @@ def check_distributions(sigma: DistributionsLike, sizes: Sequence[int], *, atol:
         if not np.all(np.isfinite(w)) or np.any(w < -atol) or abs(w.sum() - 1.0) > atol:
             raise ValueError(
                 f"player {p}'s distribution must lie on the simplex (non-negative, summing to 1), "
-                f"got {_short(w.tolist())} (sum {w.sum():.6g})"
+                f"got {short_repr(w.tolist())} (sum {w.sum():.6g})"
             )
         w = np.clip(w, 0.0, None)
         out.append(w / w.sum())
@@ -158,8 +155,3 @@ def payoff_scale(U: np.ndarray) -> float:
 def _cells(cells: np.ndarray, ids: tuple[tuple[str, ...], ...]) -> str:
     named = ["(" + ", ".join(ids[p][i] for p, i in enumerate(cell)) + ")" for cell in cells[:_LISTED]]
     return ", ".join(named) + (", ..." if len(cells) > _LISTED else "")
-
-
-def _short(value: Any, limit: int = 200) -> str:
-    text = repr(value)
-    return text if len(text) <= limit else text[: limit - 3] + "..."
