@@ -293,6 +293,29 @@ class GroupLearner(abc.ABC):
         return f"{type(self).__name__}(seed={self.seed}{where})"
 
 
+class ReplayGroupLearner(GroupLearner):
+    """A group learner that learns off-policy from a replay of its rows kept as named arrays (`buffer`:
+    QMIX's episodes, MADDPG's transitions). It plays a behaviour policy of its own (epsilon, noise), takes
+    one update per parameter-server job, runs on the CPU, and saves its replay with its state as
+    ``buffer/<name>`` tensors."""
+
+    off_policy = True
+    one_gradient = {"updates_per_round": 1}
+
+    def __init__(self, game: Game | str | None = None, *, seed: int = 0, config: Any = None, **options: Any) -> None:
+        super().__init__(game, seed=seed, config=config, **options)
+        self.buffer: dict[str, np.ndarray] = {}
+
+    def _cpu_only(self) -> str | None:
+        return super()._cpu_only() or "its networks, replay and acting are not placed on a device yet"
+
+    def extra_state(self) -> dict[str, torch.Tensor]:
+        return {f"buffer/{k}": torch.as_tensor(v) for k, v in self.buffer.items()}
+
+    def load_extra_state(self, state: dict[str, torch.Tensor]) -> None:
+        self.buffer = {k[len("buffer/"):]: v.numpy() for k, v in state.items() if k.startswith("buffer/")}
+
+
 def check_discrete(view: GroupGame, who: str) -> int:
     """The group's number of actions; raises for Box action spaces."""
     if view.num_actions < 1:

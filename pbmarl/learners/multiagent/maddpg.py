@@ -28,7 +28,7 @@ from pbmarl.config import NON_NEGATIVE, NON_NEGATIVE_INT, POSITIVE, POSITIVE_INT
 from pbmarl.distributed.options import ParallelOptions
 from pbmarl.learners.common.config import DeviceOption
 from pbmarl.learners.common.nets import build_mlp, masked_logits
-from pbmarl.learners.multiagent.group import HIDDEN, GroupLearner, as_widths, joint_steps
+from pbmarl.learners.multiagent.group import HIDDEN, ReplayGroupLearner, as_widths, joint_steps
 from pbmarl.policies.base import Policy
 from pbmarl.policies.continuous import DeterministicPolicy
 from pbmarl.policies.neural import MLPPolicy
@@ -86,21 +86,12 @@ class MADDPGConfig(ParallelOptions, DeviceOption):
         super().__post_init__()
 
 
-class MADDPG(GroupLearner):
+class MADDPG(ReplayGroupLearner):
     """MADDPG for one group; see the module doc. ``pb.MADDPG(game=None, *, seed=0, config=None, **options)``."""
 
     name = "maddpg"
-    off_policy = True
     config_class = MADDPGConfig
     config: MADDPGConfig
-    one_gradient = {"updates_per_round": 1}
-
-    def _cpu_only(self) -> str | None:
-        return super()._cpu_only() or "its networks, replay and acting are not placed on a device yet"
-
-    def __init__(self, game: Any = None, *, seed: int = 0, config: MADDPGConfig | None = None, **options: Any) -> None:
-        super().__init__(game, seed=seed, config=config, **options)
-        self.buffer: dict[str, np.ndarray] = {}
 
     def _build(self, view: GroupGame) -> None:
         cfg = self.config
@@ -226,9 +217,6 @@ class MADDPG(GroupLearner):
         return {"actor": self.actor.net, "target_actor": self.target_actor, "critics": self.critics,
                 "target_critics": self.target_critics, "actor_opt": self.actor_opt, "critic_opt": self.critic_opt}
 
-    def extra_state(self) -> dict[str, torch.Tensor]:
-        return {f"buffer/{k}": torch.as_tensor(v) for k, v in self.buffer.items()}
-
     def load_extra_state(self, state: dict[str, torch.Tensor]) -> None:
-        self.buffer = {k[len("buffer/"):]: v.numpy() for k, v in state.items() if k.startswith("buffer/")}
+        super().load_extra_state(state)
         self.actor.version += 1

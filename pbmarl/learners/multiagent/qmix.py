@@ -42,7 +42,7 @@ from pbmarl.learners.common.nets import masked_argmax
 from pbmarl.learners.multiagent.episode_batch import episode_grid, unroll_q
 from pbmarl.learners.multiagent.group import (
     HIDDEN,
-    GroupLearner,
+    ReplayGroupLearner,
     as_widths,
     central_input,
     central_source,
@@ -176,22 +176,16 @@ _FIELDS = ("obs", "next_obs", "legal_mask", "next_legal_mask", "action", "reward
            "next_central", "episode", "time")
 
 
-class QMIX(GroupLearner):
+class QMIX(ReplayGroupLearner):
     """QMIX for one group; see the module doc. ``pb.QMIX(game=None, *, seed=0, config=None, **options)``."""
 
     name = "qmix"
-    off_policy = True
     config_class = QMIXConfig
     config: QMIXConfig
-    one_gradient = {"updates_per_round": 1}
-
-    def _cpu_only(self) -> str | None:
-        return super()._cpu_only() or "its networks, replay and acting are not placed on a device yet"
 
     def __init__(self, game: Any = None, *, seed: int = 0, config: QMIXConfig | None = None, **options: Any) -> None:
         super().__init__(game, seed=seed, config=config, **options)
         self.updates = 0
-        self.buffer: dict[str, np.ndarray] = {}
         self._next_episode = 0
 
     def _build(self, view: GroupGame) -> None:
@@ -360,13 +354,13 @@ class QMIX(GroupLearner):
         return out
 
     def extra_state(self) -> dict[str, torch.Tensor]:
-        out = {f"buffer/{k}": torch.as_tensor(v) for k, v in self.buffer.items()}
+        out = super().extra_state()
         out["updates"] = torch.tensor(self.updates)
         out["next_episode"] = torch.tensor(self._next_episode)
         return out
 
     def load_extra_state(self, state: dict[str, torch.Tensor]) -> None:
-        self.buffer = {k[len("buffer/"):]: v.numpy() for k, v in state.items() if k.startswith("buffer/")}
+        super().load_extra_state(state)
         self.updates = int(state["updates"])
         self._next_episode = int(state["next_episode"])
         self.agent.version += 1
