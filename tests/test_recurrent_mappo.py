@@ -9,7 +9,7 @@ import torch
 from run_checks import marl_straight_and_resumed
 
 import pbmarl as pb
-from pbmarl.learners.multiagent.mappo import sequence_grid, unroll
+from pbmarl.learners.multiagent.episode_batch import sequence_grid, unroll
 from pbmarl.policies.base import new_policy_from_state
 from pbmarl.policies.recurrent import RecurrentNet, RecurrentPolicy
 

@@ -3,7 +3,8 @@
 `episode_grid` lays sampled rows out as ``[E, T]`` (episodes by time) so a GRU can be
 unrolled from each episode's first step; `unroll_q` runs an agent network over the
 grid, with each episode's last ``next_obs`` appended so that every step also gets the
-Q-values of the step after it (what the TD target needs).
+Q-values of the step after it (what the TD target needs). For recurrent MAPPO, `sequence_grid`
+lays each agent's episode out as one sequence and `unroll` runs a GRU along them.
 
 Example:
     >>> import numpy as np
@@ -17,7 +18,8 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from pbmarl.policies.recurrent import RecurrentQNet
+from pbmarl.policies.recurrent import RecurrentNet, RecurrentQNet
+from pbmarl.rollout.trajectories import Trajectories
 
 
 def episode_grid(episode: np.ndarray, time: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -54,3 +56,28 @@ def unroll_q(net: RecurrentQNet, obs: torch.Tensor, next_obs: torch.Tensor, grid
     seq[torch.arange(E), torch.as_tensor(lengths)] = next_obs[last]
     q_seq = net.unroll(seq.permute(1, 0, 2, 3).reshape(T + 1, E * n, d)).view(T + 1, E, n, -1).permute(1, 0, 2, 3)
     return q_seq[:, :T][v], q_seq[:, 1:][v]
+
+
+def sequence_grid(rows: Trajectories) -> tuple[np.ndarray, np.ndarray]:
+    """``(grid [S, L], valid [S, L])``: each agent's episode as one sequence, ``grid`` holding its rows in time order.
+
+    Raises:
+        ValueError: rows without agent and time columns, or an agent's episode that does not start at t = 0.
+    """
+    if rows.agent is None or rows.time is None:
+        raise ValueError("a recurrent MAPPO trains on multi-agent rows (agent and time columns), got rows without them")
+    key = rows.episode.astype(np.int64) * (int(rows.agent.max(initial=0)) + 1) + rows.agent
+    order, grid, valid = episode_grid(key, rows.time)
+    return order[grid], valid
+
+
+def unroll(net: RecurrentNet, x: torch.Tensor, grid: np.ndarray,
+           valid: np.ndarray) -> tuple[torch.Tensor, torch.Tensor, np.ndarray]:
+    """``(out [K, o], states [K, H], rows [K])``: `net` run along the sequences of `grid` from zero states, one entry
+    per valid slot (row-major), with the row of `x` it belongs to."""
+    v = torch.as_tensor(valid)
+    k = grid[valid]
+    seq = x.new_zeros(*grid.shape, x.shape[1])
+    seq[v] = x[torch.as_tensor(k)]
+    out, states = net(seq, net.initial(len(grid)))
+    return out[v], states[v], k

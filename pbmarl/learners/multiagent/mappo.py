@@ -31,7 +31,7 @@ from pbmarl.config import FLAG, NON_NEGATIVE, POSITIVE, POSITIVE_INT, UNIT, Rule
 from pbmarl.distributed.options import ParallelOptions
 from pbmarl.learners.common.config import DeviceOption
 from pbmarl.learners.common.nets import build_mlp, masked_logits, to_tensor
-from pbmarl.learners.multiagent.episode_batch import episode_grid
+from pbmarl.learners.multiagent.episode_batch import sequence_grid, unroll
 from pbmarl.learners.multiagent.group import (
     HIDDEN,
     GroupLearner,
@@ -171,31 +171,6 @@ def value_loss(v: torch.Tensor, target: torch.Tensor, delta: float, old: torch.T
     clipped = old + (v - old).clamp(-clip, clip)
     return torch.max(huber(v, target, reduction="none", delta=delta),
                      huber(clipped, target, reduction="none", delta=delta)).mean()
-
-
-def sequence_grid(rows: Trajectories) -> tuple[np.ndarray, np.ndarray]:
-    """``(grid [S, L], valid [S, L])``: each agent's episode as one sequence, ``grid`` holding its rows in time order.
-
-    Raises:
-        ValueError: rows without agent and time columns, or an agent's episode that does not start at t = 0.
-    """
-    if rows.agent is None or rows.time is None:
-        raise ValueError("a recurrent MAPPO trains on multi-agent rows (agent and time columns), got rows without them")
-    key = rows.episode.astype(np.int64) * (int(rows.agent.max(initial=0)) + 1) + rows.agent
-    order, grid, valid = episode_grid(key, rows.time)
-    return order[grid], valid
-
-
-def unroll(net: RecurrentNet, x: torch.Tensor, grid: np.ndarray,
-           valid: np.ndarray) -> tuple[torch.Tensor, torch.Tensor, np.ndarray]:
-    """``(out [K, o], states [K, H], rows [K])``: `net` run along the sequences of `grid` from zero states, one entry
-    per valid slot (row-major), with the row of `x` it belongs to."""
-    v = torch.as_tensor(valid)
-    k = grid[valid]
-    seq = x.new_zeros(*grid.shape, x.shape[1])
-    seq[v] = x[torch.as_tensor(k)]
-    out, states = net(seq, net.initial(len(grid)))
-    return out[v], states[v], k
 
 
 class ValueNorm(torch.nn.Module):
