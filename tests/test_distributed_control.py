@@ -8,6 +8,7 @@ import torch
 from test_control_learners import TINY, BoxDMDP
 
 import pbmarl as pb
+from pbmarl.learners.control.jobs import BATCH, add_result
 from pbmarl.learners.control.rounds import ControlWorker, get_state
 
 
@@ -28,13 +29,13 @@ def test_control_learners_on_the_parameter_server_reach_the_dynamic_programming_
 
 def test_a_bsp_update_steps_each_optimiser_on_the_workers_mean_gradient_then_moves_the_targets() -> None:
     n = 3
-    options = {**TINY, "learning_starts": 0, "steps_per_round": n}  # one BSP round: one job per worker
+    options = {**TINY, "learning_starts": 0, "steps_per_round": 2 * n}  # two BSP rounds: one job per worker each
     learner = pb.SAC(BoxDMDP(), seed=1, workers=n, sync="bsp", **options)
     before = get_state(learner)
-    learner.step()
+    learner.step()  # the first round's jobs only collect (the learner's replay is empty when they go out)
     results = learner._rounds.last
     assert [sorted(r.grad) for r in results] == [["actor_opt", "alpha_opt", "critic_opt"]] * n
-    assert learner.updates == 1 and learner.staleness == [0] * n and learner.env_steps == n
+    assert learner.updates == 1 and learner.staleness == [0] * n and learner.env_steps == 2 * n
     single = pb.SAC(BoxDMDP(), seed=1, **options)
     np.testing.assert_array_equal(get_state(single), before)  # the same networks to start from
     for name, opt in [("critic_opt", single.critic_opt), ("actor_opt", single.actor_opt),
@@ -55,15 +56,13 @@ def test_a_worker_records_the_algorithms_own_gradients_at_the_weights_it_was_sen
     """DDPG: the critic's TD gradient and the actor's -Q(s, mu(s)) gradient, both at the sent weights."""
     learner = pb.DDPG(BoxDMDP(), seed=2, **TINY)
     worker = ControlWorker(BoxDMDP(), pb.DDPG, learner.config, 7)
-    drawn = []
-    sample = worker.learner._sample
-    worker.learner._sample = lambda: drawn.append(sample()) or drawn[-1]  # type: ignore[method-assign]
     state = get_state(learner)
-    for job in range(40):  # fill its replay (random actions before learning_starts), then one update
-        result = worker.compute(state, 0, [job], env_steps=job if job < 39 else 1000)
+    for job in range(39):  # fill the learner's replay (random actions before learning_starts), then one update
+        add_result(learner, worker.compute(state, 0, [job], job))
+    batch = learner._sample()
+    result = worker.compute(state, 0, [39], 1000, *(getattr(batch, name) for name in BATCH))
     assert result.grad is not None and sorted(result.grad) == ["actor_opt", "critic_opt"]
-    assert result.env_steps == 1 and result.count == TINY["batch_size"]
-    batch = drawn[-1]
+    assert result.env_steps == 1 and result.count == TINY["batch_size"] and len(learner.replay) == 39
     obs, next_obs, action = (torch.as_tensor(x) for x in (batch.obs, batch.next_obs, batch.action))
     live = 1.0 - torch.as_tensor(batch.done, dtype=torch.float32)
     y = learner._target(next_obs, torch.as_tensor(batch.reward), live).detach()
@@ -84,6 +83,8 @@ def test_td3_trains_its_actor_and_targets_only_on_delayed_updates_on_the_server_
                      **{**TINY, "learning_starts": 0, "steps_per_round": 2})
     actor = lambda: torch.cat([p.detach().reshape(-1) for p in learner.actor.net.parameters()]).clone()  # noqa: E731
     target = lambda: torch.cat([p.detach().reshape(-1) for p in learner.actor_target.parameters()]).clone()  # noqa: E731
+    learner.step()  # the first jobs only collect: the learner's replay is empty when they go out
+    assert learner.updates == 0
     for version in range(4):
         a, t = actor(), target()
         learner.step()

@@ -30,11 +30,12 @@ An algorithm fills in `_build` (networks, optimisers), `_act` (one action),
 and `_policy` (the policy handed back).
 
 With ``workers > 1`` a round runs on a parameter server (``sync`` "bsp", "asp" or "bap";
-`pbmarl.learners.control.rounds`): workers with their own environments and replays push
-per-optimiser gradients, the server applies them and moves the targets. ``backend="ray"``
-makes the workers and the server Ray actors; `close()` stops them. A save, and a round
-undone, keep the learner's networks, optimisers and counts; the workers' replays and
-environments restart with the next round.
+`pbmarl.learners.control.rounds`): workers with their own environments collect into the
+learner's replay and push per-optimiser gradients of minibatches it draws, the server applies
+them and moves the targets. ``backend="ray"`` makes the workers and the server Ray actors;
+`close()` stops them. A save, and a round undone, keep the replay, the jobs in flight and each
+worker's episode (its reset seed and actions, replayed by a rebuilt worker), so it resumes exactly
+too (`pbmarl.learners.control.jobs`; BAP's waiting gradients aside).
 
 The same learner is also an oracle (`best_response` / `respond`): on a one-player game
 it trains itself; built on a game of several seats it is an oracle only, and each
@@ -123,6 +124,7 @@ class ControlLearner(Run, Recorded, OnServer, abc.ABC):
         self.multi_seat = game.num_players > 1
         self.responses = 0
         self._rounds: Any = None  # the parameter server's rounds (workers > 1), built by the first step
+        self._rounds_saved: dict[str, Any] | None = None  # what they were (after a load, a Ctrl-C, a close)
         if self.multi_seat:
             if self.config.workers > 1:
                 raise ValueError(f"workers={self.config.workers}: a parameter server trains a one-player game; "
@@ -322,7 +324,7 @@ class ControlLearner(Run, Recorded, OnServer, abc.ABC):
         return {"counters": (self.env_steps, self.updates, self.episodes, self.wall_time, len(self.records)),
                 "rng": self.rng.bit_generator.state, "gen": self.gen.get_state(), "replay": self.replay.mark(),
                 "modules": {k: _copy_state(m) for k, m in self._modules().items()}, "extra": self._snapshot_extra(),
-                "flags": _flags(self._modules())}
+                "flags": _flags(self._modules()), "rounds": self._rounds_state()}
 
     def restore(self, state: Any) -> None:
         """Put back what `snapshot` kept; a parameter server restarts from it with the next round."""
@@ -339,6 +341,7 @@ class ControlLearner(Run, Recorded, OnServer, abc.ABC):
         for module, training in state["flags"][1]:
             module.training = training
         OnServer.close(self)
+        self._rounds_saved = state["rounds"]  # the next round rebuilds the workers as they were
 
     def _snapshot_extra(self) -> Any:
         """What else a round changes beside networks, optimisers, replay, counters and generators
@@ -431,57 +434,34 @@ class ControlLearner(Run, Recorded, OnServer, abc.ABC):
         return ()
 
     def state(self) -> State:
-        """Networks and optimisers (``<name>.pt``), the replay and the exploration state (arrays), counters,
-        generators and records (JSON): everything the next round reads."""
-        from pbmarl.games.registry import game_spec
-        from pbmarl.runs import State
+        """Networks and optimisers (``<name>.pt``), the replay, the exploration state and the parameter server's
+        rounds (arrays), counters, generators and records (JSON): everything the next round reads."""
+        from pbmarl.learners.control.files import control_state
 
         self._one_seat("save()")
-        arrays = {f"replay_{k}": v for k, v in self.replay.state_arrays().items()}
-        extra = self._extra_arrays()
-        arrays.update({f"extra_{k}": v for k, v in extra.items()})
-        arrays["torch_generator"] = self.gen.get_state().numpy()
-        data = {"env_steps": self.env_steps, "updates": self.updates, "episodes": self.episodes,
-                "wall_time": self.wall_time, "responses": self.responses, "rng": self.rng.bit_generator.state,
-                "extra": sorted(extra), "records": [dataclasses.asdict(r) for r in self.records]}
-        return State(data=data, arrays=arrays, modules={k: m.state_dict() for k, m in self._modules().items()},
-                     config=self.config.to_dict(), seed=self.seed, game=game_spec(self.game))
+        return control_state(self)
 
     @classmethod
     def from_state(cls, saved: SavedRun, **overrides: Any) -> ControlLearner:
         """A fresh learner built from the saved config (with `overrides`: ``game=`` for a game that is not
         in the registry, or config fields such as ``budget``), then filled with the saved state; a folder
         that does not fit is refused with a `RunFolderError` and nothing is built."""
-        from pbmarl.runs import RunFolderError
+        from pbmarl.learners.control.files import control_from_state
 
-        game = overrides.pop("game", None)
-        run = cls(game if game is not None else saved.game(), seed=saved.seed, **{**saved.config, **overrides})
-        data = saved.data
-        extra = data.get("extra", [])
-        if not isinstance(extra, list) or not set(extra) <= set(run._extra_names()):
-            raise RunFolderError(f"{str(saved.state_dir)!r}: extra arrays {extra!r}; a {cls.__name__} with this "
-                                 f"config keeps some of {list(run._extra_names())}")
-        replay = {k: (None, "fiub") for k in run.replay.state_arrays()}
-        arrays = saved.arrays({**{f"replay_{k}": s for k, s in replay.items()}, "torch_generator": (None, "u"),
-                               **{f"extra_{k}": (None, "f") for k in extra}})
-        try:
-            for name, module in run._modules().items():
-                module.load_state_dict(saved.module(name))
-            run.replay.load_state_arrays({k: arrays[f"replay_{k}"] for k in replay})
-            run._load_extra_arrays({k: arrays[f"extra_{k}"] for k in extra})
-            run.gen.set_state(torch.from_numpy(arrays["torch_generator"].copy()))
-            run.rng.bit_generator.state = data["rng"]
-            run.env_steps, run.updates, run.episodes, run.responses = (
-                int(data[k]) for k in ("env_steps", "updates", "episodes", "responses"))
-            run.wall_time = float(data["wall_time"])
-            run.records = [cls.record_class(**r) for r in data["records"]]
-        except (KeyError, TypeError, ValueError, RuntimeError) as exc:
-            raise RunFolderError(f"{str(saved.state_dir)!r} does not fit a {cls.__name__} built from its config: "
-                                 f"{str(exc).splitlines()[0] if str(exc) else type(exc).__name__}") from None
-        return run
+        return control_from_state(cls, saved, overrides)
+
+    def _rounds_state(self) -> dict[str, Any] | None:
+        """What rebuilds the parameter server's rounds as they are (`pbmarl.learners.control.rounds.rounds_state`)."""
+        if self.__dict__.get("_rounds") is None:
+            return self.__dict__.get("_rounds_saved")
+        from pbmarl.learners.control.rounds import rounds_state
+
+        return rounds_state(self)
 
     def close(self) -> None:
-        """Stop the parameter server's workers and server (``workers > 1``); the next round starts fresh ones."""
+        """Stop the parameter server's workers and server (``workers > 1``); the next round starts fresh ones
+        where these left off."""
+        self._rounds_saved = self._rounds_state()
         OnServer.close(self)
 
 

@@ -1,17 +1,13 @@
 """The control learners (DDPG, TD3, HDDPG, SAC, Rainbow) on a parameter server.
 
-``pb.SAC(game, workers=N, sync="bsp" | "asp" | "bap")``. One job of worker ``w``:
-
-1. load the learner's published *state*: every network, target networks included, as one
-   flat vector (`get_state`), with ``updates`` set to the state's version (TD3's delayed
-   actor and Rainbow's target interval follow it) and ``env_steps`` to the task's count
-   (random actions before ``learning_starts``, Rainbow's epsilon and PER's beta follow it);
-2. play ``train_freq`` env steps on its own environment into its own replay
-   (episodes run on across jobs), with generators seeded by the job's seed;
-3. once ``learning_starts`` env steps are in, run the algorithm's own `_update` on one
-   minibatch of its replay with *recording* optimisers: each ``opt.step()`` keeps the
-   (clipped) gradients of that optimiser's parameters instead of stepping. One job is one
-   gradient (``gradient_steps`` is a single-process option).
+``pb.SAC(game, workers=N, sync="bsp" | "asp" | "bap")``. One job of worker ``w``
+(`pbmarl.learners.control.jobs`): load the learner's published *state* (every network, target
+networks included, as one flat vector: `get_state`), play ``train_freq`` env steps on its own
+environment (episodes run on across jobs) and return them for the learner's replay, then, once
+``learning_starts`` env steps are in, run the algorithm's own `_update` on a minibatch the learner
+drew from its replay and sent with the job, with *recording* optimisers: each ``opt.step()`` keeps
+the (clipped) gradients of that optimiser's parameters instead of stepping. One job is one gradient
+(``gradient_steps`` is a single-process option).
 
 A `step()` of the learner runs rounds of `workers` jobs (`Rounds`: BSP, ASP or BAP)
 until ``steps_per_round`` env steps are in.
@@ -23,194 +19,48 @@ learner. It averages each optimiser's gradients over the results that carry them
 BSP with one worker is the single-process update computed at the same weights, except
 that SAC's actor and temperature losses see the critic before (not after) that update's
 critic step. The learner pulls the state and the optimisers back after every round, so
-`save`, `evaluate` and `policy` see the trained networks; the workers' replays and
-environments stay in the workers (a checkpoint holds the networks, optimisers and counts).
+`save`, `evaluate` and `policy` see the trained networks.
+
+Resuming exactly: the replay is the learner's, saved and undone with it; the jobs in flight are
+logged (`pbmarl.distributed.resume.JobLog`, their minibatches with them) and each worker's episode in
+progress is kept as its reset seed and actions (`pbmarl.learners.control.jobs.Episode`).
+`rounds_state` is what a save and a step's snapshot keep of the rounds; the next step rebuilds
+them from it (`ControlRounds`): the workers replay their episodes and the logged jobs go out again,
+so a loaded run, or one stepped again after a Ctrl-C, takes the steps of the run that was never
+stopped. As for Gorila, BAP's gradients waiting for the next apply are not kept.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
 import torch
 
-from pbmarl.distributed.executors import make_executor
 from pbmarl.distributed.modes import Rounds
+from pbmarl.distributed.resume import JobLog, jobs_from_state, jobs_state
 from pbmarl.distributed.server import RemoteServer
 from pbmarl.distributed.workers import weighted_means
 from pbmarl.hosting.hosted import Hosted
+from pbmarl.learners.control.jobs import (
+    ControlResult,
+    ControlWorker,
+    Episode,
+    add_result,
+    episodes_from_state,
+    episodes_state,
+    job_minibatch,
+    next_episode,
+)
+from pbmarl.learners.control.vectors import get_state, named_optimizers, record_steps, set_state, step_on_mean
 from pbmarl.rollout.worker import game_for_worker
 from pbmarl.torchutil import copy_state
 
 __all__ = ["ControlResult", "ControlRounds", "server_round", "ControlServer", "ControlServerProcess", "ControlWorker",
-           "StateProcess", "StateServer", "get_state", "named_optimizers", "record_steps", "set_state", "step_on_mean"]
-
-
-def _stateful(learner: Any) -> list[tuple[str, Any]]:
-    """The learner's saved entries that are not optimisers, in `_modules` order."""
-    return [(k, m) for k, m in learner._modules().items() if not isinstance(m, torch.optim.Optimizer)]
-
-
-def named_optimizers(learner: Any) -> list[tuple[str, torch.optim.Optimizer]]:
-    """The learner's optimisers by their saved names, in `_modules` order."""
-    return [(k, m) for k, m in learner._modules().items() if isinstance(m, torch.optim.Optimizer)]
-
-
-def _tensors(learner: Any) -> list[tuple[Any, str, torch.Tensor]]:
-    """``(entry, key, tensor)`` of every state tensor, the modules' own (written in place)."""
-    out: list[tuple[Any, str, torch.Tensor]] = []
-    for _, m in _stateful(learner):
-        state = m.state_dict(keep_vars=True) if isinstance(m, torch.nn.Module) else m.state_dict()
-        out.extend((m, k, t) for k, t in state.items())
-    return out
-
-
-def get_state(learner: Any) -> np.ndarray:
-    """Every tensor of the learner's networks (targets included) as one flat float32 vector."""
-    parts = [t.detach().reshape(-1).to(torch.float32) for _, _, t in _tensors(learner)]
-    return torch.cat(parts).numpy().copy() if parts else np.zeros(0, np.float32)
-
-
-def set_state(learner: Any, vector: np.ndarray) -> None:
-    """Load what `get_state` returned into the learner's networks (in place); its length must match."""
-    entries = _tensors(learner)
-    total = sum(t.numel() for _, _, t in entries)
-    if np.shape(vector) != (total,):
-        raise ValueError(f"state vector must have shape ({total},), got {np.shape(vector)}")
-    flat = torch.from_numpy(np.array(vector, dtype=np.float32))
-    offset = 0
-    with torch.no_grad():
-        for entry, key, t in entries:
-            k = t.numel()
-            value = flat[offset:offset + k].view(t.shape).to(t.dtype)
-            if isinstance(entry, torch.nn.Module):
-                t.copy_(value)
-            else:  # a lone parameter's box: its own load
-                entry.load_state_dict({key: value})
-            offset += k
-
-
-def _flat_grad(opt: torch.optim.Optimizer) -> np.ndarray:
-    params = [p for group in opt.param_groups for p in group["params"]]
-    return torch.cat([(p.grad if p.grad is not None else torch.zeros_like(p)).reshape(-1) for p in params]
-                     ).detach().numpy().copy()
-
-
-def record_steps(learner: Any, sink: dict[str, np.ndarray]) -> None:
-    """Make every optimiser of `learner` record instead of step: ``opt.step()`` puts that optimiser's
-    flat gradient into ``sink[name]`` and leaves the weights alone (the worker clears `sink` per job).
-
-    A second step of one optimiser before the sink is cleared raises: a job is one gradient each.
-    """
-    for name, opt in named_optimizers(learner):
-        opt.step = _recorder(name, opt, sink)  # type: ignore[method-assign]
-
-
-def _recorder(name: str, opt: torch.optim.Optimizer, sink: dict[str, np.ndarray]) -> Any:
-    def step(closure: Any = None) -> None:
-        if name in sink:
-            raise RuntimeError(f"optimiser {name!r} stepped twice in one parameter-server job; a job takes "
-                               "one gradient of each optimiser (set the learner's one-gradient options)")
-        sink[name] = _flat_grad(opt)
-
-    return step
-
-
-def step_on_mean(opt: torch.optim.Optimizer, rows: Sequence[tuple[np.ndarray, int]]) -> None:
-    """Step `opt` once on the count-weighted mean of the flat gradients ``(gradient, count)`` of `rows`."""
-    n = np.array([c for _, c in rows], dtype=float)
-    mean = torch.as_tensor(np.tensordot(n / n.sum(), np.stack([g for g, _ in rows]), axes=1), dtype=torch.float32)
-    offset = 0
-    for p in (p for group in opt.param_groups for p in group["params"]):
-        k = p.numel()
-        p.grad = mean[offset:offset + k].view_as(p).clone()
-        offset += k
-    opt.step()
-
-
-@dataclass(frozen=True)
-class ControlResult:
-    """A control worker's job: per-optimiser gradients (None: it only collected), and its data's counts."""
-
-    grad: dict[str, np.ndarray] | None
-    version: int
-    seeds: tuple[int, ...]
-    env_steps: int
-    """Env steps the job played (counted into the learner when the result is consumed)."""
-    returns: tuple[float, ...]
-    """Returns of the episodes that ended during the job."""
-    stats: dict[str, float]
-    """The losses `_update` reported (empty without a gradient)."""
-    batch: int
-    """Samples the gradients average over."""
-
-    @property
-    def count(self) -> int:
-        return 0 if self.grad is None else self.batch
-
-
-class ControlWorker:
-    """One control worker (an ordinary object locally, a Ray actor on Ray); see the module doc.
-
-    Args:
-        game: the game, or what `game_for_worker` sends for it.
-        learner_class: `SAC`, `TD3`, ... (built with ``workers=1``).
-        config: the learner's config.
-        seed: seeds the worker's networks (overwritten by every job's state).
-    """
-
-    def __init__(self, game: Any, learner_class: type, config: Any, seed: int) -> None:
-        from pbmarl.games.base import Game
-
-        if not isinstance(game, Game):
-            from pbmarl.games.registry import game_from_spec
-
-            game = game_from_spec(game)
-        torch.set_num_threads(1)
-        self.learner = learner_class(game, config=replace(config, workers=1), seed=int(seed))
-        self.obs: np.ndarray | None = None
-        self.episode_return = 0.0
-        self.recorded: dict[str, np.ndarray] = {}
-        record_steps(self.learner, self.recorded)
-
-    def compute(self, state: np.ndarray, version: int, seeds: Sequence[int], env_steps: int) -> ControlResult:
-        """Load `state` (at `version`), play ``train_freq`` env steps, then one recorded `_update`."""
-        learner, cfg = self.learner, self.learner.config
-        seeds = tuple(int(s) for s in seeds)
-        set_state(learner, state)
-        learner.updates, learner.env_steps = int(version), int(env_steps)
-        learner.rng = np.random.default_rng(seeds[0])
-        learner.gen.manual_seed(seeds[0] % 2**63)
-        returns: list[float] = []
-        with torch.no_grad():
-            for _ in range(cfg.train_freq):
-                if self.obs is None:
-                    self.obs, self.episode_return = learner.env.reset(int(learner.rng.integers(2**31))), 0.0
-                obs = self.obs
-                if learner.env_steps < cfg.learning_starts:
-                    action = learner._random_action()
-                else:
-                    action = learner._explore(obs)
-                next_obs, reward, terminated, truncated = learner.env.step(action)
-                learner._store(obs, action, reward, terminated, next_obs, terminated or truncated)
-                self.episode_return += reward
-                learner.env_steps += 1
-                self.obs = next_obs
-                if terminated or truncated:
-                    returns.append(self.episode_return)
-                    self.obs = None
-        if learner.env_steps < cfg.learning_starts:
-            return ControlResult(None, int(version), seeds, cfg.train_freq, tuple(returns), {}, 0)
-        self.recorded.clear()
-        batch = learner._sample()
-        stats = learner._train_step(batch)
-        return ControlResult(dict(self.recorded), int(version), seeds, cfg.train_freq, tuple(returns),
-                             {k: float(v) for k, v in stats.items()}, len(batch.obs))
-
-    def ping(self) -> bool:
-        return True
+           "StateProcess", "StateServer", "get_state", "named_optimizers", "record_steps", "rounds_state", "set_state",
+           "split_state", "array_kinds", "step_on_mean"]
 
 
 class StateProcess:
@@ -310,6 +160,8 @@ class StateServer(RemoteServer):
     def pull(self) -> int:
         """Copy the server's networks and optimisers into `owner`; returns the version."""
         version, state, optimizers, *extra = self.host.call("state")
+        if version == self.version + 1:  # an `apply` interrupted after the server took the update: count it
+            self.version = version
         if version != self.version:
             raise RuntimeError(f"parameter server is at version {version}, expected {self.version}")
         set_state(self.owner, state)
@@ -335,27 +187,53 @@ class ControlServer(StateServer):
 
 
 class ControlRounds(Rounds):
-    """A control learner's rounds on the parameter server (built by `ControlLearner.step`)."""
+    """A control learner's rounds on the parameter server (built by `server_round`), rebuilt as they were from
+    `saved` (`rounds_state`: the workers' seed, their episodes and the jobs in flight; empty: fresh rounds)."""
 
-    def __init__(self, learner: Any) -> None:
+    def __init__(self, learner: Any, saved: dict[str, Any] | None = None) -> None:
         cfg = learner.config
+        saved = saved or {}
+        job_rows = cfg.train_freq + int(getattr(cfg, "n_step", 1)) - 1
+        if cfg.buffer_size < job_rows:
+            raise ValueError(f"buffer_size={cfg.buffer_size} cannot hold one parameter-server job's transitions "
+                             f"(up to {job_rows}: train_freq + n_step - 1); raise buffer_size or lower train_freq")
         spec = game_for_worker(learner.game)
-        base = int(learner.rng.integers(2**31))
+        #: seeds the workers' networks (overwritten by every job): drawn once, kept with the rounds
+        self.base = int(saved["base"]) if "base" in saved else int(learner.rng.integers(2**31))
 
         def args(w: int) -> tuple[Any, ...]:
-            return (spec, type(learner), cfg, base + w)
+            return (spec, type(learner), cfg, self.base + w)
 
-        super().__init__(learner, ControlServer(learner, spec, backend=cfg.backend),
-                         make_executor(cfg.backend, args, cfg.workers, ControlWorker),
+        log = JobLog(cfg.backend, args, cfg.workers, ControlWorker)
+        super().__init__(learner, ControlServer(learner, spec, backend=cfg.backend), log,
                          mode=cfg.sync, staleness=cfg.staleness, workers=cfg.workers)
+        #: each worker's episode in progress after its last consumed job (`pbmarl.learners.control.jobs`)
+        # (a run loaded with fewer workers goes on without the others' episodes and jobs)
+        self.episodes: dict[int, Episode] = {w: e for w, e in episodes_from_state(saved).items() if w < cfg.workers}
+        try:
+            for w, episode in self.episodes.items():
+                log.call(w, "resume_episode", episode.seed, episode.actions, episode.extra)
+            jobs, clock = jobs_from_state(saved)
+            jobs = [job for job in jobs if job.w < cfg.workers]
+            log.resubmit(jobs, clock)
+        except BaseException:  # a Ctrl-C while rebuilding: no workers left behind
+            self.close()
+            raise
+        self.inflight = {job.w: job.version for job in jobs}
+
+    def _receive(self) -> tuple[int, Any]:
+        w, result = super()._receive()
+        self.episodes[w] = next_episode(self.episodes.get(w), result)
+        return w, result
 
     def _count(self, result: ControlResult) -> tuple[int, int]:
+        add_result(self.learner, result)
         self.learner.env_steps += result.env_steps
         self.learner.episodes += len(result.returns)
         return result.env_steps, result.env_steps
 
     def _job_args(self) -> tuple[Any, ...]:
-        return (self.learner.env_steps,)
+        return (self.learner.env_steps, *job_minibatch(self.learner))
 
     def _summary(self, got: list[ControlResult], staleness: list[int]) -> tuple[list[float], dict[str, float]]:
         """The returns of the episodes that ended this round, and the losses' batch-weighted means."""
@@ -364,10 +242,20 @@ class ControlRounds(Rounds):
         return [x for r in got for x in r.returns], stats
 
 
+def rounds_state(learner: Any) -> dict[str, Any]:
+    """What rebuilds the learner's rounds as they are (`ControlRounds`' `saved`; {} before the first step):
+    flat, JSON values and arrays side by side. BAP's gradients waiting for the next apply are not kept."""
+    rounds = learner.__dict__.get("_rounds")
+    if rounds is None:
+        return dict(learner.__dict__.get("_rounds_saved") or {})
+    return {"base": rounds.base, **jobs_state(rounds.executor), **episodes_state(rounds.episodes)}
+
+
 def server_round(learner: Any) -> tuple[list[float], dict[str, list[float]]]:
     """One `ControlLearner.step` on the parameter server: rounds of `workers` jobs until ``steps_per_round`` env
     steps (or the rest of the budget); the returns of the episodes that ended and the rounds' losses. The
-    server (built by the first call) hands its networks, optimisers and ``updates`` back at the end."""
+    server (built by the first call, or again after a Ctrl-C or a load) hands its networks, optimisers and
+    ``updates`` back at the end."""
     from pbmarl.torchutil import torch_threads
 
     cfg = learner.config
@@ -377,7 +265,8 @@ def server_round(learner: Any) -> tuple[list[float], dict[str, list[float]]]:
     losses: dict[str, list[float]] = {}
     with torch_threads(cfg.num_threads):
         if learner._rounds is None:
-            learner._rounds = ControlRounds(learner)
+            saved, learner._rounds_saved = learner._rounds_saved, None
+            learner._rounds = ControlRounds(learner, saved)
         while learner.env_steps - start < goal:
             done, stats = learner._rounds.round(pull=False)
             returns.extend(done)
@@ -385,3 +274,17 @@ def server_round(learner: Any) -> tuple[list[float], dict[str, list[float]]]:
                 losses.setdefault(k, []).append(v)
         learner._rounds.server.pull()
     return returns, losses
+
+
+def split_state(state: dict[str, Any]) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
+    """`rounds_state` for a save: its JSON values, and its arrays (kept as ``rounds.<key>`` beside the replay)."""
+    arrays = {k: v for k, v in state.items() if isinstance(v, np.ndarray)}
+    return {k: v for k, v in state.items() if k not in arrays}, arrays
+
+
+def array_kinds(data: dict[str, Any]) -> dict[str, str]:
+    """The saved rounds' array names and dtype kinds (``rounds_arrays`` of a folder's JSON), checked."""
+    kinds = data.get("rounds_arrays", {})
+    if not isinstance(kinds, dict) or not all(isinstance(k, str) and v in ("f", "i", "u", "b") for k, v in kinds.items()):
+        raise ValueError(f"rounds_arrays must map names to dtype kinds among 'fiub', got {kinds!r}")
+    return kinds
