@@ -207,6 +207,7 @@ class ControlRounds(Rounds):
         log = JobLog(cfg.backend, args, cfg.workers, ControlWorker)
         super().__init__(learner, ControlServer(learner, spec, backend=cfg.backend), log,
                          mode=cfg.sync, staleness=cfg.staleness, workers=cfg.workers)
+        self._arrived: list[tuple[int, ControlResult]] = []  # BSP: this round's results so far
         #: each worker's episode in progress after its last consumed job (`pbmarl.learners.control.jobs`)
         # (a run loaded with fewer workers goes on without the others' episodes and jobs)
         self.episodes: dict[int, Episode] = {w: e for w, e in episodes_from_state(saved).items() if w < cfg.workers}
@@ -224,10 +225,18 @@ class ControlRounds(Rounds):
     def _receive(self) -> tuple[int, Any]:
         w, result = super()._receive()
         self.episodes[w] = next_episode(self.episodes.get(w), result)
+        if self.mode != "bsp":
+            add_result(self.learner, result)
+            return w, result
+        # BSP: the round's transitions go into the replay in worker order, whatever order Ray's results came in
+        self._arrived.append((w, result))
+        if len(self._arrived) == self.n:
+            for _, got in sorted(self._arrived, key=lambda x: x[0]):
+                add_result(self.learner, got)
+            self._arrived = []
         return w, result
 
     def _count(self, result: ControlResult) -> tuple[int, int]:
-        add_result(self.learner, result)
         self.learner.env_steps += result.env_steps
         self.learner.episodes += len(result.returns)
         return result.env_steps, result.env_steps
