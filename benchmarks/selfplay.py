@@ -2,12 +2,31 @@
 
 Each (method, seed) trains for ``--steps`` env steps (the paper: 10M) and records the last iterate's
 exact exploitability every ``--eval-every`` env steps (the paper: 250k); every measurement is appended
-to ``benchmarks/results/selfplay.csv`` with the date, commit, machine and command, so slices run on
-different days add up to the full table. Tabular MMD and CFR+ are exact reference lines (their x axis
-is iterations, written in the ``env_steps`` column as 0).
+to ``--results`` (default ``benchmarks/results/selfplay.csv``) with the date, commit, machine and command, so
+slices run on different days add up to the full table. Tabular MMD and CFR+ are exact reference lines (their x
+axis is iterations, written in the ``env_steps`` column as 0).
 
     python benchmarks/selfplay.py --only ppo --seeds 0 --steps 20000 --eval-every 10000   # one short slice
     python benchmarks/selfplay.py --only ppo --only deep_mmd --seeds 0-4                  # 10M steps x 5 seeds
+
+**Slices.** A 10M-step run takes longer than a work session here (2 cores: PPO about 25 min a seed, NFSP 1.5-6 h,
+PSRO about 2 h), and a session's end kills what it runs. So every neural run (``ppo``, ``deep_mmd``, ``nfsp``,
+``psro``) saves itself after each measurement into ``--state`` (default ``benchmarks/state/selfplay/``, not in
+git), one folder per (game, method, seed, steps): ``run/`` is the run folder (`run.save`, one atomic commit) and
+``slice.json`` says where it stands, its next measurement (``next_eval``) and the date, commit and command it
+started under. The same command run again loads each save with `pb.load_run` and continues exactly where it
+stopped: the rows, measurement points and random streams are those of one run straight through (the records'
+``wall_time`` is the run's own, so it continues across slices), a row already in the CSV is not written again,
+and a finished run is skipped with a line saying so. ``--stop-at HH:MM`` (UTC) or ``--hours H`` ends the slice
+cleanly after the first save past that time, printing where each run stands. Each session, start a slice in the
+background that ends before the session does, and run the same line again next session until every run says
+it is finished::
+
+    nohup python benchmarks/selfplay.py --only psro --seeds 0-4 --stop-at 15:00 > /tmp/psro.log 2>&1 &
+
+A slice killed anyway loses only the work since its run's last save (at most one ``--eval-every``). A save
+belongs to its ``--eval-every`` (another value is refused); a run with other ``--steps`` is another run.
+The tabular methods take seconds and are not saved.
 
 Methods: ``ppo`` (`pb.PPOSelfPlay`, preset ``iig_liars_dice``), ``deep_mmd`` (`pb.DeepMMD`, untuned
 defaults: the reference has no tuned MMD setting), ``mmd`` (tabular, alpha 0.002, magnet moved every 10 iterations),
@@ -79,11 +98,16 @@ import platform
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pbmarl as pb
+from pbmarl.io import read_json, write_json
 
 RESULTS = Path(__file__).with_name("results") / "selfplay.csv"
+#: where each neural run's save lives between slices (ignored by git)
+STATE = Path(__file__).with_name("state") / "selfplay"
 METHODS = ("ppo", "deep_mmd", "mmd", "cfr+", "nfsp", "psro")
 #: the IIG benchmark's tuned liar's dice NFSP as `NFSPConfig` options (the mapping is in the module doc)
 NFSP_LIARS_DICE: dict[str, object] = dict(
@@ -109,19 +133,36 @@ def _commit() -> str:
 
 
 class Writer:
-    def __init__(self) -> None:
+    """Appends measurements to the results CSV (`results`), one row each, with the date, commit, machine, command."""
+
+    def __init__(self, results: Path = RESULTS) -> None:
+        self.results = Path(results)
         self.stamp = datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
         self.commit = _commit()
         self.machine = f"{platform.node()} {platform.machine()} {os.cpu_count()} cpus"
         self.command = "python benchmarks/selfplay.py " + " ".join(sys.argv[1:])
 
+    def written(self, game: str, method: str, seed: int, iteration: int, env_steps: int, since: str) -> bool:
+        """Whether the CSV already holds this measurement from a slice dated `since` or later (a slice killed
+        between writing its row and saving its run measures that iteration again when the next slice resumes)."""
+        if not self.results.exists():
+            return False
+        key = (game, method, str(seed), str(iteration), str(env_steps))
+        with open(self.results, newline="") as fh:
+            return any((r["game"], r["method"], r["seed"], r["iteration"], r["env_steps"]) == key
+                       and r["date"] >= since for r in csv.DictReader(fh))
+
     def row(self, game: str, method: str, seed: int, iteration: int, env_steps: int, wall: float,
-            exploitability: float) -> None:
-        print(f"{game:<14} {method:<9} seed {seed}  it {iteration:>6}  env {env_steps:>10,}  {wall:8.1f} s  "
-              f"exploitability {exploitability:.5f}", flush=True)
-        new = not RESULTS.exists()
-        RESULTS.parent.mkdir(parents=True, exist_ok=True)
-        with open(RESULTS, "a", newline="") as fh:
+            exploitability: float, *, since: str | None = None) -> None:
+        line = (f"{game:<14} {method:<9} seed {seed}  it {iteration:>6}  env {env_steps:>10,}  {wall:8.1f} s  "
+                f"exploitability {exploitability:.5f}")
+        if since is not None and self.written(game, method, seed, iteration, env_steps, since):
+            print(line + "  (already in the CSV)", flush=True)
+            return
+        print(line, flush=True)
+        new = not self.results.exists()
+        self.results.parent.mkdir(parents=True, exist_ok=True)
+        with open(self.results, "a", newline="") as fh:
             writer = csv.writer(fh)
             if new:
                 writer.writerow(["date", "commit", "machine", "command", "game", "method", "seed", "iteration",
@@ -130,61 +171,179 @@ class Writer:
                              env_steps, f"{wall:.2f}", f"{exploitability:.6g}"])
 
 
-def neural(out: Writer, game: str, method: str, seed: int, steps: int, every: int) -> None:
-    if method == "ppo":
-        run = pb.PPOSelfPlay(game, seed=seed, preset="iig_liars_dice", budget=steps, eval_every=0)
-    else:
-        run = pb.DeepMMD(game, seed=seed, preset="iig_liars_dice", budget=steps, eval_every=0)
-    next_eval = every
+class Slices:
+    """Where each (game, method, seed, steps) run keeps its save (`root`; None: no saves), and when this slice
+    ends (`deadline`, an aware UTC datetime; None: never)."""
+
+    def __init__(self, root: Path | None = STATE, deadline: datetime.datetime | None = None) -> None:
+        self.root = None if root is None else Path(root)
+        self.deadline = deadline
+        self.stopped = False
+
+    def folder(self, game: str, method: str, seed: int, steps: int) -> Path | None:
+        return None if self.root is None else self.root / game / method / f"seed{seed}-steps{steps}"
+
+    @property
+    def over(self) -> bool:
+        return self.deadline is not None and datetime.datetime.now(datetime.timezone.utc) >= self.deadline
+
+    def standing(self, game: str, method: str, seed: int, steps: int) -> str:
+        """Where the run stands, as its ``slice.json`` says."""
+        folder = self.folder(game, method, seed, steps)
+        if folder is None or not (folder / "slice.json").exists():
+            return f"{method:<9} seed {seed}: not started"
+        info = read_json(folder / "slice.json")
+        where = "finished" if info["finished"] else "saved"
+        return (f"{method:<9} seed {seed}: {where} at iteration {info['iteration']}, env {info['env_steps']:,} of "
+                f"{steps:,} ({folder})")
+
+
+def _next_eval(env_steps: list[int], every: int, *, once: bool) -> int:
+    """The next measurement's env steps after the records `env_steps`, by the loops' own rule: past each record at
+    or beyond it, ``neural`` adds `every` once (`once`), ``nfsp`` and ``psro`` until it is beyond the record."""
+    nxt = every
+    for steps in env_steps:
+        if steps >= nxt:
+            nxt += every
+            while not once and nxt <= steps:
+                nxt += every
+    return nxt
+
+
+class Slice:
+    """One (game, method, seed, steps) run's bookkeeping across slices: its save ``<folder>/run`` (the run folder,
+    written with `run.save` after every measurement) and ``<folder>/slice.json`` (where it stands, ``next_eval``, and
+    the date, commit and command it started under)."""
+
+    def __init__(self, out: Writer, slices: Slices, game: str, method: str, seed: int, steps: int, every: int,
+                 *, once: bool = False) -> None:
+        self.out, self.slices, self.once = out, slices, once
+        self.game, self.method, self.seed, self.steps, self.every = game, method, seed, steps, every
+        self.folder = slices.folder(game, method, seed, steps)
+        self.info: dict[str, Any] = {
+            "game": game, "method": method, "seed": seed, "steps": steps, "eval_every": every,
+            "started": out.stamp, "commit": out.commit, "command": out.command, "next_eval": every,
+            "iteration": 0, "env_steps": 0, "wall_time": 0.0, "finished": False}
+        if self.folder is not None and (self.folder / "slice.json").exists():
+            self.info = read_json(self.folder / "slice.json")
+            if self.info.get("eval_every") != every:
+                raise ValueError(f"{self.folder} was started with --eval-every {self.info.get('eval_every')}, got "
+                                 f"{every}: continue it with the same value, or give another --state folder")
+
+    def start(self, build: Callable[[], Any]) -> tuple[Any, int] | None:
+        """The run and its ``next_eval``: loaded from its save if it has one, else built fresh; None if finished."""
+        if self.info["finished"]:
+            print(f"{self.game:<14} {self.method:<9} seed {self.seed}  finished earlier at env "
+                  f"{self.info['env_steps']:,} ({self.folder}); skipped", flush=True)
+            return None
+        if self.folder is not None and (self.folder / "run" / "run.json").exists():
+            run = pb.load_run(self.folder / "run")
+            if run.records[-1].env_steps >= self.steps:  # killed between its last save and slice.json
+                self.info.update(iteration=int(run.iteration), env_steps=int(run.records[-1].env_steps),
+                                 wall_time=float(run.records[-1].wall_time), finished=True)
+                write_json(self.folder / "slice.json", self.info)
+                run.close()
+                return self.start(build)
+            nxt = _next_eval([int(r.env_steps) for r in run.records], self.every, once=self.once)
+            if self.info["iteration"] == run.iteration and self.info["next_eval"] != nxt:
+                raise RuntimeError(f"{self.folder}: slice.json says next_eval {self.info['next_eval']}, the saved "
+                                   f"records say {nxt}")
+            note = "" if self.info["commit"] == self.out.commit else \
+                f"; started under commit {self.info['commit']}, continues under {self.out.commit}"
+            print(f"{self.game:<14} {self.method:<9} seed {self.seed}  resumes at iteration {run.iteration}, env "
+                  f"{run.records[-1].env_steps:,}, wall {run.records[-1].wall_time:.1f} s{note}", flush=True)
+            return run, nxt
+        if self.folder is not None:  # before any training, so a slice killed before its first save keeps `started`
+            write_json(self.folder / "slice.json", self.info)
+        return build(), self.every
+
+    def measured(self, run: Any, record: Any, exploitability: float, next_eval: int, last: bool) -> bool:
+        """Write the measurement's row (unless already in the CSV), save the run, and say whether to stop here."""
+        self.out.row(self.game, self.method, self.seed, record.iteration, record.env_steps, record.wall_time,
+                     exploitability, since=self.info["started"])
+        if self.folder is not None:
+            run.save(self.folder / "run")
+            self.info.update(next_eval=next_eval, iteration=int(record.iteration), env_steps=int(record.env_steps),
+                             wall_time=float(record.wall_time), finished=bool(last))
+            write_json(self.folder / "slice.json", self.info)
+        if not last and self.slices.over:
+            self.slices.stopped = True
+            return True
+        return False
+
+
+def neural(out: Writer, game: str, method: str, seed: int, steps: int, every: int,
+           slices: Slices | None = None, options: dict[str, Any] | None = None) -> None:
+    run_slice = Slice(out, slices or Slices(None), game, method, seed, steps, every, once=True)
+    kind = pb.PPOSelfPlay if method == "ppo" else pb.DeepMMD
+    started = run_slice.start(lambda: kind(game, seed=seed, preset="iig_liars_dice", budget=steps, eval_every=0,
+                                           **(options or {})))
+    if started is None:
+        return
+    run, next_eval = started
     with run:
         while not run.done:
             record = run.step()
             if record.env_steps >= next_eval or run.done:
                 nc = run._nash_conv()  # exact: the engine holds liar's dice
-                out.row(game, method, seed, record.iteration, record.env_steps, record.wall_time, float(nc or 0) / 2)
                 next_eval += every
+                if run_slice.measured(run, record, float(nc or 0) / 2, next_eval, run.done):
+                    return
 
 
-def nfsp(out: Writer, game: str, seed: int, steps: int, every: int) -> None:
+def nfsp(out: Writer, game: str, seed: int, steps: int, every: int, slices: Slices | None = None,
+         options: dict[str, Any] | None = None) -> None:
     """NFSP with the tuned liar's dice options; exact exploitability of the average policies."""
     from pbmarl.evaluation.exact import exploitability
 
-    run = pb.NFSP(game, seed=seed, **NFSP_LIARS_DICE)  # type: ignore[arg-type]
-    next_eval = every
+    run_slice = Slice(out, slices or Slices(None), game, "nfsp", seed, steps, every)
+    started = run_slice.start(lambda: pb.NFSP(game, seed=seed, **{**NFSP_LIARS_DICE, **(options or {})}))
+    if started is None:
+        return
+    run, next_eval = started
     while True:
         record = run.step()
         last = record.env_steps >= steps
         if record.env_steps >= next_eval or last:
             result = exploitability(run.game, run.average_policies())
-            out.row(game, "nfsp", seed, record.iteration, record.env_steps, record.wall_time,
-                    float(result.exploitability))
             while next_eval <= record.env_steps:
                 next_eval += every
+            if run_slice.measured(run, record, float(result.exploitability), next_eval, last):
+                return
         if last:
             return
 
 
-def psro(out: Writer, game: str, seed: int, steps: int, every: int) -> None:
+def psro(out: Writer, game: str, seed: int, steps: int, every: int, slices: Slices | None = None,
+         options: dict[str, Any] | None = None) -> None:
     """PSRO-Nash with the tuned DQN oracle and a sampled payoff table; exact exploitability of the meta-strategy.
 
     An iteration can take more than ``every`` env steps (its payoff-table cells grow with the population): it
     is then measured once, and the run ends after the iteration that reaches ``steps`` (as theirs does).
+    `options` replace the oracle's (`PSRO_DQN`).
     """
-    learner = pb.DQN(game, seed=seed, **PSRO_DQN)  # type: ignore[arg-type]
-    run = pb.PSRO(game, solver="nash", learner=learner, evaluator="rollout", seed=seed,
-                  eval_episodes=PSRO_SIMS_PER_ENTRY, measure=False, stop_exploitability=None)
-    measurer = pb.ExactEvaluator(run.game)  # keeps each member's realisation plan between measurements
-    next_eval = every
+    def build() -> Any:
+        learner = pb.DQN(game, seed=seed, **{**PSRO_DQN, **(options or {})})  # type: ignore[arg-type]
+        return pb.PSRO(game, solver="nash", learner=learner, evaluator="rollout", seed=seed,
+                       eval_episodes=PSRO_SIMS_PER_ENTRY, measure=False, stop_exploitability=None)
+
+    run_slice = Slice(out, slices or Slices(None), game, "psro", seed, steps, every)
+    started = run_slice.start(build)
+    if started is None:
+        return
+    run, next_eval = started
+    # keeps each member's realisation plan between measurements; only a cache, so a loaded run starts an empty one
+    measurer = pb.ExactEvaluator(run.game)
     with run:
         while True:
             record = run.step()
             last = record.env_steps >= steps
             if record.env_steps >= next_eval or last:
                 result = measurer.exploitability(run.population, run.meta_strategy)
-                out.row(game, "psro", seed, record.iteration, record.env_steps, record.wall_time,
-                        float(result.exploitability))
                 while next_eval <= record.env_steps:
                     next_eval += every
+                if run_slice.measured(run, record, float(result.exploitability), next_eval, last):
+                    return
             if last:
                 return
 
@@ -213,6 +372,25 @@ def _seeds(text: str) -> list[int]:
     return [int(s) for s in text.split(",")]
 
 
+def _deadline(stop_at: str | None, hours: float | None) -> datetime.datetime | None:
+    """`--stop-at HH:MM` (UTC: its next occurrence, within 24 h) or `--hours H` from now, as an aware datetime."""
+    now = datetime.datetime.now(datetime.timezone.utc)
+    if stop_at is not None and hours is not None:
+        raise ValueError("give --stop-at or --hours, not both")
+    if hours is not None:
+        if not hours >= 0:
+            raise ValueError(f"--hours must be a non-negative number of hours, got {hours!r}")
+        return now + datetime.timedelta(hours=hours)
+    if stop_at is None:
+        return None
+    try:
+        clock = datetime.datetime.strptime(stop_at, "%H:%M").time()
+    except ValueError:
+        raise ValueError(f"--stop-at must be a UTC time HH:MM such as 15:10, got {stop_at!r}") from None
+    at = datetime.datetime.combine(now.date(), clock, tzinfo=datetime.timezone.utc)
+    return at if at > now else at + datetime.timedelta(days=1)
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--only", action="append", choices=METHODS, help="methods to run (default: all)")
@@ -221,19 +399,41 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--steps", type=int, default=10_000_000, help="env steps per neural run")
     parser.add_argument("--eval-every", type=int, default=250_000, help="env steps between exact measurements")
     parser.add_argument("--iterations", type=int, default=1000, help="iterations of the tabular methods")
+    parser.add_argument("--results", type=Path, default=RESULTS, help=f"the CSV rows are appended to ({RESULTS})")
+    parser.add_argument("--state", type=Path, default=STATE,
+                        help=f"folder of the neural runs' saves, one per (game, method, seed, steps) ({STATE})")
+    parser.add_argument("--stop-at", metavar="HH:MM", help="UTC: stop after the first save past this time")
+    parser.add_argument("--hours", type=float, help="stop after the first save past this many hours from now")
     args = parser.parse_args(argv)
-    out = Writer()
-    for method in args.only or METHODS:
+    try:
+        deadline = _deadline(args.stop_at, args.hours)
+    except ValueError as exc:
+        parser.error(str(exc))
+    out = Writer(args.results)
+    slices = Slices(args.state, deadline)
+    if deadline is not None:
+        print(f"this slice stops after the first save past {deadline:%Y-%m-%d %H:%M} UTC", flush=True)
+    methods = args.only or list(METHODS)
+    neural_runs = [(m, seed) for m in methods if m not in ("mmd", "cfr+") for seed in _seeds(args.seeds)]
+    for method in methods:
         if method in ("mmd", "cfr+"):
             tabular(out, args.game, method, args.iterations)
             continue
         for seed in _seeds(args.seeds):
             if method == "nfsp":
-                nfsp(out, args.game, seed, args.steps, args.eval_every)
+                nfsp(out, args.game, seed, args.steps, args.eval_every, slices)
             elif method == "psro":
-                psro(out, args.game, seed, args.steps, args.eval_every)
+                psro(out, args.game, seed, args.steps, args.eval_every, slices)
             else:
-                neural(out, args.game, method, seed, args.steps, args.eval_every)
+                neural(out, args.game, method, seed, args.steps, args.eval_every, slices)
+            if slices.stopped:
+                break
+        if slices.stopped:
+            break
+    if slices.stopped:
+        print(f"stopped: past {deadline:%H:%M} UTC. Where each run stands (the same command continues them):")
+        for method, seed in neural_runs:
+            print("  " + slices.standing(args.game, method, seed, args.steps), flush=True)
 
 
 if __name__ == "__main__":
