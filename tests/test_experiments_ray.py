@@ -63,10 +63,39 @@ def test_the_psro_spec_runs_from_the_cli_and_reports(ray_session, tmp_path, caps
     assert isinstance(run, pb.PSRO) and run.iteration == 2
     assert {"params.json", "progress.csv", "result.json", "tensorboard", "finished.json"} <= \
         {p.name for p in exp.trial_dir(0).iterdir()}
+    tune_rows = pd.read_csv(exp.trial_dir(0) / "progress.csv")  # Tune's own rows: at most one a second, the last kept
+    assert tune_rows["iteration"].iloc[-1] == 2 and tune_rows["iteration"].is_monotonic_increasing
+    assert json.loads((exp.trial_dir(0) / "result.json").read_text().splitlines()[-1])["iteration"] == 2
     assert main(["report", str(folder), "--reps", "50"]) == 0
     report = (folder / "report" / "report.md").read_text()
     assert "| kuhn_poker | PSRO(solver=nash) | 1 |" in report and "![Interval estimates](intervals.png)" in report
     assert (folder / "report" / "curves_iteration.png").stat().st_size > 1000
+
+
+def test_the_progress_bar_counts_trials_done_running_and_failed(capsys) -> None:
+    import pickle
+    from types import SimpleNamespace
+
+    from pbmarl.experiments.progress import TrialProgress
+
+    reporter = TrialProgress(3, progress=True)
+    trials = [SimpleNamespace(status="PENDING") for _ in range(3)]
+    assert not reporter.should_report(trials)  # nothing to show yet
+    trials[0].status = trials[1].status = "RUNNING"
+    assert reporter.should_report(trials)
+    reporter.report(trials, False)
+    assert reporter.bar.n == 0 and "running 2, failed 0" in str(reporter.bar)
+    trials[0].status, trials[1].status, trials[2].status = "TERMINATED", "ERROR", "RUNNING"
+    reporter.report(trials, False)
+    assert reporter.bar.n == 1 and "running 1, failed 1" in str(reporter.bar)
+    assert not reporter.should_report(trials) and reporter.should_report(trials, done=True)
+    assert pickle.loads(pickle.dumps(reporter)).bar is None  # Tune pickles its run config: the bar stays behind
+    trials[2].status = "TERMINATED"
+    reporter.report(trials, True)
+    assert reporter.bar is None and "2/3" in capsys.readouterr().err
+    quiet = TrialProgress(3, progress=False)
+    quiet.report(trials, False)
+    assert quiet.bar is None and not quiet.should_report(trials)  # off, but still counting: no report each step
 
 
 @pytest.mark.parametrize("name", ["pendulum_sac_td3", "spread_mappo_ippo"])

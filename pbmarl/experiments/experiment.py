@@ -14,11 +14,16 @@ when it is done, ``errors.txt`` when it failed, and the trial's tracker output.
 
 What the runner costs (``benchmarks/experiments.py`` measures it): a one-off start for each trial
 slot of an ``exp.run()`` (Tune's driver, then a new worker process for the trial actor, which
-imports Ray Tune and pbmarl and builds the game in its first trial: seconds on a busy 2-core
-machine); after that, with ``reuse_actors``, tens of milliseconds between trials and about a
-millisecond per reported iteration (Tune's synchronous result round trip). Tune's result buffering
+imports Ray and Ray Tune, then pbmarl, and builds the game in its first trial: seconds on a busy
+2-core machine; Tune's actors carry their own runtime environment, so Ray's idle workers cannot
+take them); after that, with ``reuse_actors``, tens of milliseconds between trials, and a result
+round trip (milliseconds: a function trainable's ``tune.report`` waits for the driver) at most once
+a second, as a trial reports (`pbmarl.experiments.trial.REPORT_SECONDS`). Tune's result buffering
 (``TUNE_RESULT_BUFFER_LENGTH``) measured slower here and stays off; Tune's checkpoints are unused
-(each trial saves its own run folder every ``save_seconds``), and local storage syncs nothing.
+(each trial saves its own run folder every ``save_seconds``, or less often when saving is slow:
+`pbmarl.experiments.trial.SAVE_SHARE`), and local storage syncs nothing. The progress bar is Tune's
+progress reporter, and the JSON/CSV loggers Tune's automatic ones, because a run config with
+callbacks costs a second of CPU at each start (`pbmarl.experiments.progress`).
 """
 
 from __future__ import annotations
@@ -56,7 +61,8 @@ class Experiment:
         resources: per trial, ``{"cpu": 1, "gpu": 0}``; Tune runs as many trials at once as fit.
         max_failures: how many times a failed trial is retried (from its last save).
         loggers: trackers each trial also writes: ``"tensorboard"``, ``"mlflow"``, ``"wandb"`` (offline).
-        save_seconds: a running trial saves its run folder at most this often (and always at the end).
+        save_seconds: a running trial saves its run folder at most this often (and always at the end), and
+            further apart when saving is slow: at most about 2% of its time (`pbmarl.experiments.trial.SAVE_SHARE`).
 
     Raises:
         ValueError, TypeError: a bad grid (unknown run type, option, game or stop key, an empty grid,
@@ -66,7 +72,7 @@ class Experiment:
     def __init__(self, name: str, game: str | Sequence[str], run: RunSpec | Sequence[RunSpec],
                  seeds: Iterable[int] = range(5), stop: Stop | Mapping[str, Any] | None = None, *,
                  root: str | os.PathLike[str] = "experiments", resources: Mapping[str, float] | None = None,
-                 max_failures: int = 1, loggers: Sequence[str] = (), save_seconds: float = 30.0,
+                 max_failures: int = 1, loggers: Sequence[str] = (), save_seconds: float = 60.0,
                  _check_games: bool = True) -> None:
         runs = (run,) if isinstance(run, (RunSpec, Mapping)) else tuple(run)
         self.grid = Grid(name=name, games=(game,) if isinstance(game, str) else tuple(game),
@@ -165,8 +171,8 @@ class Experiment:
         init_ray(address, num_cpus, quiet=True)
         self._write_grid()
         trainable = tune.with_resources(run_trial, {k: float(v) for k, v in self.grid.resources.items()})
-        callbacks = [TrialProgress(len(self.trials), progress=progress), *_tune_loggers()]
-        with _quiet_tune():
+        callbacks = _tune_loggers()
+        with _quiet_tune(auto_loggers=callbacks is None):
             if tune.Tuner.can_restore(str(self.path)):
                 tuner = tune.Tuner.restore(str(self.path), trainable, resume_unfinished=True, resume_errored=True)
             else:
@@ -174,9 +180,10 @@ class Experiment:
                     trainable, param_space={"trial": tune.grid_search(self._trial_configs())},
                     tune_config=tune.TuneConfig(trial_dirname_creator=trial_key, trial_name_creator=trial_key,
                                                 max_concurrent_trials=max_concurrent, reuse_actors=True),
-                    run_config=tune.RunConfig(name=self.name, storage_path=str(self.root), verbose=0,
+                    run_config=tune.RunConfig(name=self.name, storage_path=str(self.root), verbose=1,
                                               failure_config=tune.FailureConfig(max_failures=self.grid.max_failures),
-                                              callbacks=callbacks))
+                                              callbacks=callbacks,
+                                              progress_reporter=TrialProgress(len(self.trials), progress=progress)))
             grid = tuner.fit()
         self.errors = {trial_key_of(r): str(r.error).strip().splitlines()[-1] if str(r.error).strip() else repr(r.error)
                        for r in (grid[i] for i in range(len(grid))) if r.error is not None}
@@ -279,23 +286,34 @@ def trial_key_of(result: Any) -> str:
     return str(result.config["trial"]["key"]) if result.config else str(result.path)
 
 
-def _tune_loggers() -> list[Any]:
-    """Tune's JSON and CSV loggers (params.json, result.json, progress.csv); pbmarl writes TensorBoard itself."""
+def _tune_loggers() -> list[Any] | None:
+    """Tune's JSON and CSV loggers (params.json, result.json, progress.csv); pbmarl writes TensorBoard itself.
+
+    None: Tune's automatic loggers, which are exactly those two where tensorboardX is not installed
+    (its TensorBoard one then fails to start, quietly). Passing callbacks costs a second of CPU at
+    each start (see `pbmarl.experiments.progress`), so they are passed only where tensorboardX would
+    add Tune's own TensorBoard files beside pbmarl's."""
+    import importlib.util
+
+    if importlib.util.find_spec("tensorboardX") is None:
+        return None
     from ray.tune.logger import CSVLoggerCallback, JsonLoggerCallback
 
     return [JsonLoggerCallback(), CSVLoggerCallback()]
 
 
 @contextlib.contextmanager
-def _quiet_tune() -> Iterator[None]:
-    """Tune's default loggers off (its TensorBoard one would warn without tensorboardX) and its INFO lines hidden."""
+def _quiet_tune(*, auto_loggers: bool = False) -> Iterator[None]:
+    """Tune's automatic loggers on only when asked (see `_tune_loggers`), its legacy output (printing only
+    through pbmarl's progress reporter) and its INFO lines hidden."""
     names = ("TUNE_DISABLE_AUTO_CALLBACK_LOGGERS", "RAY_AIR_NEW_OUTPUT")  # the new output prints a box even at verbose=0
     saved = {n: os.environ.get(n) for n in names}
-    os.environ.update({"TUNE_DISABLE_AUTO_CALLBACK_LOGGERS": "1", "RAY_AIR_NEW_OUTPUT": "0"})
-    loggers = [logging.getLogger(n) for n in ("ray.tune", "ray.train", "ray.air")]
+    os.environ.update({"TUNE_DISABLE_AUTO_CALLBACK_LOGGERS": "0" if auto_loggers else "1", "RAY_AIR_NEW_OUTPUT": "0"})
+    loggers = [logging.getLogger(n) for n in ("ray.tune", "ray.train", "ray.air", "ray.tune.utils.callback")]
     levels = [lg.level for lg in loggers]
-    for lg in loggers:
+    for lg in loggers[:-1]:
         lg.setLevel(logging.WARNING)
+    loggers[-1].setLevel(logging.ERROR)  # its warning that the TensorBoard logger (tensorboardX) cannot start
     try:
         yield
     finally:

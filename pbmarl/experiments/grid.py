@@ -63,7 +63,7 @@ class Grid:
     resources: Mapping[str, float] = field(default_factory=lambda: {"cpu": 1})
     max_failures: int = 1
     loggers: tuple[str, ...] = ()
-    save_seconds: float = 30.0
+    save_seconds: float = 60.0
 
     @property
     def trials(self) -> list[Trial]:
@@ -143,7 +143,7 @@ class Grid:
             runs=tuple(r if isinstance(r, RunSpec) else RunSpec.from_dict(r) for r in runs),
             seeds=_seeds(data.get("seeds", (0,))), stop=as_stop(data.get("stop")),
             resources=dict(data.get("resources") or {"cpu": 1}), max_failures=data.get("max_failures", 1),
-            loggers=_tuple(data.get("loggers")), save_seconds=float(data.get("save_seconds", 30.0)))
+            loggers=_tuple(data.get("loggers")), save_seconds=float(data.get("save_seconds", 60.0)))
 
 
 def as_stop(stop: Any) -> Stop | None:
