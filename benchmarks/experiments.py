@@ -18,6 +18,9 @@ run at another load than the trials: pin the iterations to compare runs.
    (from ``exp.run()`` to the first trial's first line: Tune's driver, a new worker process for the
    trial actor, importing Ray Tune there) and what each trial adds after that (pbmarl's imports and the
    game's tree in the first trial, Tune's result round trips, the experiment state Tune checkpoints).
+   The start is split again at the moment the trial's worker process began. CPU seconds a trial (the
+   loop's process; the trial's own thread, from the trial's stamps) are printed beside the walls: on
+   a shared machine they move less with the load than wall times do.
 2. **Trials of a few seconds, end to end** (``--only short``): the plain loop, the runner on the local
    Ray with every CPU, and the runner on a simulated two-node ``ray.cluster_utils.Cluster`` (one CPU a
    node) in a child process; speed-up = loop wall / runner wall, beside the CPUs each was given.
@@ -65,16 +68,16 @@ def calibrate(seconds: float) -> int:
     return max(2, done)
 
 
-def loop(trials: int, stop: Any, root: Path) -> float:
-    """The baseline: build, run to the stop and save each run, one after another."""
+def loop(trials: int, stop: Any, root: Path) -> tuple[float, float]:
+    """The baseline: build, run to the stop and save each run, one after another; returns wall and CPU seconds."""
     spec = _spec()
-    start = time.perf_counter()
+    start, cpu = time.perf_counter(), time.process_time()
     for seed in range(trials):
         run = spec.build(GAME, seed=seed)
         run.run(until=stop, progress=False)
         run.save(root / f"loop-{seed}")
         run.close()
-    return time.perf_counter() - start
+    return time.perf_counter() - start, time.process_time() - cpu
 
 
 def runner(name: str, trials: int, stop: Any, root: Path, *, address: str | None = None,
@@ -96,15 +99,37 @@ def runner(name: str, trials: int, stop: Any, root: Path, *, address: str | None
     return {"wall": wall, "began": began, "ended": ended, "stamps": stamps}
 
 
+def cpu_seconds() -> dict[int, float]:
+    """CPU seconds so far of this process and everything it started (Ray's GCS, raylet, workers), by process id."""
+    import psutil  # a dependency of Ray
+
+    me = psutil.Process()
+    out = {}
+    for p in [me, *me.children(recursive=True)]:
+        try:
+            t = p.cpu_times()
+            out[p.pid] = t.user + t.system
+        except psutil.Error:
+            continue
+    return out
+
+
 def split(out: dict[str, Any], loop_wall: float, trials: int) -> dict[str, float]:
     """The runner's wall, split: one-off start, the first trial's extra setup, per-trial gaps and the tail."""
-    s = out["stamps"]
+    s, nan = out["stamps"], float("nan")
     first_setup = s[0]["built"] - s[0]["started"]
     later_setup = sum(x["built"] - x["started"] for x in s[1:]) / max(1, len(s) - 1)
     gaps = [b["started"] - a["ended"] for a, b in zip(s, s[1:])]
-    return {"start": s[0]["started"] - out["began"], "first_extra": first_setup - later_setup,
+    later = s[1:] or s
+    spawned = max(out["began"], s[0].get("worker_started") or out["began"])  # the trial's worker process began
+    return {"start": s[0]["started"] - out["began"], "driver": spawned - out["began"],
+            "worker": s[0]["started"] - spawned, "first_extra": first_setup - later_setup,
             "gap": sum(gaps) / max(1, len(gaps)), "tail": out["ended"] - s[-1]["ended"],
-            "in_trials": sum(x["ended"] - x["started"] for x in s) - loop_wall}
+            "in_trials": sum(x["ended"] - x["started"] for x in s) - loop_wall,
+            # CPU seconds of the trial's own thread, build to end, in the trials after the first (no imports)
+            "cpu": sum(x.get("cpu_ended", nan) - x.get("cpu_built", nan) for x in later) / len(later),
+            "cpu_first": s[0].get("cpu_ended", nan), "reporting": sum(x.get("reporting_s", nan) for x in s) / len(s),
+            "saving": sum(x.get("saving_s", nan) for x in s) / len(s)}  # nan: stamps of a runner before these
 
 
 def cluster_child(trials: int, iterations: int, root: str) -> None:
@@ -137,11 +162,14 @@ def overhead(args: argparse.Namespace, tmp: Path, stamp: Stamp) -> list[dict[str
     loop(1, pb.Stop(iterations=1), tmp / "warm")  # imports and the game's tree, paid once by the loop
     iters = args.overhead_iterations or calibrate(secs)
     stop = pb.Stop(iterations=iters)
-    loop_wall = loop(n, stop, tmp / "overhead-loop")
+    loop_wall, loop_cpu = loop(n, stop, tmp / "overhead-loop")
     t = time.perf_counter()
     pb.init_ray(num_cpus=os.cpu_count() or 1, quiet=True)
     ray_start = time.perf_counter() - t
+    cpu_before = cpu_seconds()
     out = runner("overhead", n, stop, tmp, max_concurrent=1)
+    cpu_after = cpu_seconds()
+    runner_cpu = sum(v - cpu_before.get(pid, 0.0) for pid, v in cpu_after.items())
     import ray
 
     ray.shutdown()
@@ -157,19 +185,29 @@ def overhead(args: argparse.Namespace, tmp: Path, stamp: Stamp) -> list[dict[str
     print(f"   overhead {over:.2f} s a trial = {100 * over / 30:.1f}% of a 30-s trial; split:")
     print(f"     one-off start, exp.run() to the first trial's first line: {parts['start']:.2f} s "
           f"(Tune's driver, a new worker process, Ray Tune imported there; Ray's own start, {ray_start:.1f} s, apart)")
+    print(f"       of which the driver until the trial's worker process began {parts['driver']:.2f} s, that process "
+          f"until the trial's first line (importing Ray and Ray Tune) {parts['worker']:.2f} s")
     print(f"     the first trial's extra setup (pbmarl imports, the game's tree): {parts['first_extra']:.2f} s")
     print(f"     inside the trials beyond the loop's time, all {n}: {parts['in_trials']:.2f} s; "
           f"between trials {parts['gap']:.3f} s each; after the last {parts['tail']:.2f} s")
     print(f"     each trial after the start: {per_trial:.2f} s = {100 * per_trial / 30:.1f}% of a 30-s trial")
+    print(f"   CPU seconds, every process of this run and Ray's (less moved by the machine's load than walls): loop "
+          f"{loop_cpu:.1f}, runner {runner_cpu:.1f}: {(runner_cpu - loop_cpu) / n:.2f} s a trial more")
+    print(f"   CPU seconds a trial: loop {loop_cpu / n:.2f}; the trial's "
+          f"thread, build to end, {parts['cpu']:.2f} ({parts['cpu_first']:.2f} in the first, imports included); "
+          f"in Tune's result round trips {parts['reporting']:.3f} s, in saves beyond the last {parts['saving']:.3f} s")
     base = stamp.row(load_avg=load_avg(minutes=1), trials=n, trial_seconds=round(trial_s, 2))
     return [
         base | {"measure": "overhead_loop", "wall_s": round(loop_wall, 2), "per_trial_s": round(trial_s, 3),
-                "note": f"{iters} iterations each"},
+                "note": f"{iters} iterations each; CPU {loop_cpu / n:.2f} s a trial"},
         base | {"measure": "overhead_runner", "wall_s": round(out["wall"], 2), "per_trial_s": round(out["wall"] / n, 3),
                 "note": f"overhead {over:.2f} s/trial = {100 * over / 30:.1f}% of 30 s; one-off start "
-                        f"{parts['start']:.2f} s, first trial's extra setup {parts['first_extra']:.2f} s, each trial "
+                        f"{parts['start']:.2f} s (driver {parts['driver']:.2f}, worker {parts['worker']:.2f}), "
+                        f"first trial's extra setup {parts['first_extra']:.2f} s, each trial "
                         f"after the start {per_trial:.2f} s = {100 * per_trial / 30:.1f}% of 30 s; "
-                        f"ray start {ray_start:.1f} s apart"},
+                        f"ray start {ray_start:.1f} s apart; CPU s, all processes: runner {runner_cpu:.1f} vs loop "
+                        f"{loop_cpu:.1f}; CPU s a trial: loop {loop_cpu / n:.2f}, trial thread "
+                        f"{parts['cpu']:.2f}; round trips {parts['reporting']:.3f} s, saves {parts['saving']:.3f} s"},
     ]
 
 
@@ -181,7 +219,7 @@ def short(args: argparse.Namespace, tmp: Path, stamp: Stamp) -> list[dict[str, A
     loop(1, pb.Stop(iterations=1), tmp / "warm")
     iters = args.short_iterations or calibrate(args.short_seconds)
     stop = pb.Stop(iterations=iters)
-    loop_wall = loop(n, stop, tmp / "short-loop")
+    loop_wall, _ = loop(n, stop, tmp / "short-loop")
     t = time.perf_counter()
     pb.init_ray(num_cpus=cpus, quiet=True)
     ray_start = time.perf_counter() - t
