@@ -143,6 +143,7 @@ CLUSTER = """
 import json, os
 os.environ.setdefault("RAY_AUTH_MODE", "disabled")
 import sys
+import ray
 from ray.cluster_utils import Cluster
 import pbmarl as pb
 
@@ -153,19 +154,56 @@ for seed in range(6):
     run = spec.build("kuhn_poker", seed=seed)
     run.run(until=pb.Stop(iterations=3), progress=False)
     local[seed] = run.history["exploitability"].tolist()
+
+
+def hold_each_build_until_both_nodes_have_a_trial():
+    # Ray runs this in every worker of the job as it starts. A trial's run is built only once trials have
+    # reached the gate on both nodes: else, with trials this short, the node whose worker started first can
+    # finish all six (Tune hands them to its reused actor) before the other node's worker is up.
+    import time
+    from pbmarl.experiments.spec import RunSpec
+    build = RunSpec.build
+
+    def gated(self, game, *, seed):
+        gate, node = ray.get_actor("gate"), ray.get_runtime_context().get_node_id()
+        deadline = time.monotonic() + 120  # a guard against a hang, not a wait: the gate opens when both arrive
+        while ray.get(gate.arrive.remote(node)) < 2:
+            if time.monotonic() > deadline:
+                raise RuntimeError("no trial reached the gate from the other node within 120 s")
+            time.sleep(0.02)
+        return build(self, game, seed=seed)
+
+    RunSpec.build = gated
+
+
+@ray.remote(num_cpus=0)
+class Gate:
+    def __init__(self):
+        self.nodes = set()
+
+    def arrive(self, node):
+        self.nodes.add(node)
+        return len(self.nodes)
+
+    def count(self):
+        return len(self.nodes)
+
+
 cluster = Cluster(initialize_head=True, head_node_args={"num_cpus": 1, "include_dashboard": False})
 cluster.add_node(num_cpus=1)
 cluster.wait_for_nodes()
 try:
+    ray.init(address=cluster.address, namespace="two-nodes", logging_level="ERROR",
+             runtime_env={"worker_process_setup_hook": hold_each_build_until_both_nodes_have_a_trial})
+    gate = Gate.options(name="gate").remote()
     exp = pb.Experiment("two-nodes", "kuhn_poker", [spec], seeds=range(6), stop={"iterations": 3}, root=root)
     exp.run(address=cluster.address, progress=False)
-    import ray
+    gated = ray.get(gate.count.remote())  # the nodes whose trials reached the gate
     alive = [n["NodeID"] for n in ray.nodes() if n["Alive"]]
     nodes = [json.loads((exp.trial_dir(t) / "finished.json").read_text())["node"] for t in exp.trials]
     got = {s: g["exploitability"].tolist() for s, g in exp.results.groupby("seed")}
-    print("RESULT", json.dumps({"alive": alive, "nodes": nodes, "local": local, "cluster": got}))
+    print("RESULT", json.dumps({"alive": alive, "nodes": nodes, "local": local, "cluster": got, "gated": gated}))
 finally:
-    import ray
     ray.shutdown()
     cluster.shutdown()
 """
@@ -178,5 +216,6 @@ def test_a_two_node_cluster_runs_trials_on_both_nodes_and_matches_a_local_loop(t
                           capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr[-3000:]
     out = json.loads(next(line for line in proc.stdout.splitlines() if line.startswith("RESULT"))[len("RESULT "):])
+    assert out["gated"] == 2  # every trial's build went through the gate (its hook reached the trial workers)
     assert len(out["alive"]) == 2 and set(out["nodes"]) == set(out["alive"])
     assert {int(k): v for k, v in out["cluster"].items()} == {int(k): v for k, v in out["local"].items()}
