@@ -209,16 +209,17 @@ class NFSP(Run):
         return cfg.epsilon_start / math.sqrt(1.0 + self.episodes / cfg.epsilon_decay_episodes)
 
     def _act(self, player: int, obs: np.ndarray, mask: np.ndarray, best_response: bool) -> int:
-        legal = np.flatnonzero(mask)
+        if best_response and self.rng.random() < self.epsilon:  # the draws of the plain version, in its order
+            legal = np.flatnonzero(mask)
+            return int(legal[self.rng.integers(len(legal))])
         device = self.config.device  # acting runs on the networks' device, one decision at a time
-        with torch.no_grad():
+        with torch.inference_mode():
             x = torch.as_tensor(obs, dtype=torch.float32, device=device).reshape(1, -1)
             if best_response:
-                if self.rng.random() < self.epsilon:
-                    return int(legal[self.rng.integers(len(legal))])
-                q = self.q_nets[player](x)[0].cpu().numpy()
+                q = _forward(self.q_nets[player], x)[0].cpu().numpy()
+                legal = np.flatnonzero(mask)
                 return int(legal[np.argmax(q[legal])])
-            logits = masked_logits(self.avg_nets[player](x), torch.as_tensor(mask, device=device)[None])
+            logits = masked_logits(_forward(self.avg_nets[player], x), torch.as_tensor(mask, device=device)[None])
             probs = torch.softmax(logits, dim=-1)[0].double().cpu().numpy()
         return int(self.rng.choice(len(probs), p=probs / probs.sum()))
 
@@ -316,7 +317,10 @@ class NFSP(Run):
 
     def snapshot(self) -> object:
         """Everything a `step` changes (networks, optimisers, buffers, counters, random state), for `restore`."""
-        nets = {k: copy.deepcopy(m.state_dict()) for k, m in _modules(self).items()}
+        from pbmarl.torchutil import torch_threads
+
+        with torch_threads(1):  # copying a few MB over threads the shared cores are busy with took 5-20x longer
+            nets = {k: copy.deepcopy(m.state_dict()) for k, m in _modules(self).items()}
         buffers = [({k: v.copy() for k, v in r.state_arrays().items()}, {k: v.copy() for k, v in s.state_arrays().items()})
                    for r, s in zip(self.replay, self.reservoir)]
         return (nets, buffers, list(self.decisions), list(self.rl_updates), self.episodes, len(self.records),
@@ -324,9 +328,12 @@ class NFSP(Run):
 
     def restore(self, state: object) -> None:
         """Put the run back as `snapshot()` found it."""
+        from pbmarl.torchutil import torch_threads
+
         nets, buffers, decisions, updates, episodes, n, rng, wall = cast("tuple[Any, ...]", state)
-        for k, m in _modules(self).items():
-            m.load_state_dict(nets[k])
+        with torch_threads(1):
+            for k, m in _modules(self).items():
+                m.load_state_dict(nets[k])
         for (replay, reservoir), buf, res in zip(buffers, self.replay, self.reservoir):
             buf.load_state_arrays(replay)
             res.load_state_arrays(reservoir)
@@ -431,6 +438,16 @@ class NFSP(Run):
             run._wall = float(data["wall_time"])
             run.records = [_record_from_json(r) for r in data["records"]]
         return run
+
+
+def _forward(net: torch.nn.Module, x: torch.Tensor) -> torch.Tensor:
+    """``net(x)`` for one decision: each layer's own ``forward`` in turn (the same kernels, so the same numbers),
+    without the module-call machinery around every layer, which costs more than a small layer's product."""
+    if net._forward_hooks or net._forward_pre_hooks or not isinstance(net, torch.nn.Sequential):
+        return cast(torch.Tensor, net(x))
+    for layer in net:
+        x = layer(x) if layer._forward_hooks or layer._forward_pre_hooks else layer.forward(x)
+    return x
 
 
 def _record_json(record: NFSPRecord) -> dict[str, Any]:
