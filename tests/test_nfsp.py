@@ -137,3 +137,30 @@ def test_adam_drives_both_networks_and_resumes_exactly(tmp_path):
     cols = ["env_steps", "exploitability", "loss/rl", "loss/sl"]
     assert np.allclose(resumed.history[cols].to_numpy(float), whole.history[cols].to_numpy(float), equal_nan=True)
     assert NFSP("kuhn_poker", **TINY).rl_opts[0].__class__ is torch.optim.SGD  # the paper's, still the default
+
+
+def test_kept_answers_are_dropped_when_the_weights_change():
+    run = NFSP("kuhn_poker", seed=0, **TINY)
+    game = run.game
+    state = game.new_initial_state()
+    while state.is_chance_node():
+        state.apply_action(state.chance_outcomes()[0][0])
+    obs, mask = game.observation(state, 0), game.legal_mask(state, 0)
+    net = run.avg_nets[0]
+
+    def fresh() -> np.ndarray:
+        with torch.no_grad():
+            logits = net(torch.as_tensor(obs, dtype=torch.float32)[None]).masked_fill(~torch.as_tensor(mask)[None], -1e30)
+            return torch.softmax(logits, -1)[0].double().numpy()
+
+    first = run._answer(net, obs, mask, greedy=False)
+    assert np.array_equal(first, fresh()) and run._answer(net, obs, mask, greedy=False) is first  # kept
+    with torch.no_grad():
+        net[0].bias.add_(5.0 * torch.arange(net[0].bias.numel()))  # an in-place write, as an optimiser's
+    changed = run._answer(net, obs, mask, greedy=False)
+    assert not np.array_equal(changed, first) and np.allclose(changed, fresh())
+    net.load_state_dict({k: v * 0.5 for k, v in net.state_dict().items()})
+    assert np.allclose(run._answer(net, obs, mask, greedy=False), fresh())
+    q = run._answer(run.q_nets[0], obs, mask, greedy=True)
+    with torch.no_grad():
+        assert np.array_equal(q, run.q_nets[0](torch.as_tensor(obs, dtype=torch.float32)[None])[0].numpy())

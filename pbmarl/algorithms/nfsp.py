@@ -57,6 +57,8 @@ _SIZE: Rule = (lambda v: POSITIVE_INT[0](v) and v <= MAX_SIZE, f"an int in [1, {
 OPTIMIZERS = ("sgd", "adam")
 #: the most memory both buffers of all players may take when full
 MAX_BUFFER_BYTES = 16 * 2**30
+#: the most answers kept per network between its updates (`NFSP._answer`)
+_MAX_ANSWERS = 4096
 
 
 @dataclass(frozen=True)
@@ -201,6 +203,8 @@ class NFSP(Run):
         self.records: list[NFSPRecord] = []
         self._wall = 0.0
         self._losses: dict[str, list[float]] = {"rl": [], "sl": []}
+        #: per network (by id): its parameters' (id, version) stamp and its answers by observation and mask
+        self._answers: dict[int, tuple[tuple[tuple[int, int], ...], dict[bytes, np.ndarray]]] = {}
 
     # -- acting ------------------------------------------------------------------------
     @property
@@ -212,16 +216,37 @@ class NFSP(Run):
         if best_response and self.rng.random() < self.epsilon:  # the draws of the plain version, in its order
             legal = np.flatnonzero(mask)
             return int(legal[self.rng.integers(len(legal))])
-        device = self.config.device  # acting runs on the networks' device, one decision at a time
-        with torch.inference_mode():
-            x = torch.as_tensor(obs, dtype=torch.float32, device=device).reshape(1, -1)
-            if best_response:
-                q = _forward(self.q_nets[player], x)[0].cpu().numpy()
-                legal = np.flatnonzero(mask)
-                return int(legal[np.argmax(q[legal])])
-            logits = masked_logits(_forward(self.avg_nets[player], x), torch.as_tensor(mask, device=device)[None])
-            probs = torch.softmax(logits, dim=-1)[0].double().cpu().numpy()
+        if best_response:
+            q = self._answer(self.q_nets[player], obs, mask, greedy=True)
+            legal = np.flatnonzero(mask)
+            return int(legal[np.argmax(q[legal])])
+        probs = self._answer(self.avg_nets[player], obs, mask, greedy=False)
         return int(self.rng.choice(len(probs), p=probs / probs.sum()))
+
+    def _answer(self, net: torch.nn.Module, obs: np.ndarray, mask: np.ndarray, *, greedy: bool) -> np.ndarray:
+        """`net`'s Q-values (`greedy`) or masked softmax for one decision, as numpy.
+
+        A network's answer to the same observation and mask is the same until its weights change (an update
+        every ``learn_every`` decisions), and the same decisions recur often in between (the first moves of
+        a game), so answers are kept per network until any of its parameters is written in place (an
+        optimiser step, `load_state_dict`: each bumps the tensor's version) or replaced."""
+        stamp = tuple((id(t), t._version) for t in net.parameters())
+        kept = self._answers.get(id(net))
+        if kept is None or kept[0] != stamp or len(kept[1]) >= _MAX_ANSWERS:
+            kept = self._answers[id(net)] = (stamp, {})
+        key = obs.tobytes() + mask.tobytes()
+        out = kept[1].get(key)
+        if out is None:
+            device = self.config.device  # acting runs on the networks' device, one decision at a time
+            with torch.inference_mode():
+                x = torch.as_tensor(obs, dtype=torch.float32, device=device).reshape(1, -1)
+                if greedy:
+                    out = _forward(net, x)[0].cpu().numpy()
+                else:
+                    logits = masked_logits(_forward(net, x), torch.as_tensor(mask, device=device)[None])
+                    out = torch.softmax(logits, dim=-1)[0].double().cpu().numpy()
+            kept[1][key] = out
+        return out
 
     def play_episode(self) -> int:
         """One self-play episode with learning; returns the decisions it took."""
