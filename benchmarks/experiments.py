@@ -20,7 +20,11 @@ run at another load than the trials: pin the iterations to compare runs.
    game's tree in the first trial, Tune's result round trips, the experiment state Tune checkpoints).
    The start is split again at the moment the trial's worker process began. CPU seconds a trial (the
    loop's process; the trial's own thread, from the trial's stamps) are printed beside the walls: on
-   a shared machine they move less with the load than wall times do.
+   a shared machine they move less with the load than wall times do; so are the runner's CPU seconds by
+   process, and a trial's phases (build, ``run.run()``, the final save) beside the loop's, wall and CPU.
+   The one-off start is paid once an ``exp.run()``: the overhead per trial is also printed for an
+   experiment of N trials sharing it (start / N + what each trial adds after it; N = the trials run, 10
+   and 30, the issue's example grid), the rows' notes say both.
 2. **Trials of a few seconds, end to end** (``--only short``): the plain loop, the runner on the local
    Ray with every CPU, and the runner on a simulated two-node ``ray.cluster_utils.Cluster`` (one CPU a
    node) in a child process; speed-up = loop wall / runner wall, beside the CPUs each was given.
@@ -68,15 +72,26 @@ def calibrate(seconds: float) -> int:
     return max(2, done)
 
 
-def loop(trials: int, stop: Any, root: Path) -> tuple[float, float]:
-    """The baseline: build, run to the stop and save each run, one after another; returns wall and CPU seconds."""
+def loop(trials: int, stop: Any, root: Path, phases: dict[str, float] | None = None) -> tuple[float, float]:
+    """The baseline: build, run to the stop and save each run, one after another; returns wall and CPU seconds.
+
+    `phases` (when given) gets each phase's wall and CPU seconds summed over the trials, as the trials stamp
+    theirs: ``build``, ``run``, ``save`` and ``cpu_build``, ``cpu_run``, ``cpu_save``."""
     spec = _spec()
     start, cpu = time.perf_counter(), time.process_time()
     for seed in range(trials):
+        marks = [(time.perf_counter(), time.process_time())]
         run = spec.build(GAME, seed=seed)
+        marks.append((time.perf_counter(), time.process_time()))
         run.run(until=stop, progress=False)
+        marks.append((time.perf_counter(), time.process_time()))
         run.save(root / f"loop-{seed}")
+        marks.append((time.perf_counter(), time.process_time()))
         run.close()
+        if phases is not None:
+            for name, a, b in zip(("build", "run", "save"), marks, marks[1:]):
+                phases[name] = phases.get(name, 0.0) + b[0] - a[0]
+                phases[f"cpu_{name}"] = phases.get(f"cpu_{name}", 0.0) + b[1] - a[1]
     return time.perf_counter() - start, time.process_time() - cpu
 
 
@@ -94,13 +109,41 @@ def runner(name: str, trials: int, stop: Any, root: Path, *, address: str | None
     bad = exp.status[exp.status["state"] != "finished"]
     if not bad.empty:
         raise RuntimeError(f"trials did not finish:\n{bad}")
-    stamps = sorted((json.loads((exp.trial_dir(t) / "finished.json").read_text()) for t in exp.trials),
-                    key=lambda s: s["started"])
+    stamps = sorted((_stamps(exp.trial_dir(t)) for t in exp.trials), key=lambda s: s["started"])
     return {"wall": wall, "began": began, "ended": ended, "stamps": stamps}
 
 
-def cpu_seconds() -> dict[int, float]:
-    """CPU seconds so far of this process and everything it started (Ray's GCS, raylet, workers), by process id."""
+def _stamps(folder: Path) -> dict[str, Any]:
+    """A trial's ``finished.json`` stamps, with ``driver_last``: when Tune's JSON logger on the driver last wrote the
+    trial's ``result.json`` (it took the trial's last result), read off the file, not from a Tune callback, which
+    would itself cost the driver a second (`pbmarl.experiments.progress`). (``params.json``'s time is no trial start:
+    Tune writes it with the first result.)"""
+    out: dict[str, Any] = json.loads((folder / "finished.json").read_text())
+    result = folder / "result.json"
+    out["driver_last"] = result.stat().st_mtime if result.is_file() else float("nan")
+    return out
+
+
+def phases(out: dict[str, Any]) -> dict[str, float]:
+    """Each phase of a trial after the first (no imports, no new worker), mean seconds: wall and the trial thread's CPU;
+    nan where the stamps are older than a phase."""
+    s, nan = out["stamps"], float("nan")
+    later = s[1:] or s
+
+    def mean(f: Any) -> float:
+        return sum(f(x) for x in later) / len(later)
+
+    return {"build": mean(lambda x: x["built"] - x["started"]), "run": mean(lambda x: x.get("ran", nan) - x["built"]),
+            "save": mean(lambda x: x["ended"] - x.get("ran", nan)), "cpu_build": mean(lambda x: x["cpu_built"]),
+            "cpu_run": mean(lambda x: x.get("cpu_ran", nan) - x["cpu_built"]),
+            "cpu_save": mean(lambda x: x["cpu_ended"] - x.get("cpu_ran", nan)),
+            # the trial's end (its finished.json) to the driver's taking its last result
+            "to_driver": mean(lambda x: x["driver_last"] - x["ended"])}
+
+
+def cpu_seconds(names: dict[int, str] | None = None) -> dict[int, float]:
+    """CPU seconds so far of this process and everything it started (Ray's GCS, raylet, workers), by process id;
+    `names` (when given) gets each process's short name."""
     import psutil  # a dependency of Ray
 
     me = psutil.Process()
@@ -109,9 +152,24 @@ def cpu_seconds() -> dict[int, float]:
         try:
             t = p.cpu_times()
             out[p.pid] = t.user + t.system
+            if names is not None:
+                names[p.pid] = "this process (Tune's driver)" if p.pid == me.pid else _short_name(p)
         except psutil.Error:
             continue
     return out
+
+
+def _short_name(p: Any) -> str:
+    """A Ray process's role from its command line: gcs_server, raylet, a worker (with its title), an agent."""
+    try:
+        cmd = p.cmdline()
+    except Exception:
+        return p.name()
+    text = " ".join(cmd)
+    for part in ("dashboard_agent", "runtime_env_agent", "log_monitor", "monitor.py", "dashboard.py", "default_worker"):
+        if part in text:
+            return part + (f" {p.name()}" if part == "default_worker" else "")
+    return p.name()
 
 
 def split(out: dict[str, Any], loop_wall: float, trials: int) -> dict[str, float]:
@@ -162,14 +220,19 @@ def overhead(args: argparse.Namespace, tmp: Path, stamp: Stamp) -> list[dict[str
     loop(1, pb.Stop(iterations=1), tmp / "warm")  # imports and the game's tree, paid once by the loop
     iters = args.overhead_iterations or calibrate(secs)
     stop = pb.Stop(iterations=iters)
-    loop_wall, loop_cpu = loop(n, stop, tmp / "overhead-loop")
+    loop_phases: dict[str, float] = {}
+    loop_wall, loop_cpu = loop(n, stop, tmp / "overhead-loop", loop_phases)
     t = time.perf_counter()
     pb.init_ray(num_cpus=os.cpu_count() or 1, quiet=True)
     ray_start = time.perf_counter() - t
-    cpu_before = cpu_seconds()
+    names: dict[int, str] = {}
+    cpu_before = cpu_seconds(names)
     out = runner("overhead", n, stop, tmp, max_concurrent=1)
-    cpu_after = cpu_seconds()
+    cpu_after = cpu_seconds(names)
     runner_cpu = sum(v - cpu_before.get(pid, 0.0) for pid, v in cpu_after.items())
+    by_name: dict[str, float] = {}
+    for pid, v in cpu_after.items():
+        by_name[names[pid]] = by_name.get(names[pid], 0.0) + v - cpu_before.get(pid, 0.0)
     import ray
 
     ray.shutdown()
@@ -196,6 +259,21 @@ def overhead(args: argparse.Namespace, tmp: Path, stamp: Stamp) -> list[dict[str
     print(f"   CPU seconds a trial: loop {loop_cpu / n:.2f}; the trial's "
           f"thread, build to end, {parts['cpu']:.2f} ({parts['cpu_first']:.2f} in the first, imports included); "
           f"in Tune's result round trips {parts['reporting']:.3f} s, in saves beyond the last {parts['saving']:.3f} s")
+    print("   CPU seconds of the runner by process (the trial's worker includes the trials): " + ", ".join(
+        f"{k} {v:.1f}" for k, v in sorted(by_name.items(), key=lambda kv: -kv[1]) if v >= 0.05))
+    ph = phases(out)
+    print(f"   a trial after the first, by phase (mean s; the loop's mean over its {n}):"
+          f"{'loop wall':>12}{'trial wall':>12}{'loop CPU':>10}{'trial CPU':>11}")
+    for name, label in (("build", "build the run (game, run type)"), ("run", "run.run() to the stop"),
+                        ("save", "the final save")):
+        print(f"     {label:<67}{loop_phases[name] / n:>12.2f}{ph[name]:>12.2f}"
+              f"{loop_phases['cpu_' + name] / n:>10.2f}{ph['cpu_' + name]:>11.2f}")
+    print(f"     Tune: the trial's end to the driver's taking its last result {ph['to_driver']:.3f} s (within the "
+          f"{parts['gap']:.3f} s between trials above)")
+    amortised = {k: parts["start"] / k + per_trial for k in sorted({n, 10, 30})}
+    print("   overhead per trial with the one-off start shared by an experiment of N trials (start / N + each trial "
+          "after the start, both as measured here): " + ", ".join(
+              f"N={k}: {v:.2f} s = {100 * v / 30:.1f}%" for k, v in amortised.items()))
     base = stamp.row(load_avg=load_avg(minutes=1), trials=n, trial_seconds=round(trial_s, 2))
     return [
         base | {"measure": "overhead_loop", "wall_s": round(loop_wall, 2), "per_trial_s": round(trial_s, 3),
@@ -207,7 +285,10 @@ def overhead(args: argparse.Namespace, tmp: Path, stamp: Stamp) -> list[dict[str
                         f"after the start {per_trial:.2f} s = {100 * per_trial / 30:.1f}% of 30 s; "
                         f"ray start {ray_start:.1f} s apart; CPU s, all processes: runner {runner_cpu:.1f} vs loop "
                         f"{loop_cpu:.1f}; CPU s a trial: loop {loop_cpu / n:.2f}, trial thread "
-                        f"{parts['cpu']:.2f}; round trips {parts['reporting']:.3f} s, saves {parts['saving']:.3f} s"},
+                        f"{parts['cpu']:.2f}; round trips {parts['reporting']:.3f} s, saves {parts['saving']:.3f} s; a later trial's "
+                        f"run.run() {ph['run']:.2f} s wall, {ph['cpu_run']:.2f} CPU (loop {loop_phases['run'] / n:.2f}, "
+                        f"{loop_phases['cpu_run'] / n:.2f}); shared by N trials: "
+                        + ", ".join(f"N={k} {100 * v / 30:.1f}%" for k, v in amortised.items())},
     ]
 
 

@@ -90,6 +90,7 @@ def run_trial(config: dict[str, Any]) -> None:
 
     try:
         records = run.run(until=stop, progress=False, callback=report, loggers=loggers)
+        ran, cpu_ran = time.time(), time.thread_time() - cpu_started
         run.save(run_dir)
         last_row = run.records[-1].as_row() if run.records else {}
         import ray
@@ -100,8 +101,9 @@ def run_trial(config: dict[str, Any]) -> None:
                                        "wall_time": last_row.get("wall_time"),
                                        # where the trial's seconds went (Unix times, seconds, this thread's CPU
                                        # seconds since `started`): benchmarks/experiments.py reads them
-                                       "started": started, "built": built, "ended": time.time(),
-                                       "cpu_built": cpu_built, "cpu_ended": time.thread_time() - cpu_started,
+                                       "started": started, "built": built, "ran": ran, "ended": time.time(),
+                                       "cpu_built": cpu_built, "cpu_ran": cpu_ran,
+                                       "cpu_ended": time.thread_time() - cpu_started,
                                        "saving_s": spent["saving"], "reporting_s": spent["reporting"],
                                        "worker_started": _process_started()})
         if unreported is not None:  # the last record always reaches Tune
