@@ -16,10 +16,13 @@ What the runner costs (``benchmarks/experiments.py`` measures it): a one-off sta
 slot of an ``exp.run()`` (Tune's driver, then a new worker process for the trial actor, which
 imports Ray and Ray Tune, then pbmarl, and builds the game in its first trial: seconds on a busy
 2-core machine; Tune's actors carry their own runtime environment, so Ray's idle workers cannot
-take them); after that, with ``reuse_actors``, tens of milliseconds between trials, and a result
-round trip (milliseconds: a function trainable's ``tune.report`` waits for the driver) at most once
-a second, as a trial reports (`pbmarl.experiments.trial.REPORT_SECONDS`). Tune's result buffering
-(``TUNE_RESULT_BUFFER_LENGTH``) measured slower here and stays off; Tune's checkpoints are unused
+take them. Half of that import's CPU is jsonschema's building an IRI grammar at its import, where
+``rfc3987-syntax`` is installed (jsonschema >= 4.24's ``format-nongpl`` extra, which the Jupyter packages
+ask for): 2.2 s CPU for ``import ray, ray.tune`` with it, 1.0 s with jsonschema 4.23); after that, with
+``reuse_actors``, tens of milliseconds between trials, and a result round trip (milliseconds: a function
+trainable's ``tune.report`` waits for the driver) at most once a second, as a trial reports
+(`pbmarl.experiments.trial.REPORT_SECONDS`). Tune's result buffering (``TUNE_RESULT_BUFFER_LENGTH``)
+measured slower here and stays off; Tune's checkpoints are unused
 (each trial saves its own run folder every ``save_seconds``, or less often when saving is slow:
 `pbmarl.experiments.trial.SAVE_SHARE`), and local storage syncs nothing. The progress bar is Tune's
 progress reporter, and the JSON/CSV loggers Tune's automatic ones, because a run config with
