@@ -164,3 +164,59 @@ def test_kept_answers_are_dropped_when_the_weights_change():
     q = run._answer(run.q_nets[0], obs, mask, greedy=True)
     with torch.no_grad():
         assert np.array_equal(q, run.q_nets[0](torch.as_tensor(obs, dtype=torch.float32)[None])[0].numpy())
+
+
+def test_reservoir_rollback_puts_back_what_offers_overwrote():
+    rng = np.random.default_rng(2)
+    buf = ReservoirBuffer(8, (2,), 3)
+    for i in range(20):
+        buf.add(np.full(2, i, np.float32), np.array([True, i % 2 == 0, True]), i % 3, rng)
+    before = {k: v.copy() for k, v in buf.state_arrays().items()}
+    journal = buf.mark()
+    for i in range(20, 60):
+        buf.add(np.full(2, i, np.float32), np.array([False, True, False]), 2, rng)
+    assert buf.seen == 60 and journal.rows  # some kept rows were overwritten
+    buf.rollback(journal)
+    after = buf.state_arrays()
+    assert all(np.array_equal(before[k], after[k]) for k in before)
+    stale = buf.mark()
+    buf.mark()
+    with pytest.raises(ValueError, match="latest mark"):
+        buf.rollback(stale)
+
+
+def test_restore_refuses_a_snapshot_older_than_the_latest():
+    run = NFSP("kuhn_poker", seed=0, **TINY)
+    old = run.snapshot()
+    run.snapshot()
+    with pytest.raises(ValueError, match="latest snapshot"):
+        run.restore(old)
+
+
+def test_an_interrupted_step_puts_back_the_overwritten_buffer_rows(monkeypatch):
+    run = NFSP("kuhn_poker", seed=0, **{**TINY, "replay_capacity": 100, "reservoir_capacity": 80})
+    run.step()  # both buffers full: the next step overwrites rows
+    before = [({k: v.copy() for k, v in r.state_arrays().items()}, {k: v.copy() for k, v in s.state_arrays().items()})
+              for r, s in zip(run.replay, run.reservoir)]
+    calls = {"n": 0}
+    original = NFSP.play_episode
+
+    def flaky(self):
+        calls["n"] += 1
+        if calls["n"] == 120:
+            raise KeyboardInterrupt
+        return original(self)
+
+    monkeypatch.setattr(NFSP, "play_episode", flaky)
+    with pytest.raises(KeyboardInterrupt):
+        run.step()
+    for (replay, reservoir), r, s in zip(before, run.replay, run.reservoir):
+        assert replay.keys() == r.state_arrays().keys() and reservoir.keys() == s.state_arrays().keys()
+        assert all(np.array_equal(v, r.state_arrays()[k]) for k, v in replay.items())
+        assert all(np.array_equal(v, s.state_arrays()[k]) for k, v in reservoir.items())
+    monkeypatch.setattr(NFSP, "play_episode", original)
+    again = NFSP("kuhn_poker", seed=0, **{**TINY, "replay_capacity": 100, "reservoir_capacity": 80})
+    again.run(2, progress=False)
+    run.step()  # the interrupted run continues as if never interrupted
+    cols = ["env_steps", "episodes", "exploitability", "loss/rl", "loss/sl"]
+    assert np.array_equal(run.history[cols].to_numpy(float), again.history[cols].to_numpy(float), equal_nan=True)

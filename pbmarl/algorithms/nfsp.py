@@ -346,22 +346,26 @@ class NFSP(Run):
 
         with torch_threads(1):  # copying a few MB over threads the shared cores are busy with took 5-20x longer
             nets = {k: copy.deepcopy(m.state_dict()) for k, m in _modules(self).items()}
-        buffers = [({k: v.copy() for k, v in r.state_arrays().items()}, {k: v.copy() for k, v in s.state_arrays().items()})
-                   for r, s in zip(self.replay, self.reservoir)]
+        buffers = [(r.mark(), s.mark()) for r, s in zip(self.replay, self.reservoir)]  # journals of what is overwritten
         return (nets, buffers, list(self.decisions), list(self.rl_updates), self.episodes, len(self.records),
                 self.rng.bit_generator.state, self._wall)
 
     def restore(self, state: object) -> None:
-        """Put the run back as `snapshot()` found it."""
+        """Put the run back as `snapshot()` found it (the latest snapshot: the buffers keep what a step overwrites
+        for their latest mark only)."""
         from pbmarl.torchutil import torch_threads
 
         nets, buffers, decisions, updates, episodes, n, rng, wall = cast("tuple[Any, ...]", state)
+        for (replay, _), buf in zip(buffers, self.replay):
+            if buf._journal is None or buf._journal() is not replay:
+                raise ValueError("restore takes the run's latest snapshot(): a later one stopped the buffers' record of "
+                                 "what the steps since overwrote")
         with torch_threads(1):
             for k, m in _modules(self).items():
                 m.load_state_dict(nets[k])
         for (replay, reservoir), buf, res in zip(buffers, self.replay, self.reservoir):
-            buf.load_state_arrays(replay)
-            res.load_state_arrays(reservoir)
+            buf.rollback(replay)
+            res.rollback(reservoir)
         self.decisions, self.rl_updates, self.episodes = list(decisions), list(updates), episodes
         del self.records[n:]
         self.rng.bit_generator.state = rng

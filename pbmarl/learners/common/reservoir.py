@@ -12,13 +12,29 @@ Example:
     >>> buf = ReservoirBuffer(1000, game.observation_shape, game.num_actions)
     >>> buf.add(obs, mask, action, rng)  # doctest: +SKIP
     >>> obs, mask, action = buf.sample(128, rng)  # doctest: +SKIP
+
+An all-or-nothing step undoes what it offered with a `ReservoirJournal` (`mark` / `rollback`), as
+`ReplayBuffer` does: while the journal the last `mark` returned is alive, the old contents of every slot
+an offer overwrites are kept, so a rollback puts back those rows, not a copy of the whole reservoir.
 """
 
 from __future__ import annotations
 
+import weakref
 from collections.abc import Sequence
+from dataclasses import dataclass, field
 
 import numpy as np
+
+
+@dataclass(eq=False)
+class ReservoirJournal:
+    """What offers changed since `ReservoirBuffer.mark`: the offers seen then, and the old (slot, obs, legal
+    mask, action) of every kept row overwritten since, in write order. Recording stops when the journal is
+    dropped (the reservoir holds it weakly)."""
+
+    seen: int
+    rows: list[tuple[int, np.ndarray, np.ndarray, int]] = field(default_factory=list)
 
 
 class ReservoirBuffer:
@@ -40,6 +56,7 @@ class ReservoirBuffer:
         self.action = np.zeros(start, np.int64)
         self.seen = 0
         """How many items have been offered in total."""
+        self._journal: weakref.ref[ReservoirJournal] | None = None
 
     def __len__(self) -> int:
         return min(self.seen, self.capacity)
@@ -55,10 +72,29 @@ class ReservoirBuffer:
         if slot is not None:
             if slot >= len(self.action):
                 self._grow()
+            journal = self._journal() if self._journal is not None else None
+            if journal is not None and slot < min(journal.seen, self.capacity):  # a row the mark's reservoir held
+                journal.rows.append((slot, self.obs[slot].copy(), self.legal_mask[slot].copy(), int(self.action[slot])))
             self.obs[slot] = obs
             self.legal_mask[slot] = legal_mask
             self.action[slot] = action
         return slot
+
+    def mark(self) -> ReservoirJournal:
+        """Start recording what offers change; `rollback` with the returned journal undoes them."""
+        journal = ReservoirJournal(self.seen)
+        self._journal = weakref.ref(journal)
+        return journal
+
+    def rollback(self, journal: ReservoirJournal) -> None:
+        """Put the reservoir back as it was when `journal` was made (its last `mark`)."""
+        if self._journal is None or self._journal() is not journal:
+            raise ValueError("this journal is not the reservoir's latest mark: a later mark stopped its recording, "
+                             "so it cannot undo the offers since")
+        for slot, obs, legal_mask, action in reversed(journal.rows):
+            self.obs[slot], self.legal_mask[slot], self.action[slot] = obs, legal_mask, action
+        self.seen = journal.seen
+        journal.rows.clear()
 
     def _grow(self) -> None:
         size = min(2 * len(self.action), self.capacity)
