@@ -203,8 +203,8 @@ class NFSP(Run):
         self.records: list[NFSPRecord] = []
         self._wall = 0.0
         self._losses: dict[str, list[float]] = {"rl": [], "sl": []}
-        #: per network (by id): its parameters' (id, version) stamp and its answers by observation and mask
-        self._answers: dict[int, tuple[tuple[tuple[int, int], ...], dict[bytes, np.ndarray]]] = {}
+        #: per network (by id): its parameters, their versions and its answers by observation and mask
+        self._answers: dict[int, tuple[list[torch.Tensor], tuple[int, ...], dict[bytes, np.ndarray]]] = {}
 
     # -- acting ------------------------------------------------------------------------
     @property
@@ -229,13 +229,17 @@ class NFSP(Run):
         A network's answer to the same observation and mask is the same until its weights change (an update
         every ``learn_every`` decisions), and the same decisions recur often in between (the first moves of
         a game), so answers are kept per network until any of its parameters is written in place (an
-        optimiser step, `load_state_dict`: each bumps the tensor's version) or replaced."""
-        stamp = tuple((id(t), t._version) for t in net.parameters())
+        optimiser step, `load_state_dict`: each bumps the tensor's version; the parameters are listed once per
+        network, as its optimiser lists them)."""
         kept = self._answers.get(id(net))
-        if kept is None or kept[0] != stamp or len(kept[1]) >= _MAX_ANSWERS:
-            kept = self._answers[id(net)] = (stamp, {})
+        params: list[torch.Tensor] = list(net.parameters()) if kept is None else kept[0]
+        stamp = tuple([t._version for t in params])
+        if kept is None or kept[1] != stamp or len(kept[2]) >= _MAX_ANSWERS:
+            kept = (params, stamp, {})
+            self._answers[id(net)] = kept
+        answers = kept[2]
         key = obs.tobytes() + mask.tobytes()
-        out = kept[1].get(key)
+        out = answers.get(key)
         if out is None:
             device = self.config.device  # acting runs on the networks' device, one decision at a time
             with torch.inference_mode():
@@ -245,7 +249,7 @@ class NFSP(Run):
                 else:
                     logits = masked_logits(_forward(net, x), torch.as_tensor(mask, device=device)[None])
                     out = torch.softmax(logits, dim=-1)[0].double().cpu().numpy()
-            kept[1][key] = out
+            answers[key] = out
         return out
 
     def play_episode(self) -> int:
