@@ -109,19 +109,9 @@ def runner(name: str, trials: int, stop: Any, root: Path, *, address: str | None
     bad = exp.status[exp.status["state"] != "finished"]
     if not bad.empty:
         raise RuntimeError(f"trials did not finish:\n{bad}")
-    stamps = sorted((_stamps(exp.trial_dir(t)) for t in exp.trials), key=lambda s: s["started"])
+    stamps = sorted((json.loads((exp.trial_dir(t) / "finished.json").read_text()) for t in exp.trials),
+                    key=lambda s: s["started"])
     return {"wall": wall, "began": began, "ended": ended, "stamps": stamps}
-
-
-def _stamps(folder: Path) -> dict[str, Any]:
-    """A trial's ``finished.json`` stamps, with ``driver_last``: when Tune's JSON logger on the driver last wrote the
-    trial's ``result.json`` (it took the trial's last result), read off the file, not from a Tune callback, which
-    would itself cost the driver a second (`pbmarl.experiments.progress`). (``params.json``'s time is no trial start:
-    Tune writes it with the first result.)"""
-    out: dict[str, Any] = json.loads((folder / "finished.json").read_text())
-    result = folder / "result.json"
-    out["driver_last"] = result.stat().st_mtime if result.is_file() else float("nan")
-    return out
 
 
 def phases(out: dict[str, Any]) -> dict[str, float]:
@@ -136,9 +126,7 @@ def phases(out: dict[str, Any]) -> dict[str, float]:
     return {"build": mean(lambda x: x["built"] - x["started"]), "run": mean(lambda x: x.get("ran", nan) - x["built"]),
             "save": mean(lambda x: x["ended"] - x.get("ran", nan)), "cpu_build": mean(lambda x: x["cpu_built"]),
             "cpu_run": mean(lambda x: x.get("cpu_ran", nan) - x["cpu_built"]),
-            "cpu_save": mean(lambda x: x["cpu_ended"] - x.get("cpu_ran", nan)),
-            # the trial's end (its finished.json) to the driver's taking its last result
-            "to_driver": mean(lambda x: x["driver_last"] - x["ended"])}
+            "cpu_save": mean(lambda x: x["cpu_ended"] - x.get("cpu_ran", nan))}
 
 
 def cpu_seconds(names: dict[int, str] | None = None) -> dict[int, float]:
@@ -268,8 +256,6 @@ def overhead(args: argparse.Namespace, tmp: Path, stamp: Stamp) -> list[dict[str
                         ("save", "the final save")):
         print(f"     {label:<67}{loop_phases[name] / n:>12.2f}{ph[name]:>12.2f}"
               f"{loop_phases['cpu_' + name] / n:>10.2f}{ph['cpu_' + name]:>11.2f}")
-    print(f"     Tune: the trial's end to the driver's taking its last result {ph['to_driver']:.3f} s (within the "
-          f"{parts['gap']:.3f} s between trials above)")
     amortised = {k: parts["start"] / k + per_trial for k in sorted({n, 10, 30})}
     print("   overhead per trial with the one-off start shared by an experiment of N trials (start / N + each trial "
           "after the start, both as measured here): " + ", ".join(
