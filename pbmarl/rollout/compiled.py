@@ -72,13 +72,15 @@ def compiled_tree(game: Game, *, max_nodes: int = DEFAULT_MAX_NODES) -> Compiled
     if isinstance(cached, CompiledTree):
         return cached
     if isinstance(cached, NotCompilable) and cached.args[1] >= max_nodes:
-        raise cached
+        # a fresh exception: re-raising the cached one would grow its traceback by this call's frames, and keep
+        # them (their locals: a learner's snapshot, a best response's replay buffer) for as long as the game lives
+        raise NotCompilable(*cached.args)
     if not game.enumerable:
         raise NotCompilable(f"{game.name!r} is not enumerable", max_nodes)
     try:
         tree = _compile(game, max_nodes)
     except NotCompilable as exc:
-        _CACHE[game] = exc
+        _CACHE[game] = NotCompilable(*exc.args)  # its message only, not the frames it was raised through
         raise
     _CACHE[game] = tree
     return tree
