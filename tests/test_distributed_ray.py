@@ -61,9 +61,11 @@ def test_dqn_replay_workers_on_ray_push_asynchronously_with_exact_counts(ray_ses
     try:
         before = get_vector(list(learner.q_net.parameters()))
         records = [learner.step() for _ in range(3)]
-        # ASP: every gradient applied on arrival; the first two jobs went out with the learner's replay still
-        # empty, so they only collected
-        assert len(learner._rounds.log) == 6 and len(learner.staleness) == 4 == records[-1].updates
+        # ASP: every gradient applied on arrival. Jobs sent while the learner's replay was still empty only
+        # collected: the first worker's first job always, the second worker's too unless the first result came
+        # back before Ray dispatched it (arrival order on Ray depends on timing), so 4 or 5 of the 6 carried one
+        assert len(learner._rounds.log) == 6
+        assert len(learner.staleness) == records[-1].updates and records[-1].updates in (4, 5)
         assert records[-1].learner_steps == sum(e[3] for e in learner._rounds.log)
         assert records[-1].buffer == records[-1].learner_steps == len(learner.replay)  # all of it in the learner's
         assert np.abs(get_vector(list(learner.q_net.parameters())) - before).max() > 0  # pulled from the server
