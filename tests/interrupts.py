@@ -44,3 +44,16 @@ def lines_in_step(run: Any) -> int:
     finally:
         sys.settrace(None)
     return int(counter.seen[0])  # type: ignore[attr-defined]
+
+
+def interrupt_step(run: Any, line: int) -> None:
+    """Take ``run.step()`` with a Ctrl-C at its `line`-th line of pbmarl; fails unless the KeyboardInterrupt
+    reaches the caller."""
+    sys.settrace(interrupt_at(max(1, line)))
+    try:
+        run.step()
+    except KeyboardInterrupt:
+        return
+    finally:
+        sys.settrace(None)
+    raise AssertionError(f"the Ctrl-C at line {line} of the step did not reach the caller")

@@ -5,7 +5,6 @@ replays and episodes lived in the workers, and a loaded or interrupted run start
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -13,7 +12,7 @@ import numpy as np
 import pandas as pd
 import pytest
 import torch
-from interrupts import interrupt_at, lines_in_step  # a Ctrl-C at a chosen line
+from interrupts import interrupt_step, lines_in_step  # a Ctrl-C at a chosen line
 
 import pbmarl as pb
 
@@ -80,12 +79,7 @@ def test_a_ctrl_c_inside_a_control_step_on_a_parameter_server_leaves_it_continui
         with _build(algo, sync) as run, _build(algo, sync) as twin:
             run.run(3, progress=False), twin.run(3, progress=False)
             before, replay = _row(run), len(run.replay)
-            sys.settrace(interrupt_at(max(1, int(total * where))))
-            try:
-                with pytest.raises(KeyboardInterrupt):
-                    run.step()
-            finally:
-                sys.settrace(None)
+            interrupt_step(run, int(total * where))
             pd.testing.assert_frame_equal(_row(run), before)
             assert len(run.replay) == replay
             run.run(2, progress=False), twin.run(2, progress=False)

@@ -4,14 +4,13 @@ takes (before, the replays lived in the workers and a loaded or interrupted run 
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pandas as pd
 import pytest
-from interrupts import interrupt_at, lines_in_step  # a Ctrl-C at a chosen line
+from interrupts import interrupt_step, lines_in_step  # a Ctrl-C at a chosen line
 
 import pbmarl as pb
 from pbmarl.distributed.server import get_vector
@@ -69,12 +68,7 @@ def test_a_ctrl_c_inside_a_gorila_step_leaves_the_run_unchanged_and_it_continues
         with _build(sync) as run, _build(sync) as twin:
             run.run(3, progress=False), twin.run(3, progress=False)
             before, replay = _row(run), len(run.replay)
-            sys.settrace(interrupt_at(max(1, int(total * where))))
-            try:
-                with pytest.raises(KeyboardInterrupt):
-                    run.step()
-            finally:
-                sys.settrace(None)
+            interrupt_step(run, int(total * where))
             pd.testing.assert_frame_equal(_row(run), before)
             assert len(run.replay) == replay
             run.run(2, progress=False), twin.run(2, progress=False)
