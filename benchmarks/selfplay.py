@@ -301,17 +301,8 @@ def nfsp(out: Writer, game: str, seed: int, steps: int, every: int, slices: Slic
     if started is None:
         return
     run, next_eval = started
-    while True:
-        record = run.step()
-        last = record.env_steps >= steps
-        if record.env_steps >= next_eval or last:
-            result = exploitability(run.game, run.average_policies())
-            while next_eval <= record.env_steps:
-                next_eval += every
-            if run_slice.measured(run, record, float(result.exploitability), next_eval, last):
-                return
-        if last:
-            return
+    _train(run, run_slice, next_eval, steps, every,
+           lambda: float(exploitability(run.game, run.average_policies()).exploitability))
 
 
 def psro(out: Writer, game: str, seed: int, steps: int, every: int, slices: Slices | None = None,
@@ -335,17 +326,25 @@ def psro(out: Writer, game: str, seed: int, steps: int, every: int, slices: Slic
     # keeps each member's realisation plan between measurements; only a cache, so a loaded run starts an empty one
     measurer = pb.ExactEvaluator(run.game)
     with run:
-        while True:
-            record = run.step()
-            last = record.env_steps >= steps
-            if record.env_steps >= next_eval or last:
-                result = measurer.exploitability(run.population, run.meta_strategy)
-                while next_eval <= record.env_steps:
-                    next_eval += every
-                if run_slice.measured(run, record, float(result.exploitability), next_eval, last):
-                    return
-            if last:
+        _train(run, run_slice, next_eval, steps, every,
+               lambda: float(measurer.exploitability(run.population, run.meta_strategy).exploitability))
+
+
+def _train(run: Any, run_slice: Slice, next_eval: int, steps: int, every: int, measure: Callable[[], float]) -> None:
+    """Step `run` until its env steps reach `steps`, measuring at the first step at or past each `next_eval`
+    (one measurement when a step passes several) and at the last; `run_slice` records and saves each measurement
+    and may end the slice."""
+    while True:
+        record = run.step()
+        last = record.env_steps >= steps
+        if record.env_steps >= next_eval or last:
+            value = measure()
+            while next_eval <= record.env_steps:
+                next_eval += every
+            if run_slice.measured(run, record, value, next_eval, last):
                 return
+        if last:
+            return
 
 
 def tabular(out: Writer, game: str, method: str, iterations: int) -> None:
