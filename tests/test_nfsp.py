@@ -101,24 +101,29 @@ def test_nfsp_on_kuhn_measures_exactly_and_resumes(tmp_path):
     cols = ["episodes", "env_steps", "exploitability", "nash_conv", "loss/rl", "loss/sl"]
     assert np.allclose(resumed.history[cols].to_numpy(float), h[cols].to_numpy(float), equal_nan=True)
 
-
-def test_an_interrupted_step_leaves_the_run_as_it_was(monkeypatch):
-    run = NFSP("kuhn_poker", seed=0, **TINY)
-    run.step()
-    before = (run.episodes, list(run.decisions), run.rng.bit_generator.state, len(run.reservoir[0]),
-              [p.detach().clone() for p in run.avg_nets[0].parameters()])
+def _step_with_ctrl_c_at_episode(run, n, monkeypatch):
+    """Take ``run.step()`` with a KeyboardInterrupt raised as its `n`-th episode starts; it must reach the caller."""
     calls = {"n": 0}
     original = NFSP.play_episode
 
     def flaky(self):
         calls["n"] += 1
-        if calls["n"] == 100:
+        if calls["n"] == n:
             raise KeyboardInterrupt
         return original(self)
 
     monkeypatch.setattr(NFSP, "play_episode", flaky)
     with pytest.raises(KeyboardInterrupt):
         run.step()
+    monkeypatch.undo()
+
+
+def test_an_interrupted_step_leaves_the_run_as_it_was(monkeypatch):
+    run = NFSP("kuhn_poker", seed=0, **TINY)
+    run.step()
+    before = (run.episodes, list(run.decisions), run.rng.bit_generator.state, len(run.reservoir[0]),
+              [p.detach().clone() for p in run.avg_nets[0].parameters()])
+    _step_with_ctrl_c_at_episode(run, 100, monkeypatch)
     assert (run.episodes, run.decisions, run.rng.bit_generator.state, len(run.reservoir[0])) == before[:4]
     assert all(np.array_equal(a.detach(), b) for a, b in zip(run.avg_nets[0].parameters(), before[4]))
     assert len(run.records) == 1
@@ -198,23 +203,11 @@ def test_an_interrupted_step_puts_back_the_overwritten_buffer_rows(monkeypatch):
     run.step()  # both buffers full: the next step overwrites rows
     before = [({k: v.copy() for k, v in r.state_arrays().items()}, {k: v.copy() for k, v in s.state_arrays().items()})
               for r, s in zip(run.replay, run.reservoir)]
-    calls = {"n": 0}
-    original = NFSP.play_episode
-
-    def flaky(self):
-        calls["n"] += 1
-        if calls["n"] == 120:
-            raise KeyboardInterrupt
-        return original(self)
-
-    monkeypatch.setattr(NFSP, "play_episode", flaky)
-    with pytest.raises(KeyboardInterrupt):
-        run.step()
+    _step_with_ctrl_c_at_episode(run, 120, monkeypatch)
     for (replay, reservoir), r, s in zip(before, run.replay, run.reservoir):
         assert replay.keys() == r.state_arrays().keys() and reservoir.keys() == s.state_arrays().keys()
         assert all(np.array_equal(v, r.state_arrays()[k]) for k, v in replay.items())
         assert all(np.array_equal(v, s.state_arrays()[k]) for k, v in reservoir.items())
-    monkeypatch.setattr(NFSP, "play_episode", original)
     again = NFSP("kuhn_poker", seed=0, **{**TINY, "replay_capacity": 100, "reservoir_capacity": 80})
     again.run(2, progress=False)
     run.step()  # the interrupted run continues as if never interrupted
