@@ -555,24 +555,15 @@ def _lines_of_step(learner: ControlLearner, stop_at: int = -1) -> int:
     (as a Ctrl-C would); returns how many lines it ran."""
     import sys
 
-    root = pb.__file__.rsplit("/", 1)[0]
-    seen = [0]
+    from interrupts import interrupt_at
 
-    def trace(frame: Any, event: str, arg: Any) -> Any:
-        if not frame.f_code.co_filename.startswith(root):
-            return None
-        if event == "line":
-            seen[0] += 1
-            if seen[0] == stop_at:
-                raise KeyboardInterrupt
-        return trace
-
+    trace = interrupt_at(stop_at)
     sys.settrace(trace)
     try:
         learner.step()
     finally:
         sys.settrace(None)
-    return seen[0]
+    return int(trace.seen[0])  # type: ignore[attr-defined]
 
 
 SMALL_RING = {"hidden": (8,), "batch_size": 8, "buffer_size": 48, "steps_per_round": 40, "learning_starts": 20,
