@@ -50,6 +50,7 @@ import pandas as pd
 
 from pbmarl.config import is_int
 from pbmarl.progress import progress_bar
+from pbmarl.runs.heap import frozen_heap
 from pbmarl.runs.records import Record, RecordLike, Records, history_frame, shared_row
 from pbmarl.runs.stop import Stop
 
@@ -140,32 +141,33 @@ class Run:
                                 f"pb.experiments.WandbLogger, pb.experiments.CSVLogger), got {type(logger).__name__}: {logger!r}")
         out = Records()
         bar = progress_bar(progress, total=steps, desc=type(self).__name__)
-        try:
-            while True:
-                if steps is not None and len(out) >= steps:
-                    break
-                if steps is None and until is None and self.done:
-                    out.stopped_by = "budget"
-                    break
-                if until is not None and self.records:
-                    why = until.reached(self.records[-1].as_row())
-                    if why:
-                        out.stopped_by = why
+        with frozen_heap():  # the objects alive now stay out of the GC's full passes (pbmarl.runs.heap)
+            try:
+                while True:
+                    if steps is not None and len(out) >= steps:
                         break
-                record = self.step()
-                out.append(record)
-                if bar is not None:
-                    bar.update(1)
-                    bar.set_postfix_str(_postfix(record), refresh=False)
+                    if steps is None and until is None and self.done:
+                        out.stopped_by = "budget"
+                        break
+                    if until is not None and self.records:
+                        why = until.reached(self.records[-1].as_row())
+                        if why:
+                            out.stopped_by = why
+                            break
+                    record = self.step()
+                    out.append(record)
+                    if bar is not None:
+                        bar.update(1)
+                        bar.set_postfix_str(_postfix(record), refresh=False)
+                    for logger in loggers:
+                        logger.log(self, record)
+                    if callback is not None:
+                        callback(record)
+            finally:
                 for logger in loggers:
-                    logger.log(self, record)
-                if callback is not None:
-                    callback(record)
-        finally:
-            for logger in loggers:
-                logger.flush()
-            if bar is not None:
-                bar.close()
+                    logger.flush()
+                if bar is not None:
+                    bar.close()
         return out
 
     @property
