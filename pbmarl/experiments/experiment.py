@@ -12,16 +12,17 @@ state, and a folder per trial holding Tune's ``params.json`` / ``progress.csv`` 
 ``result.json``, the pbmarl run folder ``run/`` (`pb.load_run` opens it), ``finished.json``
 when it is done, ``errors.txt`` when it failed, and the trial's tracker output.
 
-What the runner costs (``benchmarks/experiments.py`` measures it): a one-off start for each trial
-slot of an ``exp.run()`` (Tune's driver, then a new worker process for the trial actor, which
-imports Ray and Ray Tune, then pbmarl, and builds the game in its first trial: seconds on a busy
-2-core machine; Tune's actors carry their own runtime environment, so Ray's idle workers cannot
-take them. Half of that import's CPU is jsonschema's building an IRI grammar at its import, where
-``rfc3987-syntax`` is installed (jsonschema >= 4.24's ``format-nongpl`` extra, which the Jupyter packages
-ask for): 2.2 s CPU for ``import ray, ray.tune`` with it, 1.0 s with jsonschema 4.23); after that, with
-``reuse_actors``, tens of milliseconds between trials, and a result round trip (milliseconds: a function
-trainable's ``tune.report`` waits for the driver) at most once a second, as a trial reports
-(`pbmarl.experiments.trial.REPORT_SECONDS`). Tune's result buffering (``TUNE_RESULT_BUFFER_LENGTH``)
+What the runner costs (``benchmarks/experiments.py`` measures it; 0.77 s a 30-s trial, 2.6%, on a quiet
+2-core machine with 4 trials): a one-off start for each trial slot of an ``exp.run()`` (Tune's driver,
+then a new worker process for the trial actor, which imports Ray and Ray Tune, then pbmarl, and builds
+the game in its first trial: about 2 s here; Tune's actors carry their own runtime environment, so Ray's
+idle workers cannot take them. ``constraints.txt`` keeps jsonschema below 4.24, whose import builds an
+IRI grammar in every Ray process where ``rfc3987-syntax`` is installed, as the Jupyter packages have it:
+that doubled the start); after that, with ``reuse_actors``, tens of milliseconds between trials, and a
+result round trip (milliseconds: a function trainable's ``tune.report`` waits for the driver) at most
+once a second, as a trial reports (`pbmarl.experiments.trial.REPORT_SECONDS`). A trial's worker holds
+twice the objects of a plain process (Ray, Tune), which the GC's full passes walked: `Run.run` freezes
+them for its duration (`pbmarl.runs.heap`). Tune's result buffering (``TUNE_RESULT_BUFFER_LENGTH``)
 measured slower here and stays off; Tune's checkpoints are unused
 (each trial saves its own run folder every ``save_seconds``, or less often when saving is slow:
 `pbmarl.experiments.trial.SAVE_SHARE`), and local storage syncs nothing. The progress bar is Tune's
