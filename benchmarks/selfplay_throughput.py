@@ -17,6 +17,12 @@ thread each (the machine is shared). Env steps count every player's decisions, a
   the peer's code is never imported here). Its ``configs/algorithm/ppo.yaml`` defaults under the tuned
   yaml, as hydra composes them.
 
+* ``floor``: torch alone doing the same arithmetic as the like-for-like rows, with no game, no rollout
+  storage and no loss bookkeeping: the paper width's actor and critic (three hidden layers of 512) acting
+  on 8 observations 256 times a round, then 8 epochs of one 2048-sample minibatch with Adam. No PPO at this
+  width can run faster on the machine, so ``floor / paper`` bounds the speed-up any implementation can
+  show against the paper's code without changing the networks or the updates.
+
 The paper's liar's dice is ``liars_dice(numdice=2,dice_sides=5)`` ("LD2D5F", 15.73M information states, as
 a summary of the ICLR version has it; the paper's code names no variant); ``--game`` defaults to OpenSpiel's ``liars_dice`` (1 die, 6 sides), the game
 ``benchmarks/selfplay.py`` measures exactly.
@@ -44,7 +50,7 @@ from _rows import Stamp, append, load_avg  # noqa: E402
 
 FIELDS = ["date", "commit", "machine", "command", "game", "impl", "net", "seed", "env_steps", "wall_s",
           "env_steps_per_s", "threads", "load_avg", "versions"]
-IMPLS = ("pbmarl", "paper")
+IMPLS = ("pbmarl", "paper", "floor")
 PAPER_NET = (512, 512, 512)
 
 # Run by the peer's python (-c), with the checkout on sys.path: builds the runner's config from the two yaml
@@ -93,6 +99,41 @@ def run_pbmarl(game: str, steps: int, seed: int, hidden: tuple[int, ...] | None)
             "versions": f"torch {torch.__version__} open_spiel {version('open_spiel')}"}
 
 
+def run_floor(game: str, steps: int, seed: int) -> dict[str, object]:
+    """The same networks and updates as the paper's setting, in torch alone (see the module doc)."""
+    import pyspiel
+    import torch
+
+    torch.manual_seed(seed)
+    spiel = pyspiel.load_game(game)
+    width, actions = spiel.information_state_tensor_size(), spiel.num_distinct_actions()
+
+    def mlp(out: int) -> torch.nn.Sequential:
+        layers: list[torch.nn.Module] = []
+        for a, b in zip((width, *PAPER_NET), PAPER_NET):
+            layers += [torch.nn.Linear(a, b), torch.nn.ReLU()]
+        return torch.nn.Sequential(*layers, torch.nn.Linear(PAPER_NET[-1], out))
+
+    actor, critic = mlp(actions), mlp(1)
+    optimizer = torch.optim.Adam([*actor.parameters(), *critic.parameters()], lr=6.25e-5)
+    envs, horizon, epochs = 8, 256, 8
+    small, batch = torch.randn(envs, width), torch.randn(envs * horizon, width)
+    rounds = -(-steps // (envs * horizon))
+    t0 = time.perf_counter()
+    for _ in range(rounds):
+        with torch.no_grad():
+            for _ in range(horizon):
+                actor(small), critic(small)
+        for _ in range(epochs):
+            loss = actor(batch).logsumexp(-1).mean() + critic(batch).pow(2).mean()
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+    return {"env_steps": rounds * envs * horizon, "wall": time.perf_counter() - t0,
+            "net": "actor+critic 512x512x512 relu, torch only",
+            "versions": f"torch {torch.__version__} open_spiel {version('open_spiel')}"}
+
+
 def run_paper(game: str, steps: int, seed: int, peer_python: str, peer_dir: str, threads: int) -> dict[str, object]:
     if not Path(peer_python).exists():
         raise SystemExit(f"--peer-python {peer_python!r} does not exist: make a venv with open_spiel, torch and "
@@ -131,10 +172,15 @@ def main(argv: list[str] | None = None) -> None:
     stamp = Stamp("benchmarks/selfplay_throughput.py", argv)
     rows = []
     for impl in args.only or IMPLS:
-        for net in nets if impl == "pbmarl" else ["paper"]:
+        for net in nets if impl == "pbmarl" else [impl]:
             load = load_avg(minutes=1)
             if impl == "pbmarl":
                 out = run_pbmarl(args.game, args.steps, args.seed, None if net == "preset" else PAPER_NET)
+            elif impl == "floor":
+                import torch
+
+                torch.set_num_threads(threads)
+                out = run_floor(args.game, args.steps, args.seed)
             else:
                 out = run_paper(args.game, args.steps, args.seed, args.peer_python, args.peer_dir, threads)
             sps = float(out["env_steps"]) / float(out["wall"])  # type: ignore[arg-type]
@@ -148,8 +194,8 @@ def main(argv: list[str] | None = None) -> None:
     paper = [v for (impl, _), v in by.items() if impl == "paper"]
     if paper:
         for (impl, net), v in by.items():
-            if impl == "pbmarl":
-                print(f"pbmarl ({net}) / paper: {v / paper[0]:.2f}x")
+            if impl != "paper":
+                print(f"{impl} ({net}) / paper: {v / paper[0]:.2f}x")
 
 
 if __name__ == "__main__":
