@@ -105,3 +105,14 @@ def test_a_given_magnet_pulls_the_iterate_towards_it() -> None:
 def test_refuses_games_that_are_not_two_player_zero_sum() -> None:
     with pytest.raises(ValueError, match="two-player zero-sum"):
         pb.MMD("kuhn_poker(players=3)")
+
+
+def test_a_step_too_large_to_move_the_magnet_says_so_and_keeps_the_run() -> None:
+    run = pb.MMD("kuhn_poker", alpha=0.002, stepsize=1000.0, magnet_every=1)
+    with np.errstate(all="ignore"):
+        run.run(2, progress=False)  # the third update underflows
+        kept = [t.copy() for t in run.solver.tables()]
+        with pytest.raises(FloatingPointError, match=r"stepsize=1000 is too large for alpha=0\.002.*stepsize=None picks"):
+            run.run(5, progress=False)
+    assert run.iteration == 2 and len(run.records) == 3  # the record of the start, then two steps
+    assert all(np.array_equal(a, b) for a, b in zip(kept, run.solver.tables()))

@@ -31,7 +31,7 @@ from typing import Any, ClassVar, cast
 import numpy as np
 
 from pbmarl.config import NON_NEGATIVE, Config, build_config, check_seed, is_int, is_real
-from pbmarl.evaluation.mmd import DilatedMMD
+from pbmarl.evaluation.mmd import DilatedMMD, auto_stepsize
 from pbmarl.evaluation.realization import policy_tables
 from pbmarl.evaluation.sequence_form import check_zero_sum_tree
 from pbmarl.games.base import Game
@@ -166,7 +166,16 @@ class MMD(Run):
         self.solver.step()
         every = self.config.magnet_every
         if every is not None and self.solver.iterations % every == 0:
-            self._magnet = self.solver.tables()
+            tables = self.solver.tables()
+            for p, (table, infos) in enumerate(zip(tables, self.tree.infosets)):
+                if np.any(table[infos.legal] <= 0):
+                    raise FloatingPointError(
+                        f"MMD's iterate {self.solver.iterations} puts probability 0 on a legal action of player {p} "
+                        f"(the update underflowed: stepsize={self.solver.stepsize:g} is too large for "
+                        f"alpha={self.solver.alpha:g} on {self.game.name}), so the magnet cannot move to it. "
+                        f"Use a smaller stepsize; stepsize=None picks alpha / max|payoff|^2 = "
+                        f"{auto_stepsize(self.tree, self.solver.alpha):g}. The run is as it was before this step")
+            self._magnet = tables
             self.solver.set_magnet(self._magnet)
         record = self._measure(self.solver.iterations, {"update": time.perf_counter() - start})
         self.records.append(record)
