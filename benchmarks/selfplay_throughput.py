@@ -23,6 +23,15 @@ thread each (the machine is shared). Env steps count every player's decisions, a
   width can run faster on the machine, so ``floor / paper`` bounds the speed-up any implementation can
   show against the paper's code without changing the networks or the updates.
 
+**Read the ratio with this in mind.** Both count env steps the same way, but they do not learn from them
+alike: the paper's round trains on all 2048 decisions it played; pbmarl's round collects 1024 decisions of
+each seat, in games where the other seat's decisions (played by the same current policy) count as env steps
+but are not trained on, so it plays about 4,200 env steps a round for its 2048 training samples. For the
+same env steps pbmarl takes half the gradient steps; per trained sample, the two run at about the same
+speed at the paper's width (measured 2026-11-29: 42.8 s for 25 rounds against the paper's 87.2 s for 50,
+and the torch-only floor 68.5 s for 50). The ``floor`` row shows what an implementation that trains on
+every decision could reach at most.
+
 The paper's liar's dice is ``liars_dice(numdice=2,dice_sides=5)`` ("LD2D5F", 15.73M information states, as
 a summary of the ICLR version has it; the paper's code names no variant); ``--game`` defaults to OpenSpiel's ``liars_dice`` (1 die, 6 sides), the game
 ``benchmarks/selfplay.py`` measures exactly.
@@ -169,6 +178,9 @@ def main(argv: list[str] | None = None) -> None:
     if bad or not nets:
         parser.error(f"--pbmarl-nets takes preset and/or paper, got {args.pbmarl_nets!r}")
     threads = 1
+    import torch
+
+    torch.set_num_threads(threads)  # pbmarl's side and the floor run here; the paper's gets it in its own process
     stamp = Stamp("benchmarks/selfplay_throughput.py", argv)
     rows = []
     for impl in args.only or IMPLS:
@@ -177,9 +189,6 @@ def main(argv: list[str] | None = None) -> None:
             if impl == "pbmarl":
                 out = run_pbmarl(args.game, args.steps, args.seed, None if net == "preset" else PAPER_NET)
             elif impl == "floor":
-                import torch
-
-                torch.set_num_threads(threads)
                 out = run_floor(args.game, args.steps, args.seed)
             else:
                 out = run_paper(args.game, args.steps, args.seed, args.peer_python, args.peer_dir, threads)
