@@ -10,9 +10,11 @@ Reads the rows `benchmarks/selfplay.py` appends and writes into ``benchmarks/res
   intervals (`pb.compare`, rliable), every seed's value, and the paper's reported number beside it with its
   source (``benchmarks/selfplay_paper.csv``).
 
-Each (method, seed) counts once: its latest run (one invocation of selfplay.py: the rows sharing date, commit and
-command) whose last measurement reached ``--complete-at`` env steps (default 10M, the paper's budget). Shorter or
-interrupted runs are left out and listed. Tabular methods use their latest run.
+Each (method, seed) counts once: its latest run whose last measurement reached ``--complete-at`` env steps
+(default 10M, the paper's budget), with every slice it went through (an invocation of selfplay.py is the rows
+sharing date, commit and command; one that resumed a saved run continues the latest earlier invocation that
+ended just before its first measurement). Runs that stopped short, and runs superseded by a later one, are
+left out and listed. Tabular methods use their latest run.
 
     python benchmarks/selfplay_report.py                          # the 10M-step table and figures
     python benchmarks/selfplay_report.py --complete-at 250000 --out /tmp/preview   # a preview from short slices
@@ -24,6 +26,7 @@ import argparse
 import csv
 import sys
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 
@@ -61,14 +64,34 @@ def latest_complete(rows: pd.DataFrame, game: str, complete_at: int) -> tuple[pd
     for (method, seed), frame in neural.groupby(["method", "seed"], sort=True):
         trials = sorted(frame.groupby("trial"), key=lambda t: (t[1]["date"].iloc[0], t[0]))
         done = [(k, t) for k, t in trials if t["env_steps"].max() >= complete_at]
+        used = _slices(trials, done[-1][0]) if done else []
         for key, trial in trials:
-            if not done or key != done[-1][0]:
+            if key not in used:
                 why = "superseded by a later complete run" if trial["env_steps"].max() >= complete_at else \
                     f"reached {int(trial['env_steps'].max()):,} of {complete_at:,} env steps"
                 left.append(f"{method} seed {seed} ({trial['date'].iloc[0]}, {trial['commit'].iloc[0]}): {why}")
         if done:
-            kept.append(done[-1][1])
+            run = pd.concat([t for k, t in trials if k in used])
+            kept.append(run.assign(trial=used[-1]))  # one run: its slices share the last one's key
     return (pd.concat(kept) if kept else neural.iloc[:0]), left
+
+
+def _slices(trials: list[tuple[Any, pd.DataFrame]], last: Any) -> list[Any]:
+    """The invocations one run went through, oldest first, ending with `last`: a slice whose first measurement is
+    past the run's first measurement point resumed the latest earlier invocation that ended within two
+    measurements before it (`benchmarks/selfplay.py` resumes exactly from its saved state)."""
+    by_key = dict(trials)
+    step = min(int(t["env_steps"].min()) for _, t in trials)  # the first measurement point: one interval
+    chain = [last]
+    while True:
+        head = by_key[chain[0]]
+        first, began = int(head["env_steps"].min()), head["date"].iloc[0]
+        if first < 1.5 * step:  # this slice started the run
+            return chain
+        before = [k for k, t in trials if t["date"].iloc[0] < began and first - 2 * step <= t["env_steps"].max() < first]
+        if not before:
+            return chain
+        chain.insert(0, before[-1])
 
 
 def latest_tabular(rows: pd.DataFrame, game: str) -> pd.DataFrame:

@@ -65,3 +65,26 @@ def test_bad_arguments_are_refused_naming_them(tmp_path, report, capsys) -> None
     assert "--complete-at must be a positive number of env steps, got 0" in capsys.readouterr().err
     with pytest.raises(FileNotFoundError, match="run benchmarks/selfplay.py first"):
         report.load_runs(tmp_path / "missing.csv")
+
+
+def test_a_run_in_slices_counts_with_every_slice_it_went_through(tmp_path, report) -> None:
+    def run(date: str, commit: str, seed: int, steps: list[int], values: list[float]) -> list[list]:
+        return [[date, commit, "vm", "python benchmarks/selfplay.py --only ppo", "liars_dice", "ppo", seed,
+                 s // 50, s, float(s), v] for s, v in zip(steps, values)]
+
+    rows = (run("2026-01-01T00:00:00+00:00", "aaa", 0, [50], [0.9])                # an attempt, abandoned
+            + run("2026-01-02T00:00:00+00:00", "bbb", 0, [50, 100], [0.8, 0.6])    # started again: slice 1
+            + run("2026-01-03T00:00:00+00:00", "ccc", 0, [150, 200], [0.5, 0.4])   # slice 2 resumes it
+            + run("2026-01-04T00:00:00+00:00", "ddd", 0, [250], [0.3])             # slice 3 reaches the budget
+            + run("2026-01-01T00:00:00+00:00", "aaa", 1, [50, 100], [0.7, 0.5])    # seed 1: one short slice
+            + run("2026-01-05T00:00:00+00:00", "eee", 1, [250], [0.2]))            # ... and one past a gap
+    pd.DataFrame(rows, columns=HEAD).to_csv(tmp_path / "selfplay.csv", index=False)
+    runs, left = report.latest_complete(report.load_runs(tmp_path / "selfplay.csv"), "liars_dice", 250)
+    seed0 = runs[runs["seed"] == 0].sort_values("env_steps")
+    assert seed0["env_steps"].tolist() == [50, 100, 150, 200, 250] and seed0["trial"].nunique() == 1
+    assert seed0["commit"].tolist() == ["bbb", "bbb", "ccc", "ccc", "ddd"]
+    assert runs[runs["seed"] == 1]["env_steps"].tolist() == [250]  # 100 -> 250 skips a measurement: not resumed
+    assert sorted(left) == ["ppo seed 0 (2026-01-01T00:00:00+00:00, aaa): reached 50 of 250 env steps",
+                            "ppo seed 1 (2026-01-01T00:00:00+00:00, aaa): reached 100 of 250 env steps"]
+    finals = runs.sort_values("env_steps").groupby("trial").tail(1)
+    assert finals.set_index("seed")["exploitability"].to_dict() == {0: 0.3, 1: 0.2}
