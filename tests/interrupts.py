@@ -12,6 +12,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import pandas as pd
+
 import pbmarl as pb
 
 PBMARL = str(Path(pb.__file__).parent)
@@ -57,3 +59,22 @@ def interrupt_step(run: Any, line: int) -> None:
     finally:
         sys.settrace(None)
     raise AssertionError(f"the Ctrl-C at line {line} of the step did not reach the caller")
+
+
+def ctrl_c_then_like_its_twin(build: Callable[[], Any], row: Callable[[Any], Any], assert_same: Callable[[Any, Any], None],
+                              *, fractions: tuple[float, ...] = (0.2, 0.5, 0.8)) -> None:
+    """For each fraction of the lines one step runs: a run built by `build()` (a context manager) takes 3 steps, then a
+    Ctrl-C at that fraction of its 4th; its last history row (`row`) and replay size must be as before, and after 2
+    more steps `assert_same` must hold against a twin that ran 5 steps uninterrupted."""
+    with build() as probe:
+        probe.run(3, progress=False)
+        total = lines_in_step(probe)
+    for where in fractions:
+        with build() as run, build() as twin:
+            run.run(3, progress=False), twin.run(3, progress=False)
+            before, replay = row(run), len(run.replay)
+            interrupt_step(run, int(total * where))
+            pd.testing.assert_frame_equal(row(run), before)
+            assert len(run.replay) == replay
+            run.run(2, progress=False), twin.run(2, progress=False)
+            assert_same(run, twin)

@@ -12,7 +12,7 @@ import numpy as np
 import pandas as pd
 import pytest
 import torch
-from interrupts import interrupt_step, lines_in_step  # a Ctrl-C at a chosen line
+from interrupts import ctrl_c_then_like_its_twin  # a Ctrl-C at a chosen line
 
 import pbmarl as pb
 
@@ -72,15 +72,4 @@ def test_a_saved_and_loaded_control_run_on_a_parameter_server_takes_its_twins_ne
 @pytest.mark.parametrize(("algo", "sync"), [("sac", "asp"), ("rainbow", "bsp")])
 def test_a_ctrl_c_inside_a_control_step_on_a_parameter_server_leaves_it_continuing_like_its_twin(
         algo: str, sync: str) -> None:
-    with _build(algo, sync) as probe:
-        probe.run(3, progress=False)
-        total = lines_in_step(probe)
-    for where in (0.2, 0.5, 0.8):
-        with _build(algo, sync) as run, _build(algo, sync) as twin:
-            run.run(3, progress=False), twin.run(3, progress=False)
-            before, replay = _row(run), len(run.replay)
-            interrupt_step(run, int(total * where))
-            pd.testing.assert_frame_equal(_row(run), before)
-            assert len(run.replay) == replay
-            run.run(2, progress=False), twin.run(2, progress=False)
-            _assert_same(run, twin)
+    ctrl_c_then_like_its_twin(lambda: _build(algo, sync), _row, _assert_same)

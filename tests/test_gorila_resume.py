@@ -10,7 +10,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 import pytest
-from interrupts import interrupt_step, lines_in_step  # a Ctrl-C at a chosen line
+from interrupts import ctrl_c_then_like_its_twin  # a Ctrl-C at a chosen line
 
 import pbmarl as pb
 from pbmarl.distributed.server import get_vector
@@ -61,15 +61,4 @@ def test_a_saved_and_loaded_gorila_run_takes_its_twins_next_steps(tmp_path: Path
 
 @pytest.mark.parametrize("sync", ["bsp", "asp"])
 def test_a_ctrl_c_inside_a_gorila_step_leaves_the_run_unchanged_and_it_continues_like_its_twin(sync: str) -> None:
-    with _build(sync) as probe:
-        probe.run(3, progress=False)
-        total = lines_in_step(probe)
-    for where in (0.2, 0.5, 0.8):
-        with _build(sync) as run, _build(sync) as twin:
-            run.run(3, progress=False), twin.run(3, progress=False)
-            before, replay = _row(run), len(run.replay)
-            interrupt_step(run, int(total * where))
-            pd.testing.assert_frame_equal(_row(run), before)
-            assert len(run.replay) == replay
-            run.run(2, progress=False), twin.run(2, progress=False)
-            _assert_same(run, twin)
+    ctrl_c_then_like_its_twin(lambda: _build(sync), _row, _assert_same)
