@@ -28,9 +28,9 @@ A slice killed anyway loses only the work since its run's last save (at most one
 belongs to its ``--eval-every`` (another value is refused); a run with other ``--steps`` is another run.
 The tabular methods take seconds and are not saved.
 
-Methods: ``ppo`` (`pb.PPOSelfPlay`, preset ``iig_liars_dice``), ``deep_mmd`` (`pb.DeepMMD`, untuned
-defaults: the reference has no tuned MMD setting), ``mmd`` (tabular, alpha 0.002, magnet moved every 10 iterations),
-``cfr+`` (`CFRPlus` average), ``nfsp`` (`pb.NFSP`, its average policies measured) and ``psro`` (`pb.PSRO` with
+Methods: ``ppo`` (`pb.PPOSelfPlay`, preset ``iig_liars_dice``), ``deep_mmd`` (`pb.DeepMMD`, preset
+``iig_liars_dice``: the reference's ``mmd/liars_dice`` yaml, its kl_coef 0.025 as ``stepsize=1/0.025``),
+``mmd`` (tabular, alpha 0.002, magnet moved every 10 iterations), ``cfr+`` (`CFRPlus` average), ``nfsp`` (`pb.NFSP`, its average policies measured) and ``psro`` (`pb.PSRO` with
 a DQN oracle and the Nash meta-solver, its meta-strategy mixture measured). Every neural method counts env steps
 as decisions of all seats, stops at the first measurement at or past ``--steps`` and reports the wall time of
 its training alone (the exact measurements are not in it).
