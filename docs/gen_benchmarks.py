@@ -207,6 +207,18 @@ SPECS: dict[str, Spec] = {
                    "at random times and between the files of one save, tampered run folders, the bad-input list, "
                    "the exact engine's memory guard and two-worker PPO.", "none (each probe checks a rule)",
                    ["probe", "trials", "ok", "failed", "details"], ["probe"]),
+    "selfplay_throughput": Spec("PPO self-play throughput against the IIG benchmark's code",
+                                "benchmarks/selfplay_throughput.py",
+                                "Env steps per second of pbmarl's PPOSelfPlay with the tuned liar's dice setting, at "
+                                "pbmarl's network width and at the paper's (3x512), beside the paper's own RunPPO and "
+                                "a torch-only floor (the paper width's networks and updates with no game), one torch "
+                                "thread each. pbmarl's round trains on 2,048 decisions (1,024 of each seat, each seat "
+                                "collected in its own games) and plays about 4,200 env steps for them; the paper's "
+                                "trains on all 2,048 it plays, "
+                                "so at equal width pbmarl does half the gradient work per env step (see the script).",
+                                "nathanlct/IIG-RL-Benchmark's RunPPO, in its own virtual environment",
+                                ["game", "impl", "net", "env_steps", "wall_s", "env_steps_per_s", "threads", "load_avg"],
+                                ["game", "impl", "net"]),
     "selfplay": Spec("Self-play baselines on liar's dice", "benchmarks/selfplay.py",
                      "Exact exploitability of the last iterate against env steps for PPO self-play and deep MMD "
                      "(the paper's tuned settings where it has them), with tabular MMD and CFR+ as exact reference "
