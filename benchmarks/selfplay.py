@@ -1,13 +1,18 @@
-"""The IIG benchmark's comparison (Rudolph et al., ICLR 2026) on liar's dice, run in slices.
+"""The IIG benchmark's comparison (Rudolph et al., ICLR 2026) on liar's dice, Kuhn and Leduc poker, run in slices.
 
-Each (method, seed) trains for ``--steps`` env steps (the paper: 10M) and records the last iterate's
-exact exploitability every ``--eval-every`` env steps (the paper: 250k); every measurement is appended
+Each (method, seed) trains for ``--steps`` env steps (liar's dice: the paper's 10M) and records the last iterate's
+exact exploitability every ``--eval-every`` env steps (the paper: 250k); ``--game kuhn_poker`` and
+``--game leduc_poker`` default to 1M and 50k (`BUDGETS`). The paper plays neither, so no setting was tuned on
+them: every method there takes its tuned liar's dice setting unchanged (below), one protocol for the three games,
+with PSRO's best-response budget converted from episodes to the game's own decisions (`psro_budget`). Every
+measurement is appended
 to ``--results`` (default ``benchmarks/results/selfplay.csv``) with the date, commit, machine and command, so
 slices run on different days add up to the full table. Tabular MMD and CFR+ are exact reference lines (their x
 axis is iterations, written in the ``env_steps`` column as 0).
 
     python benchmarks/selfplay.py --only ppo --seeds 0 --steps 20000 --eval-every 10000   # one short slice
     python benchmarks/selfplay.py --only ppo --only deep_mmd --seeds 0-4                  # 10M steps x 5 seeds
+    python benchmarks/selfplay.py --game leduc_poker                                      # 1M steps, every method
 
 **Slices.** A 10M-step run takes longer than a work session here (2 cores: PPO about 25 min a seed, NFSP 1.5-6 h,
 PSRO about 2 h), and a session's end kills what it runs. So every neural run (``ppo``, ``deep_mmd``, ``nfsp``,
@@ -71,8 +76,9 @@ its training alone (the exact measurements are not in it).
   against the meta-strategy mixture (pbmarl's default targets);
 - ``sims_per_entry 250`` -> ``evaluator="rollout", eval_episodes=250``: the payoff table is sampled and its
   episodes count as env steps, as theirs count ``num_meta_game_steps``;
-- ``number_training_episodes 4000`` per best response -> ``budget=6_700`` learner steps (pbmarl's budget counts
-  the learning seat's decisions: 4000 episodes x 3.36 decisions, the mean under uniform play, / 2 seats);
+- ``number_training_episodes 4000`` per best response -> ``budget=6_700`` learner steps on liar's dice (pbmarl's
+  budget counts the learning seat's decisions: 4000 episodes x 3.36 decisions, the mean under uniform play, / 2
+  seats); `psro_budget` makes the same conversion for other games (Kuhn 4,500, Leduc 8,100);
 - ``hidden_layer_size 512, n_hidden_layers 3`` -> ``hidden=(512, 512, 512)``; ``learning_rate 0.08``
   (Adam) -> ``lr``; ``batch_size 8``; ``replay_buffer_capacity 25000`` -> ``buffer_size``;
 - ``learn_every 10`` -> ``updates_per_round=16`` after every ``steps_per_round=160`` learner steps
@@ -119,9 +125,16 @@ NFSP_LIARS_DICE: dict[str, object] = dict(
 PSRO_DQN: dict[str, object] = dict(
     hidden=(512, 512, 512), lr=0.08, batch_size=8, buffer_size=25_000, num_envs=16, steps_per_round=160,
     updates_per_round=16, target_update_interval=25, epsilon_start=0.48, epsilon_end=0.48, double=False,
-    max_grad_norm=1e9, learning_starts=1_000, loss="mse", gamma=1.0, budget=6_700)
+    max_grad_norm=1e9, learning_starts=1_000, loss="mse", gamma=1.0)
 #: sampled episodes per payoff-table cell (their ``sims_per_entry``)
 PSRO_SIMS_PER_ENTRY = 250
+#: their ``number_training_episodes`` per best response, which `PSRO_DQN`'s ``budget`` turns into learner steps
+PSRO_EPISODES = 4_000
+#: (env steps, env steps between measurements) per game: the paper's 10M and 250k on liar's dice; the smaller
+#: games Kuhn and Leduc poker, which the paper does not play, get 1M and 50k so that 5 seeds of every method fit
+#: on 2 cores in an afternoon. Another game needs ``--steps`` and ``--eval-every``.
+BUDGETS: dict[str, tuple[int, int]] = {
+    "liars_dice": (10_000_000, 250_000), "kuhn_poker": (1_000_000, 50_000), "leduc_poker": (1_000_000, 50_000)}
 
 
 def _commit() -> str:
@@ -314,7 +327,8 @@ def psro(out: Writer, game: str, seed: int, steps: int, every: int, slices: Slic
     `options` replace the oracle's (`PSRO_DQN`).
     """
     def build() -> Any:
-        learner = pb.DQN(game, seed=seed, **{**PSRO_DQN, **(options or {})})  # type: ignore[arg-type]
+        budget = (options or {}).get("budget") or psro_budget(game)
+        learner = pb.DQN(game, seed=seed, **{**PSRO_DQN, "budget": budget, **(options or {})})  # type: ignore[arg-type]
         return pb.PSRO(game, solver="nash", learner=learner, evaluator="rollout", seed=seed,
                        eval_episodes=PSRO_SIMS_PER_ENTRY, measure=False, stop_exploitability=None)
 
@@ -328,6 +342,34 @@ def psro(out: Writer, game: str, seed: int, steps: int, every: int, slices: Slic
     with run:
         _train(run, run_slice, next_eval, steps, every,
                lambda: float(measurer.exploitability(run.population, run.meta_strategy).exploitability))
+
+
+def decisions_per_episode(game: str, episodes: int = 20_000, seed: int = 0) -> float:
+    """Mean decisions (all seats) per episode of `game` under uniform random play, from `episodes` sampled games."""
+    import numpy as np
+    import pyspiel
+
+    spiel, rng, total = pyspiel.load_game(game), np.random.default_rng(seed), 0
+    for _ in range(episodes):
+        state = spiel.new_initial_state()
+        while not state.is_terminal():
+            if state.is_chance_node():
+                outcomes, probs = zip(*state.chance_outcomes())
+                state.apply_action(int(rng.choice(outcomes, p=probs)))
+            else:
+                state.apply_action(int(rng.choice(state.legal_actions())))
+                total += 1
+    return total / episodes
+
+
+def psro_budget(game: str) -> int:
+    """Learner steps of one best response: `PSRO_EPISODES` episodes of `game` (their unit) in the learning seat's
+    decisions (pbmarl's), under uniform play, to the nearest 100. Liar's dice keeps the 6,700 its runs started with
+    (20,000 sampled games give 3.37 decisions an episode: 6,746, the same to the nearest 100)."""
+    if game == "liars_dice":
+        return 6_700
+    players = pb.load_game(game).num_players
+    return int(round(PSRO_EPISODES * decisions_per_episode(game) / players, -2))
 
 
 def _train(run: Any, run_slice: Slice, next_eval: int, steps: int, every: int, measure: Callable[[], float]) -> None:
@@ -398,8 +440,9 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--only", action="append", choices=METHODS, help="methods to run (default: all)")
     parser.add_argument("--seeds", default="0-4", help="'0-4' or '0,2' (neural methods)")
     parser.add_argument("--game", default="liars_dice", help="an OpenSpiel game the exact engine holds")
-    parser.add_argument("--steps", type=int, default=10_000_000, help="env steps per neural run")
-    parser.add_argument("--eval-every", type=int, default=250_000, help="env steps between exact measurements")
+    parser.add_argument("--steps", type=int, help="env steps per neural run (default: the game's in BUDGETS)")
+    parser.add_argument("--eval-every", type=int,
+                        help="env steps between exact measurements (default: the game's in BUDGETS)")
     parser.add_argument("--iterations", type=int, default=1000, help="iterations of the tabular methods")
     parser.add_argument("--results", type=Path, default=RESULTS, help=f"the CSV rows are appended to ({RESULTS})")
     parser.add_argument("--state", type=Path, default=STATE,
@@ -411,6 +454,16 @@ def main(argv: list[str] | None = None) -> None:
         deadline = _deadline(args.stop_at, args.hours)
     except ValueError as exc:
         parser.error(str(exc))
+    if args.steps is None or args.eval_every is None:
+        if args.game not in BUDGETS:
+            parser.error(f"no default budget for --game {args.game!r} (defaults exist for {', '.join(BUDGETS)}): "
+                         "give --steps and --eval-every")
+        default_steps, default_every = BUDGETS[args.game]
+        args.steps = default_steps if args.steps is None else args.steps
+        args.eval_every = default_every if args.eval_every is None else args.eval_every
+    for flag, value in (("--steps", args.steps), ("--eval-every", args.eval_every)):
+        if value < 1:
+            parser.error(f"{flag} must be a positive number of env steps, got {value}")
     out = Writer(args.results)
     slices = Slices(args.state, deadline)
     if deadline is not None:

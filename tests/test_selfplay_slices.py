@@ -111,3 +111,19 @@ def test_bad_stop_options_are_refused_by_name(argv: list[str], expected: str,
     with pytest.raises(SystemExit):
         selfplay.main(["--only", "ppo", *argv])
     assert expected in capsys.readouterr().err
+
+
+def test_psro_budget_turns_their_episodes_into_the_game_s_decisions() -> None:
+    # Kuhn: 2 or 3 decisions a game, under uniform play 2 + 1/4 (exact: a pass then a bet gives the third)
+    assert selfplay.decisions_per_episode("kuhn_poker") == pytest.approx(2.25, abs=0.02)
+    assert selfplay.psro_budget("kuhn_poker") == 4_500  # 4000 episodes x 2.25 / 2 seats
+    assert selfplay.psro_budget("liars_dice") == 6_700  # the value its 10M-step runs started with
+
+
+def test_a_game_without_a_default_budget_asks_for_one(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit):
+        selfplay.main(["--game", "goofspiel", "--only", "ppo"])
+    assert "no default budget for --game 'goofspiel'" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        selfplay.main(["--game", "kuhn_poker", "--only", "ppo", "--eval-every", "0"])
+    assert "--eval-every must be a positive number of env steps, got 0" in capsys.readouterr().err
