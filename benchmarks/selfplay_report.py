@@ -1,6 +1,7 @@
-"""The liar's dice comparison's figures and final-exploitability table, from ``benchmarks/results/selfplay.csv``.
+"""The self-play comparison's figures and final-exploitability tables, from ``benchmarks/results/selfplay.csv``.
 
-Reads the rows `benchmarks/selfplay.py` appends and writes into ``benchmarks/results/selfplay/``:
+Reads the rows `benchmarks/selfplay.py` appends and writes, per game (``--game``; default: every game in the CSV),
+into ``benchmarks/results/selfplay/<game>/``:
 
 - ``exploitability_env_steps.png`` and ``exploitability_wall_time.png``: exact exploitability of each neural
   method against env steps and against its training wall time, the mean over seeds with a 95% bootstrap band
@@ -8,15 +9,16 @@ Reads the rows `benchmarks/selfplay.py` appends and writes into ``benchmarks/res
   they take no env steps);
 - ``final_table.md``: per method the IQM and mean of the final exploitability with 95% stratified-bootstrap
   intervals (`pb.compare`, rliable), every seed's value, and the paper's reported number beside it with its
-  source (``benchmarks/selfplay_paper.csv``).
+  source (``benchmarks/selfplay_paper.csv``; liar's dice only: the paper plays no other game here).
 
 Each (method, seed) counts once: its latest run whose last measurement reached ``--complete-at`` env steps
-(default 10M, the paper's budget), with every slice it went through (an invocation of selfplay.py is the rows
+(default: the game's budget in `selfplay.BUDGETS`, 10M on liar's dice), with every slice it went through (an invocation of selfplay.py is the rows
 sharing date, commit and command; one that resumed a saved run continues the latest earlier invocation that
 ended just before its first measurement). Runs that stopped short, and runs superseded by a later one, are
 left out and listed. Tabular methods use their latest run.
 
-    python benchmarks/selfplay_report.py                          # the 10M-step table and figures
+    python benchmarks/selfplay_report.py                          # every game's table and figures
+    python benchmarks/selfplay_report.py --game liars_dice        # one game's
     python benchmarks/selfplay_report.py --complete-at 250000 --out /tmp/preview   # a preview from short slices
 """
 
@@ -29,6 +31,7 @@ from pathlib import Path
 from typing import Any
 
 import pandas as pd
+from selfplay import BUDGETS  # the benchmark's own budgets per game (this folder is on the path when run)
 
 HERE = Path(__file__).resolve().parent
 RESULTS = HERE / "results" / "selfplay.csv"
@@ -154,7 +157,7 @@ def table(runs: pd.DataFrame, tabular: pd.DataFrame, left: list[str], paper: lis
     notes: list[str] = []
     for method in NEURAL:
         mine = finals[finals["method"] == method].sort_values("seed")
-        ref = paper_cell(paper, method, notes)
+        ref = paper_cell(paper, method, notes) if plays(paper, game) else "not in the paper"
         if mine.empty:
             lines.append(f"| {LABELS[method]} | 0 | no complete run yet | | | | | | {ref} |")
             continue
@@ -172,13 +175,23 @@ def table(runs: pd.DataFrame, tabular: pd.DataFrame, left: list[str], paper: lis
                      f"{int(last['iteration']):,} iterations | | | none (full tree) | {float(last['wall_time']):.0f} "
                      f"| {last['commit']} | |")
     variant = next((r["game"] for r in paper if r["method"] == "(game)"), "unknown")
-    lines += ["", f"The paper's numbers are for its liar's dice, `{variant}`"
-              + ("." if variant == game else f", not `{game}`: they are beside pbmarl's for reference, not as "
-                 "the same measurement.") + " Every number found, and where, is in `benchmarks/selfplay_paper.csv`.",
-              ""] + [f"[{i}] {n}" for i, n in enumerate(notes, 1)] + [""]
+    if plays(paper, game):
+        lines += ["", f"The paper's numbers are for its liar's dice, `{variant}`"
+                  + ("." if variant == game else f", not `{game}`: they are beside pbmarl's for reference, not as "
+                     "the same measurement.") + " Every number found, and where, is in "
+                  "`benchmarks/selfplay_paper.csv`.", ""] + [f"[{i}] {n}" for i, n in enumerate(notes, 1)] + [""]
+    else:
+        lines += ["", f"The paper does not play `{game}` (its liar's dice is `{variant}`), so there is no number of "
+                  "its to put beside these, and no setting it tuned here: every method runs its tuned liar's dice "
+                  "setting (`benchmarks/selfplay.py`).", ""]
     if left:
         lines += ["Runs left out:", ""] + [f"- {w}" for w in left] + [""]
     return "\n".join(lines)
+
+
+def plays(paper: list[dict[str, str]], game: str) -> bool:
+    """Whether the paper's numbers are for `game` or a variant of it (liar's dice with other dice)."""
+    return any(r["game"].split("(")[0] == game.split("(")[0] for r in paper)
 
 
 def paper_cell(paper: list[dict[str, str]], method: str, notes: list[str]) -> str:
@@ -198,31 +211,39 @@ def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--results", type=Path, default=RESULTS, help="the CSV selfplay.py appends to")
     parser.add_argument("--paper", type=Path, default=PAPER, help="the paper's numbers with their sources")
-    parser.add_argument("--out", type=Path, default=OUT, help="folder for the figures and the table")
-    parser.add_argument("--game", default="liars_dice")
-    parser.add_argument("--complete-at", type=int, default=10_000_000,
-                        help="env steps a run must reach to count (default: the paper's 10M)")
+    parser.add_argument("--out", type=Path, default=OUT, help="folder for each game's folder of figures and table")
+    parser.add_argument("--game", action="append", help="games to report (default: every game in the CSV)")
+    parser.add_argument("--complete-at", type=int,
+                        help="env steps a run must reach to count (default: the game's budget in selfplay.BUDGETS)")
     args = parser.parse_args(argv)
-    if args.complete_at < 1:
+    if args.complete_at is not None and args.complete_at < 1:
         parser.error(f"--complete-at must be a positive number of env steps, got {args.complete_at}")
     rows = load_runs(args.results)
-    if not (rows["game"] == args.game).any():
-        games = ", ".join(sorted(rows["game"].unique()))
-        parser.error(f"no rows for game {args.game!r} in {args.results}; it holds: {games}")
-    runs, left = latest_complete(rows, args.game, args.complete_at)
-    tabular = latest_tabular(rows, args.game)
-    args.out.mkdir(parents=True, exist_ok=True)
-    written = figures(runs, tabular, args.out) if not runs.empty else []
-    text = table(runs, tabular, left, read_paper(args.paper), args.game, args.complete_at)
-    (args.out / "final_table.md").write_text(text)
-    written.append(args.out / "final_table.md")
-    print(text)
-    print("wrote " + ", ".join(str(p) for p in written))
-    counts = runs.groupby("method")["seed"].nunique() if not runs.empty else pd.Series(dtype=int)
-    short = [m for m in NEURAL if counts.get(m, 0) < 5]
+    held = sorted(rows["game"].unique())
+    for game in args.game or []:
+        if game not in held:
+            parser.error(f"no rows for game {game!r} in {args.results}; it holds: {', '.join(held)}")
+    games = args.game or held
+    if args.complete_at is None and (unknown := [g for g in games if g not in BUDGETS]):
+        parser.error(f"no default budget for {', '.join(map(repr, unknown))} (defaults exist for "
+                     f"{', '.join(BUDGETS)}): give --complete-at")
+    paper, short = read_paper(args.paper), []
+    for game in games:
+        complete_at = args.complete_at or BUDGETS[game][0]
+        runs, left = latest_complete(rows, game, complete_at)
+        tabular = latest_tabular(rows, game)
+        out = args.out / game
+        out.mkdir(parents=True, exist_ok=True)
+        written = figures(runs, tabular, out) if not runs.empty else []
+        text = table(runs, tabular, left, paper, game, complete_at)
+        (out / "final_table.md").write_text(text)
+        written.append(out / "final_table.md")
+        print(text)
+        print("wrote " + ", ".join(str(p) for p in written))
+        counts = runs.groupby("method")["seed"].nunique() if not runs.empty else pd.Series(dtype=int)
+        short += [f"{game} {m} {int(counts.get(m, 0))}" for m in NEURAL if counts.get(m, 0) < 5]
     if short:
-        print(f"fewer than 5 complete seeds: {', '.join(f'{m} {int(counts.get(m, 0))}' for m in short)}",
-              file=sys.stderr)
+        print(f"fewer than 5 complete seeds: {', '.join(short)}", file=sys.stderr)
 
 
 if __name__ == "__main__":

@@ -219,10 +219,13 @@ SPECS: dict[str, Spec] = {
                                 "nathanlct/IIG-RL-Benchmark's RunPPO, in its own virtual environment",
                                 ["game", "impl", "net", "env_steps", "wall_s", "env_steps_per_s", "threads", "load_avg"],
                                 ["game", "impl", "net"]),
-    "selfplay": Spec("Self-play baselines on liar's dice", "benchmarks/selfplay.py",
-                     "Exact exploitability of the last iterate against env steps for PPO self-play and deep MMD "
-                     "(the paper's tuned settings where it has them), with tabular MMD and CFR+ as exact reference "
-                     "lines (Rudolph et al., ICLR 2026, made this comparison at 10M env steps).",
+    "selfplay": Spec("Self-play baselines on liar's dice, Kuhn and Leduc poker", "benchmarks/selfplay.py",
+                     "Exact exploitability against env steps for PPO self-play and deep MMD (last iterate), NFSP "
+                     "(average policy) and PSRO (meta-strategy), with the paper's tuned liar's dice settings, and "
+                     "tabular MMD and CFR+ as exact reference lines (Rudolph et al., ICLR 2026, made this comparison "
+                     "at 10M env steps). Liar's dice runs 10M env steps; Kuhn and Leduc, which the paper does not "
+                     "play, 1M. Each game's figures and final table (IQM with bootstrap intervals, every seed) are "
+                     "in benchmarks/results/selfplay/<game>/.",
                      "none in the same run (tabular MMD and CFR+ are exact references)",
                      ["game", "method", "seed", "iteration", "env_steps", "wall_time", "exploitability"],
                      ["game", "method", "seed", "iteration"]),

@@ -88,3 +88,23 @@ def test_a_run_in_slices_counts_with_every_slice_it_went_through(tmp_path, repor
                             "ppo seed 1 (2026-01-01T00:00:00+00:00, aaa): reached 100 of 250 env steps"]
     finals = runs.sort_values("env_steps").groupby("trial").tail(1)
     assert finals.set_index("seed")["exploitability"].to_dict() == {0: 0.3, 1: 0.2}
+
+
+def test_every_game_gets_its_own_folder_and_only_liars_dice_the_paper_s_numbers(tmp_path, report, capsys) -> None:
+    path = _write(tmp_path)
+    rows = pd.read_csv(path)
+    kuhn = rows[rows["method"] == "ppo"].assign(game="kuhn_poker")
+    pd.concat([rows, kuhn, kuhn.assign(game="goofspiel")]).to_csv(path, index=False)
+    report.main(["--results", str(path), "--out", str(tmp_path / "out"), "--complete-at", "100"])
+    assert {p.name for p in (tmp_path / "out").iterdir()} == {"goofspiel", "kuhn_poker", "liars_dice"}
+    liars = (tmp_path / "out" / "liars_dice" / "final_table.md").read_text()
+    kuhn_text = (tmp_path / "out" / "kuhn_poker" / "final_table.md").read_text()
+    assert "# kuhn_poker: final exact exploitability" in kuhn_text and "| PPO self-play | 2 |" in kuhn_text
+    assert "not in the paper" in kuhn_text and "The paper does not play `kuhn_poker`" in kuhn_text
+    assert "not in the paper" not in liars and "[1] liars_dice(numdice=2,dice_sides=5)" in liars
+    assert (tmp_path / "out" / "kuhn_poker" / "exploitability_env_steps.png").stat().st_size > 0
+    capsys.readouterr()
+    with pytest.raises(SystemExit):  # goofspiel has no budget of the benchmark's to default to
+        report.main(["--results", str(path), "--out", str(tmp_path / "out2")])
+    assert "no default budget for 'goofspiel'" in capsys.readouterr().err
+    assert not (tmp_path / "out2").exists()  # refused before anything was written
