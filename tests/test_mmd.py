@@ -116,3 +116,29 @@ def test_a_step_too_large_to_move_the_magnet_says_so_and_keeps_the_run() -> None
             run.run(5, progress=False)
     assert run.iteration == 2 and len(run.records) == 3  # the record of the start, then two steps
     assert all(np.array_equal(a, b) for a, b in zip(kept, run.solver.tables()))
+
+
+def test_an_action_of_probability_zero_adds_nothing_to_the_dilated_entropy() -> None:
+    tree = pb.load_game("leduc_poker").tree()
+    infos, A = tree.infosets[0], tree.num_actions
+    rng = np.random.default_rng(1)
+    mixed = rng.dirichlet(np.ones(A), size=infos.size) * infos.legal
+    mixed /= mixed.sum(axis=1, keepdims=True)
+    pure = np.zeros_like(mixed)
+    pure[np.arange(infos.size), infos.legal.argmax(axis=1)] = 1.0  # the first legal action everywhere
+    assert dilated_entropy(realization_plans(pure, infos, A), infos, A) == 0.0  # no entropy to lose: 0, not NaN
+    half = mixed.copy()  # zero one legal action of every set with two or more, renormalise
+    many = infos.legal.sum(axis=1) > 1
+    half[many, infos.legal[many].argmax(axis=1)] = 0.0
+    half /= half.sum(axis=1, keepdims=True)
+    x = realization_plans(half, infos, A)
+    parent, child = x[infos.parent_seq], x[1:].reshape(infos.size, A)
+    on = (child > 0) & infos.legal
+    expected = float((child[on] * np.log(child[on] / np.broadcast_to(parent[:, None], child.shape)[on])).sum())
+    assert np.isfinite(expected) and dilated_entropy(x, infos, A) == pytest.approx(expected, rel=1e-12)
+
+
+def test_the_gap_stays_finite_when_the_regularised_best_response_underflows() -> None:
+    run = pb.MMD("leduc_poker", alpha=1e-4, stepsize=0.01)
+    record = run.step()
+    assert np.isfinite(record.gap) and record.gap >= -1e-9

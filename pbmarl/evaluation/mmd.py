@@ -89,11 +89,13 @@ def dilated_entropy(plan: np.ndarray, infos: PlayerInfosets, num_actions: int,
     """``psi(x) = sum_I x(parent(I)) sum_a pi(a|I) log pi(a|I)`` (negative entropy, dilated).
 
     With ``magnet_log`` (``log z`` ``[S, A]``) returns ``psi(x) - <grad psi(z), x>`` instead, the
-    divergence to the magnet up to a constant.
+    divergence to the magnet up to a constant. An action of probability 0 adds 0 (``0 log 0 = 0``): the
+    regularised best response in `DilatedMMD.gap` underflows to such actions when alpha is small.
     """
     parent, child = _parent_and_children(plan, infos, num_actions)
-    grad = entropy_gradient(plan, infos, num_actions)
-    value = float((child * grad).sum())
+    with np.errstate(divide="ignore"):  # log 0 = -inf where a child is 0; those terms are dropped below
+        grad = entropy_gradient(plan, infos, num_actions)
+    value = float(np.multiply(child, grad, out=np.zeros_like(child), where=child > 0).sum())
     if magnet_log is not None:
         value -= float((np.where(infos.legal, child, 0.0) * magnet_log).sum())
     return value
