@@ -2,8 +2,9 @@
 
 Each (method, seed) trains for ``--steps`` env steps (liar's dice: the paper's 10M) and records the last iterate's
 exact exploitability every ``--eval-every`` env steps (the paper: 250k); ``--game kuhn_poker`` and
-``--game leduc_poker`` default to 1M and 50k (`BUDGETS`). The paper plays neither, so no setting was tuned on
-them: every method there takes its tuned liar's dice setting unchanged (below), one protocol for the three games,
+``--game leduc_poker`` default to 1M and 50k, and the largest game the exact engine holds here, ``--game
+"liars_dice(numdice=2,dice_sides=4)"`` (`LARGE`), to 1M and 100k (`BUDGETS`). The paper plays none of these, so
+no setting was tuned on them: every method takes its tuned liar's dice setting unchanged (below), one protocol,
 with PSRO's best-response budget converted from episodes to the game's own decisions (`psro_budget`). Every
 measurement is appended
 to ``--results`` (default ``benchmarks/results/selfplay.csv``) with the date, commit, machine and command, so
@@ -101,6 +102,7 @@ import csv
 import datetime
 import os
 import platform
+import re
 import subprocess
 import sys
 import time
@@ -130,11 +132,22 @@ PSRO_DQN: dict[str, object] = dict(
 PSRO_SIMS_PER_ENTRY = 250
 #: their ``number_training_episodes`` per best response, which `PSRO_DQN`'s ``budget`` turns into learner steps
 PSRO_EPISODES = 4_000
-#: (env steps, env steps between measurements) per game: the paper's 10M and 250k on liar's dice; the smaller
-#: games Kuhn and Leduc poker, which the paper does not play, get 1M and 50k so that 5 seeds of every method fit
-#: on 2 cores in an afternoon. Another game needs ``--steps`` and ``--eval-every``.
-BUDGETS: dict[str, tuple[int, int]] = {
-    "liars_dice": (10_000_000, 250_000), "kuhn_poker": (1_000_000, 50_000), "leduc_poker": (1_000_000, 50_000)}
+#: the largest game here whose tree the exact engine holds on this machine, as a reader would name it
+LARGE = "liars_dice(numdice=2,dice_sides=4)"
+#: (env steps, env steps between measurements, tabular iterations) per game: the paper's 10M and 250k on liar's
+#: dice; Kuhn and Leduc poker, which the paper does not play, 1M and 50k, so that 5 seeds of every method fit on
+#: 2 cores in an afternoon; `LARGE` (33.6M histories, 327,680 information sets a player, a 4.4 GB tree that takes
+#: 2 minutes to walk once and 2.5 s to load from the disk cache after; one exact measurement of a network 4 s, one
+#: CFR+ iteration 1.2 s) 1M and 100k, and 200 tabular iterations. Another game needs ``--steps``, ``--eval-every``
+#: (and ``--iterations``).
+BUDGETS: dict[str, tuple[int, int, int]] = {
+    "liars_dice": (10_000_000, 250_000, 1_000), "kuhn_poker": (1_000_000, 50_000, 1_000),
+    "leduc_poker": (1_000_000, 50_000, 1_000), LARGE: (1_000_000, 100_000, 200)}
+
+
+def slug(game: str) -> str:
+    """`game` as a folder name: ``liars_dice(numdice=2,dice_sides=4)`` -> ``liars_dice_numdice=2_dice_sides=4``."""
+    return re.sub(r"[^A-Za-z0-9_=.-]+", "_", game).strip("_")
 
 
 def _commit() -> str:
@@ -194,7 +207,7 @@ class Slices:
         self.stopped = False
 
     def folder(self, game: str, method: str, seed: int, steps: int) -> Path | None:
-        return None if self.root is None else self.root / game / method / f"seed{seed}-steps{steps}"
+        return None if self.root is None else self.root / slug(game) / method / f"seed{seed}-steps{steps}"
 
     @property
     def over(self) -> bool:
@@ -443,7 +456,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--steps", type=int, help="env steps per neural run (default: the game's in BUDGETS)")
     parser.add_argument("--eval-every", type=int,
                         help="env steps between exact measurements (default: the game's in BUDGETS)")
-    parser.add_argument("--iterations", type=int, default=1000, help="iterations of the tabular methods")
+    parser.add_argument("--iterations", type=int, help="iterations of the tabular methods (default: the game's)")
     parser.add_argument("--results", type=Path, default=RESULTS, help=f"the CSV rows are appended to ({RESULTS})")
     parser.add_argument("--state", type=Path, default=STATE,
                         help=f"folder of the neural runs' saves, one per (game, method, seed, steps) ({STATE})")
@@ -454,16 +467,18 @@ def main(argv: list[str] | None = None) -> None:
         deadline = _deadline(args.stop_at, args.hours)
     except ValueError as exc:
         parser.error(str(exc))
-    if args.steps is None or args.eval_every is None:
+    if args.steps is None or args.eval_every is None or args.iterations is None:
         if args.game not in BUDGETS:
             parser.error(f"no default budget for --game {args.game!r} (defaults exist for {', '.join(BUDGETS)}): "
-                         "give --steps and --eval-every")
-        default_steps, default_every = BUDGETS[args.game]
+                         "give --steps, --eval-every and --iterations")
+        default_steps, default_every, default_iterations = BUDGETS[args.game]
         args.steps = default_steps if args.steps is None else args.steps
         args.eval_every = default_every if args.eval_every is None else args.eval_every
-    for flag, value in (("--steps", args.steps), ("--eval-every", args.eval_every)):
+        args.iterations = default_iterations if args.iterations is None else args.iterations
+    for flag, value, unit in (("--steps", args.steps, "env steps"), ("--eval-every", args.eval_every, "env steps"),
+                              ("--iterations", args.iterations, "iterations")):
         if value < 1:
-            parser.error(f"{flag} must be a positive number of env steps, got {value}")
+            parser.error(f"{flag} must be a positive number of {unit}, got {value}")
     out = Writer(args.results)
     slices = Slices(args.state, deadline)
     if deadline is not None:

@@ -1,7 +1,7 @@
 """The self-play comparison's figures and final-exploitability tables, from ``benchmarks/results/selfplay.csv``.
 
 Reads the rows `benchmarks/selfplay.py` appends and writes, per game (``--game``; default: every game in the CSV),
-into ``benchmarks/results/selfplay/<game>/``:
+into ``benchmarks/results/selfplay/<game>/`` (as a folder name: `selfplay.slug`):
 
 - ``exploitability_env_steps.png`` and ``exploitability_wall_time.png``: exact exploitability of each neural
   method against env steps and against its training wall time, the mean over seeds with a 95% bootstrap band
@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import Any
 
 import pandas as pd
-from selfplay import BUDGETS  # the benchmark's own budgets per game (this folder is on the path when run)
+from selfplay import BUDGETS, slug  # the benchmark's own budgets per game (this folder is on the path when run)
 
 HERE = Path(__file__).resolve().parent
 RESULTS = HERE / "results" / "selfplay.csv"
@@ -232,7 +232,7 @@ def main(argv: list[str] | None = None) -> None:
         complete_at = args.complete_at or BUDGETS[game][0]
         runs, left = latest_complete(rows, game, complete_at)
         tabular = latest_tabular(rows, game)
-        out = args.out / game
+        out = args.out / slug(game)
         out.mkdir(parents=True, exist_ok=True)
         written = figures(runs, tabular, out) if not runs.empty else []
         text = table(runs, tabular, left, paper, game, complete_at)

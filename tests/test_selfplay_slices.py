@@ -127,3 +127,13 @@ def test_a_game_without_a_default_budget_asks_for_one(capsys: pytest.CaptureFixt
     with pytest.raises(SystemExit):
         selfplay.main(["--game", "kuhn_poker", "--only", "ppo", "--eval-every", "0"])
     assert "--eval-every must be a positive number of env steps, got 0" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        selfplay.main(["--game", "kuhn_poker", "--only", "mmd", "--iterations", "-3"])
+    assert "--iterations must be a positive number of iterations, got -3" in capsys.readouterr().err
+
+
+def test_a_game_s_name_becomes_a_plain_folder_name() -> None:
+    assert selfplay.slug("liars_dice(numdice=2,dice_sides=4)") == "liars_dice_numdice=2_dice_sides=4"
+    assert selfplay.slug("kuhn_poker") == "kuhn_poker"  # the folders of runs already saved keep their names
+    folder = selfplay.Slices(Path("/state")).folder(selfplay.LARGE, "ppo", 3, 1_000_000)
+    assert folder == Path("/state/liars_dice_numdice=2_dice_sides=4/ppo/seed3-steps1000000")
