@@ -24,6 +24,9 @@ times, the latest command's rows are kept (as the results page does).
 - ``spread-mappo-vs-benchmarl`` (marl.csv, slice peer): pbmarl's MAPPO and BenchMARL 1.5's MAPPO at
   201,600 env steps in the same command, training return per agent of the last batch (what BenchMARL
   reports; the rows' reference column), wall seconds and env steps per second.
+- ``selfplay-baselines`` (selfplay.csv): exact exploitability against env steps of PPO self-play, deep MMD, NFSP
+  and PSRO on liar's dice (10M env steps), Kuhn, Leduc and liar's dice with 2 dice of 4 sides (1M), complete
+  runs only (a run made in slices counts once), methods with 3 or more complete seeds.
 - ``leduc-psro-xdo`` (run, not converted): PSRO with a Nash and a PRD meta-solver (payoff tables sampled,
   so seeds differ) and XDO on Leduc, exact best responses and exact exploitability, 3 seeds, 10
   iterations, on Ray Tune.
@@ -161,6 +164,36 @@ def spread_mappo_vs_benchmarl() -> tuple[pd.DataFrame, dict[str, Any]]:
     return out, meta
 
 
+def selfplay_baselines() -> tuple[pd.DataFrame, dict[str, Any]]:
+    """The self-play comparison's complete runs (`selfplay_report.latest_complete`: a run made in slices counts
+    once, with every slice), each game at its own budget, methods with `MIN_SEEDS` or more complete seeds."""
+    import selfplay_report as sp
+
+    rows = sp.load_runs(RESULTS / "selfplay.csv")
+    kept = []
+    for game, (steps, _, _) in sp.BUDGETS.items():
+        runs, _ = sp.latest_complete(rows, game, steps)
+        seeds = runs.groupby("method")["seed"].nunique()
+        kept.append(runs[runs["method"].isin(seeds[seeds >= MIN_SEEDS].index)])
+    runs = pd.concat(kept).sort_values(["game", "method", "seed", "env_steps"])
+    out = pd.DataFrame({"trial": [f"{g} {m} s{s}" for g, m, s in zip(runs["game"], runs["method"], runs["seed"])],
+                        "game": runs["game"], "method": runs["method"].map(sp.LABELS), "seed": runs["seed"],
+                        "env_steps": runs["env_steps"], "wall_time": runs["wall_time"],
+                        "exploitability": runs["exploitability"], "commit": runs["commit"]})
+    out["iteration"] = out.groupby("trial").cumcount() + 1
+    budgets = ", ".join(f"{g} {b[0]:,}" for g, b in sp.BUDGETS.items())
+    meta = {"metric": "exploitability",
+            "description": "Exact exploitability against env steps (all seats' decisions) of PPO self-play and deep MMD "
+                           "(last iterate), NFSP (average policy) and PSRO-Nash with a DQN oracle (meta-strategy), "
+                           "each with the IIG benchmark's (Rudolph et al., ICLR 2026) tuned liar's dice setting; "
+                           f"complete runs only, at each game's env-step budget ({budgets}), methods with "
+                           f"{MIN_SEEDS} or more complete seeds; wall_time is the run's training alone. The tables "
+                           "with every seed, the paper's numbers and the exact reference lines are "
+                           "benchmarks/results/selfplay/<game>/final_table.md.",
+            "source": _source(runs, "selfplay.csv")}
+    return out, meta
+
+
 def leduc_psro_xdo(*, seeds: int = 3, iterations: int = 10,
                    episodes: int = 200) -> tuple[pd.DataFrame, dict[str, Any]]:
     """Run PSRO (Nash, PRD) and XDO on Leduc through `pb.Experiment` on the local Ray, in a temporary folder."""
@@ -194,7 +227,7 @@ def _commit() -> str:
 
 CONVERT: dict[str, Callable[[], tuple[pd.DataFrame, dict[str, Any]]]] = {
     "leduc-rl-oracles": leduc_rl_oracles, "control-vs-sb3": control_vs_sb3, "spread-mappo": spread_mappo,
-    "spread-mappo-vs-benchmarl": spread_mappo_vs_benchmarl}
+    "spread-mappo-vs-benchmarl": spread_mappo_vs_benchmarl, "selfplay-baselines": selfplay_baselines}
 RUN = {"leduc-psro-xdo": leduc_psro_xdo}
 
 

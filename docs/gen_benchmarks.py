@@ -310,6 +310,9 @@ EXPERIMENT_GLANCE = [
     ("XDO / P2SRO (DQN oracles), Leduc", "leduc-rl-oracles", "leduc_poker",
      ["xdo (dqn oracle, parallel)", "p2sro(active=3, ray, 0.66 CPU per level)"], None,
      "exploitability <= 0.1 (XDO); P2SRO: 7 min", "population_learning"),
+    ("PPO self-play / deep MMD (IIG tuned), liar's dice, 10M env steps", "selfplay-baselines", "liars_dice",
+     ["PPO self-play", "deep MMD"], None, "exploitability, lower is better (no bar: the paper shows its liar's dice only in a figure)",
+     "selfplay"),
     ("PSRO Nash / PSRO PRD / XDO, Leduc, 10 iterations (run by pb.Experiment)", "leduc-psro-xdo", "leduc_poker",
      ["PSRO-nash", "PSRO-prd", "XDO"], None, "exploitability, lower is better (no bar: shows the runner's path)", ""),
 ]
