@@ -35,6 +35,7 @@ times, the latest command's rows are kept (as the results page does).
 from __future__ import annotations
 
 import argparse
+import importlib
 import json
 import re
 import sys
@@ -164,11 +165,22 @@ def spread_mappo_vs_benchmarl() -> tuple[pd.DataFrame, dict[str, Any]]:
     return out, meta
 
 
+def sibling(name: str) -> Any:
+    """The benchmark script `name` of this folder as a module, this folder on the path only while it imports."""
+    if name in sys.modules:
+        return sys.modules[name]
+    here = str(Path(__file__).resolve().parent)
+    sys.path.insert(0, here)
+    try:
+        return importlib.import_module(name)
+    finally:
+        sys.path.remove(here)
+
+
 def selfplay_baselines() -> tuple[pd.DataFrame, dict[str, Any]]:
     """The self-play comparison's complete runs (`selfplay_report.latest_complete`: a run made in slices counts
     once, with every slice), each game at its own budget, methods with `MIN_SEEDS` or more complete seeds."""
-    import selfplay_report as sp
-
+    sp = sibling("selfplay_report")
     rows = sp.load_runs(RESULTS / "selfplay.csv")
     kept = []
     for game, (steps, _, _) in sp.BUDGETS.items():

@@ -97,6 +97,17 @@ def test_leduc_rows_keep_one_command_per_method_and_seed(convert) -> None:
     assert (results.groupby("trial")["wall_time"].apply(lambda w: w.is_monotonic_increasing)).all()
 
 
+def test_selfplay_runs_count_once_each_at_their_game_s_budget(convert) -> None:
+    results, meta = convert.selfplay_baselines()
+    selfplay_report = convert.sibling("selfplay_report")
+    assert meta["metric"] == "exploitability" and not results.empty
+    assert (results.groupby(["game", "method", "seed"])["trial"].nunique() == 1).all()  # slices joined: one trial
+    last = results.sort_values("env_steps").groupby("trial").tail(1)
+    assert all(steps >= selfplay_report.BUDGETS[game][0] for game, steps in zip(last["game"], last["env_steps"]))
+    assert (results.groupby("trial")["env_steps"].apply(lambda s: s.is_monotonic_increasing and s.is_unique)).all()
+    assert (results.groupby(["game", "method"])["seed"].nunique() >= convert.MIN_SEEDS).all()
+
+
 def test_the_committed_results_are_the_converters_output(convert) -> None:
     """benchmarks/experiments/ is what the converter makes of the CSVs now: rerun it when rows are added."""
     for name, fn in convert.CONVERT.items():
