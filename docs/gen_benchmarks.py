@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 import shutil
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 import matplotlib
@@ -123,7 +123,9 @@ class Spec:
     show: list[str]
     keys: list[str]
     figure: Callable[[pd.DataFrame, plt.Axes], None] | None = None
-    extra: list[str] = field(default_factory=list)
+    #: a folder of benchmarks/results/ with one report folder per case (a final_table.md and its .png figures),
+    #: each shown on the page under its own heading
+    reports: str | None = None
 
 
 SPECS: dict[str, Spec] = {
@@ -223,12 +225,13 @@ SPECS: dict[str, Spec] = {
                      "Exact exploitability against env steps for PPO self-play and deep MMD (last iterate), NFSP "
                      "(average policy) and PSRO (meta-strategy), with the paper's tuned liar's dice settings, and "
                      "tabular MMD and CFR+ as exact reference lines (Rudolph et al., ICLR 2026, made this comparison "
-                     "at 10M env steps). Liar's dice runs 10M env steps; Kuhn and Leduc, which the paper does not "
-                     "play, 1M. Each game's figures and final table (IQM with bootstrap intervals, every seed) are "
-                     "in benchmarks/results/selfplay/<game>/.",
+                     "at 10M env steps). Liar's dice runs 10M env steps; Kuhn, Leduc and liar's dice with 2 dice of 4 "
+                     "sides (the largest game the exact engine holds here), which the paper does not play, 1M. Each "
+                     "game's figures and final table (IQM with bootstrap intervals, every seed, the runs left out) "
+                     "follow, from benchmarks/results/selfplay/<game>/.",
                      "none in the same run (tabular MMD and CFR+ are exact references)",
                      ["game", "method", "seed", "iteration", "env_steps", "wall_time", "exploitability"],
-                     ["game", "method", "seed", "iteration"]),
+                     ["game", "method", "seed", "iteration"], reports="selfplay"),
 }
 
 
@@ -241,7 +244,7 @@ def _table(df: pd.DataFrame) -> str:
     return head + "".join("| " + " | ".join(cell(v) for v in row) + " |\n" for row in df.itertuples(index=False))
 
 
-def page(name: str, df: pd.DataFrame, out: Path) -> str:
+def page(name: str, df: pd.DataFrame, out: Path, results: Path | None = None) -> str:
     spec = SPECS.get(name) or Spec(name.replace("_", " ").capitalize(), f"benchmarks/{name}.py", "", "", [], [])
     lines = [f"# {spec.title}", "", spec.what, "",
              f"- **Script:** `{spec.script}` (rows appended to `benchmarks/results/{name}.csv`)",
@@ -257,6 +260,8 @@ def page(name: str, df: pd.DataFrame, out: Path) -> str:
         fig.savefig(out / f"{name}.png", dpi=110)
         plt.close(fig)
         lines += [f"![{spec.title}]({name}.png)", ""]
+    if spec.reports is not None and results is not None:
+        lines += _reports(results / spec.reports, out / name)
     show = [c for c in (spec.show or list(df.columns)) if c in df]
     latest = _latest(df, [k for k in spec.keys if k in df]) if spec.keys else df
     latest = latest.sort_values("date").tail(40)
@@ -266,6 +271,22 @@ def page(name: str, df: pd.DataFrame, out: Path) -> str:
               "Commands:", ""]
     lines += [f"- `{c}`" for c in latest["command"].drop_duplicates().tail(12)] + [""]
     return "\n".join(lines)
+
+
+def _reports(folder: Path, out: Path) -> list[str]:
+    """Each report folder under `folder` as a section: its final_table.md (headings one level down) and figures,
+    the figures copied beside the page into `out`."""
+    lines: list[str] = []
+    for case in sorted(p for p in folder.iterdir() if (p / "final_table.md").is_file()) if folder.is_dir() else []:
+        table = (case / "final_table.md").read_text().splitlines()
+        title = table[0].lstrip("# ").strip() if table and table[0].startswith("# ") else case.name
+        lines += [f"## {title}", ""]
+        (out / case.name).mkdir(parents=True, exist_ok=True)
+        for png in sorted(case.glob("*.png")):
+            shutil.copy(png, out / case.name / png.name)
+            lines += [f"![{png.stem.replace('_', ' ')}]({out.name}/{case.name}/{png.name})", ""]
+        lines += [("###" + line[1:]) if line.startswith("# ") else line for line in table[1:]] + [""]
+    return lines
 
 
 #: the results at a glance: each row picks the latest matching rows of one CSV (filters are regexes on columns)
@@ -443,7 +464,7 @@ def write(out: Path, results: Path) -> None:
     names = []
     for name, df in frames.items():
         shutil.copy(results / f"{name}.csv", out / f"{name}.csv")
-        (out / f"{name}.md").write_text(page(name, df, out))
+        (out / f"{name}.md").write_text(page(name, df, out, results))
         names.append(name)
     (out / "glance.md").write_text(glance(frames, results.parent / "experiments"))
     (out / "index.md").write_text(

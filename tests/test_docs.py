@@ -188,3 +188,25 @@ def test_site_check_opens_every_page_and_names_a_missing_figure_a_script_error_a
     assert problems[2].startswith("figure.html: console error:") and "ERR_FILE_NOT_FOUND" in problems[2]
     assert problems[3].startswith("script.html: console error:") and "undefinedName is not defined" in problems[3]
     assert problems[4:] == ["search.html: the search box found nothing for 'exploitability'"]
+
+
+def test_a_benchmark_page_shows_each_report_folder_with_its_table_and_figures(tmp_path: Path) -> None:
+    import gen_benchmarks
+    import pandas as pd
+
+    results = tmp_path / "results"
+    case = results / "selfplay" / "kuhn_poker"
+    case.mkdir(parents=True)
+    (case / "final_table.md").write_text("# kuhn_poker: final exact exploitability\n\n| a |\n| --- |\n| 1 |\n\n"
+                                         "# a second top heading\n")
+    (case / "curve.png").write_bytes(b"\x89PNG fake")
+    (results / "selfplay" / "no_table").mkdir()  # a folder without final_table.md is not a report
+    rows = pd.DataFrame({"date": ["2026-01-01T00:00:00+00:00"], "commit": ["abc"], "command": ["python x.py"],
+                         "game": ["kuhn_poker"], "method": ["ppo"], "seed": [0], "iteration": [1]})
+    out = tmp_path / "site"
+    out.mkdir()
+    text = gen_benchmarks.page("selfplay", rows, out, results)
+    assert "## kuhn_poker: final exact exploitability" in text and "### a second top heading" in text
+    assert "![curve](selfplay/kuhn_poker/curve.png)" in text and "| 1 |" in text and "no_table" not in text
+    assert (out / "selfplay" / "kuhn_poker" / "curve.png").read_bytes() == b"\x89PNG fake"
+    assert not [line for line in text.splitlines() if line.startswith("# ")][1:]  # one top heading: the page's
