@@ -47,7 +47,8 @@ LABELS = {"ppo": "PPO self-play", "deep_mmd": "deep MMD", "nfsp": "NFSP (average
 
 
 def load_runs(path: Path) -> pd.DataFrame:
-    """Every row, with a ``run`` key (one invocation: date, commit, command) and a ``trial`` key (run and seed)."""
+    """Every row, with a ``run`` key (one invocation: date, commit, command) and a ``trial`` key (run, game, method
+    and seed)."""
     if not path.exists():
         raise FileNotFoundError(f"{path} does not exist: run benchmarks/selfplay.py first")
     rows = pd.read_csv(path)
@@ -56,7 +57,8 @@ def load_runs(path: Path) -> pd.DataFrame:
     if missing:
         raise ValueError(f"{path} lacks the columns {sorted(missing)}; it is not a selfplay.py results file")
     rows["run"] = rows["date"] + " " + rows["commit"] + " " + rows["command"]
-    rows["trial"] = rows["run"] + " seed " + rows["seed"].astype(str)
+    # one invocation may run several games and methods: the trial is (invocation, game, method, seed)
+    rows["trial"] = rows["run"] + " " + rows["game"] + " " + rows["method"] + " seed " + rows["seed"].astype(str)
     return rows
 
 

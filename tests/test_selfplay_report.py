@@ -108,3 +108,16 @@ def test_every_game_gets_its_own_folder_and_only_liars_dice_the_paper_s_numbers(
         report.main(["--results", str(path), "--out", str(tmp_path / "out2")])
     assert "no default budget for 'goofspiel'" in capsys.readouterr().err
     assert not (tmp_path / "out2").exists()  # refused before anything was written
+
+
+def test_methods_run_by_one_invocation_are_separate_runs(tmp_path, report) -> None:
+    """`selfplay.py --game kuhn_poker` runs every method in one invocation: each (method, seed) stays its own run."""
+    rows = [["2026-01-01T00:00:00+00:00", "aaa", "vm", "python benchmarks/selfplay.py --game kuhn_poker", "kuhn_poker",
+             method, seed, 1, steps, 5.0, value]
+            for method, seed, steps, value in [("ppo", 0, 100, 0.3), ("deep_mmd", 0, 101, 0.4), ("ppo", 1, 100, 0.2)]]
+    pd.DataFrame(rows, columns=HEAD).to_csv(tmp_path / "selfplay.csv", index=False)
+    runs, left = report.latest_complete(report.load_runs(tmp_path / "selfplay.csv"), "kuhn_poker", 100)
+    assert runs["trial"].nunique() == 3 and not left
+    text = report.table(runs, runs.iloc[:0], left, report.read_paper(report.PAPER), "kuhn_poker", 100)
+    assert "| PPO self-play | 2 |" in text and "0: 0.3000, 1: 0.2000" in text
+    assert "| deep MMD | 1 |" in text and "0: 0.4000" in text
