@@ -1,5 +1,6 @@
 """Torch helpers that every layer from the parameter server up may use: a bit-exact, faster
-`clip_grad_norm`, `torch_threads` (a block with a set number of torch threads), `copy_state`
+`clip_grad_norm`, `torch_threads` (a block with a set number of torch threads), `flush_denormals` (a block
+with subnormal floats read and written as zero), `copy_state`
 (a deep copy of a state dict, many times faster than `copy.deepcopy` on small tensors), `on_cpu` (a state
 dict's tensors on the CPU, as run folders write them) and `device_of` (where a module's parameters live).
 
@@ -11,14 +12,18 @@ from __future__ import annotations
 
 import contextlib
 import copy
+import threading
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any, TypeVar
 
 import torch
 
-__all__ = ["clip_grad_norm", "copy_state", "device_of", "on_cpu", "torch_threads"]
+__all__ = ["clip_grad_norm", "copy_state", "device_of", "flush_denormals", "on_cpu", "torch_threads"]
 
 T = TypeVar("T")
+
+#: how deep this thread is in `flush_denormals` blocks (the CPU flag it sets is per thread)
+_flushing = threading.local()
 
 
 @contextlib.contextmanager
@@ -33,6 +38,37 @@ def torch_threads(n: int | None) -> Iterator[None]:
         yield
     finally:
         torch.set_num_threads(before)
+
+
+@contextlib.contextmanager
+def flush_denormals() -> Iterator[None]:
+    """Run the block with subnormal floats (below 1.2e-38 in float32) flushed to zero on this thread's CPU
+    (`torch.set_flush_denormal`), then back to torch's default (off). Blocks nest; the outermost restores.
+
+    Adam's second moment decays by beta2 every update where a weight's gradient is zero (dead ReLU units,
+    inputs that are never set), so it drifts into the subnormal range and stays there for some 16,000 updates.
+    x86 CPUs take about 17 times longer on a square root of a subnormal (4.0 against 0.23 ms for 512 x 512
+    values on this machine). After 7M env steps of NFSP with three hidden layers of 512 on liar's dice, 77% of
+    its Adam second moments were subnormal and the square root in Adam's step took half the run. Flushing moves
+    an update by less than 1e-30, far below float32's resolution of a weight; TensorFlow flushes by default.
+    It holds for the calling thread only, so use it with `torch_threads(1)` (as `pb.NFSP` does).
+
+    >>> with flush_denormals():
+    ...     torch.tensor([1e-39]).item()
+    0.0
+    >>> torch.tensor([1e-39]).item() > 0
+    True
+    """
+    depth = getattr(_flushing, "depth", 0)
+    if depth == 0:
+        torch.set_flush_denormal(True)
+    _flushing.depth = depth + 1
+    try:
+        yield
+    finally:
+        _flushing.depth = depth
+        if depth == 0:
+            torch.set_flush_denormal(False)
 
 
 def clip_grad_norm(params: Iterable[torch.Tensor], max_norm: float) -> torch.Tensor:

@@ -8,7 +8,7 @@ import torch
 
 from pbmarl.learners.common.buffers import PrioritizedReplayBuffer, ReplayBuffer
 from pbmarl.learners.common.nets import NoisyLinear, RainbowNet, frozen
-from pbmarl.torchutil import clip_grad_norm
+from pbmarl.torchutil import clip_grad_norm, flush_denormals
 
 # -- C51 projection ------------------------------------------------------------------
 
@@ -152,6 +152,26 @@ def test_clip_grad_norm_gives_torchs_bits(max_norm: float) -> None:
     assert torch.equal(clip_grad_norm(mixed, max_norm), torch.nn.utils.clip_grad_norm_(reference, max_norm))
     assert all((a.grad is None and b.grad is None) or torch.equal(a.grad, b.grad) for a, b in zip(mixed, reference))
     assert float(clip_grad_norm([torch.nn.Parameter(torch.zeros(3))], 1.0)) == 0.0   # no gradient at all
+
+
+def test_flush_denormals_nests_and_restores_even_on_an_error() -> None:
+    def subnormal() -> float:
+        return torch.tensor([1e-39]).item()   # a float32 subnormal: kept, or read as zero
+
+    assert subnormal() > 0
+    with flush_denormals():
+        assert subnormal() == 0.0
+        with flush_denormals():
+            assert subnormal() == 0.0
+        assert subnormal() == 0.0            # the inner block's end does not switch it off
+    assert subnormal() > 0
+    with pytest.raises(KeyboardInterrupt), flush_denormals():
+        raise KeyboardInterrupt
+    assert subnormal() > 0
+    big = torch.full((64,), 1e-20)
+    with flush_denormals():                  # what Adam's square root sees: 1e-40 is read as 0
+        assert float((big * big).sqrt().max()) == 0.0
+    assert float((big * big).sqrt().max()) > 0
 
 
 def test_lean_adam_equals_torchs_fused_adam_through_schedules_reloads_and_missing_gradients() -> None:

@@ -129,6 +129,23 @@ def test_an_interrupted_step_leaves_the_run_as_it_was(monkeypatch):
     assert len(run.records) == 1
 
 
+def test_play_flushes_subnormals_and_leaves_torchs_default_after(monkeypatch):
+    run = NFSP("kuhn_poker", seed=0, **TINY)
+    seen, play = [], run.play_episode
+
+    def watched() -> None:
+        seen.append(torch.tensor([1e-39]).item())
+        play()
+
+    monkeypatch.setattr(run, "play_episode", watched)
+    run.step()
+    assert len(seen) == TINY["episodes_per_step"] and set(seen) == {0.0}
+    assert torch.tensor([1e-39]).item() > 0
+    monkeypatch.undo()
+    _step_with_ctrl_c_at_episode(run, 10, monkeypatch)   # an interrupted step switches it off too
+    assert torch.tensor([1e-39]).item() > 0
+
+
 def test_adam_drives_both_networks_and_resumes_exactly(tmp_path):
     whole = NFSP("kuhn_poker", seed=0, optimizer="adam", rl_lr=1e-3, sl_lr=1e-3, **TINY)
     assert all(isinstance(o, torch.optim.Adam) for o in whole.rl_opts + whole.sl_opts)

@@ -381,11 +381,11 @@ class NFSP(Run):
 
         All or nothing: if anything raises (a ``KeyboardInterrupt`` included), the run is left as before.
         """
-        from pbmarl.torchutil import torch_threads
+        from pbmarl.torchutil import flush_denormals, torch_threads
 
         t0 = time.perf_counter()
         self._losses = {"rl": [], "sl": []}
-        with torch_threads(1):
+        with torch_threads(1), flush_denormals():
             for _ in range(self.config.episodes_per_step):
                 self.play_episode()
         seconds = {"play": time.perf_counter() - t0}
