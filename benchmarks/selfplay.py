@@ -78,7 +78,7 @@ its training alone (the exact measurements are not in it).
 - ``sims_per_entry 250`` -> ``evaluator="rollout", eval_episodes=250``: the payoff table is sampled and its
   episodes count as env steps, as theirs count ``num_meta_game_steps``;
 - ``number_training_episodes 4000`` per best response -> ``budget=6_700`` learner steps on liar's dice (pbmarl's
-  budget counts the learning seat's decisions: 4000 episodes x 3.36 decisions, the mean under uniform play, / 2
+  budget counts the learning seat's decisions: 4000 episodes x 3.36 decisions, the exact mean under uniform play, / 2
   seats); `psro_budget` makes the same conversion for other games (Kuhn 4,500, Leduc 8,100);
 - ``hidden_layer_size 512, n_hidden_layers 3`` -> ``hidden=(512, 512, 512)``; ``learning_rate 0.08``
   (Adam) -> ``lr``; ``batch_size 8``; ``replay_buffer_capacity 25000`` -> ``buffer_size``;
@@ -357,30 +357,27 @@ def psro(out: Writer, game: str, seed: int, steps: int, every: int, slices: Slic
                lambda: float(measurer.exploitability(run.population, run.meta_strategy).exploitability))
 
 
-def decisions_per_episode(game: str, episodes: int = 20_000, seed: int = 0) -> float:
-    """Mean decisions (all seats) per episode of `game` under uniform random play, from `episodes` sampled games."""
+def decisions_per_episode(game: str) -> float:
+    """Mean decisions (all seats) per episode of `game` under uniform random play, exactly, from its game tree:
+    the sum over terminal histories of their probability times the decisions on the way there."""
     import numpy as np
-    import pyspiel
 
-    spiel, rng, total = pyspiel.load_game(game), np.random.default_rng(seed), 0
-    for _ in range(episodes):
-        state = spiel.new_initial_state()
-        while not state.is_terminal():
-            if state.is_chance_node():
-                outcomes, probs = zip(*state.chance_outcomes())
-                state.apply_action(int(rng.choice(outcomes, p=probs)))
-            else:
-                state.apply_action(int(rng.choice(state.legal_actions())))
-                total += 1
-    return total / episodes
+    from pbmarl.evaluation.realization import realization_plans, terminal_reach
+
+    tree = pb.load_game(game).tree()
+    prob, count = tree.chance_reach.astype(float), np.zeros(tree.num_terminals)
+    for player, infosets in enumerate(tree.infosets):
+        uniform = infosets.legal / infosets.legal.sum(axis=1, keepdims=True)
+        prob = prob * terminal_reach(realization_plans(uniform[None], infosets, tree.num_actions), tree, player)[0]
+        last = tree.terminal_seq[player]  # the player's last sequence: 0 if it never moved, else 1 + I * A + a
+        count += np.where(last > 0, infosets.depth[np.maximum(last - 1, 0) // tree.num_actions] + 1, 0)
+    return float(prob @ count)
 
 
 def psro_budget(game: str) -> int:
     """Learner steps of one best response: `PSRO_EPISODES` episodes of `game` (their unit) in the learning seat's
-    decisions (pbmarl's), under uniform play, to the nearest 100. Liar's dice keeps the 6,700 its runs started with
-    (20,000 sampled games give 3.37 decisions an episode: 6,746, the same to the nearest 100)."""
-    if game == "liars_dice":
-        return 6_700
+    decisions (pbmarl's), under uniform play, to the nearest 100: Kuhn 4,500 (2.25 decisions an episode), Leduc
+    8,100 (4.0625), liar's dice 6,700 (3.3618) and with 2 dice of 4 sides 7,200 (3.5920)."""
     players = pb.load_game(game).num_players
     return int(round(PSRO_EPISODES * decisions_per_episode(game) / players, -2))
 

@@ -113,11 +113,28 @@ def test_bad_stop_options_are_refused_by_name(argv: list[str], expected: str,
     assert expected in capsys.readouterr().err
 
 
+def _walked_decisions(game: str) -> float:
+    """Mean decisions an episode under uniform play, by walking OpenSpiel's states: the independent reference."""
+    import pyspiel
+
+    def walk(state) -> float:
+        if state.is_terminal():
+            return 0.0
+        if state.is_chance_node():
+            return sum(p * walk(state.child(a)) for a, p in state.chance_outcomes())
+        legal = state.legal_actions()
+        return 1.0 + sum(walk(state.child(a)) for a in legal) / len(legal)
+
+    return walk(pyspiel.load_game(game).new_initial_state())
+
+
 def test_psro_budget_turns_their_episodes_into_the_game_s_decisions() -> None:
-    # Kuhn: 2 or 3 decisions a game, under uniform play 2 + 1/4 (exact: a pass then a bet gives the third)
-    assert selfplay.decisions_per_episode("kuhn_poker") == pytest.approx(2.25, abs=0.02)
+    # Kuhn: 2 or 3 decisions a game, under uniform play 2 + 1/4 (a pass then a bet gives the third)
+    assert selfplay.decisions_per_episode("kuhn_poker") == pytest.approx(2.25, abs=1e-12)
+    assert selfplay.decisions_per_episode("leduc_poker") == pytest.approx(_walked_decisions("leduc_poker"), abs=1e-12)
     assert selfplay.psro_budget("kuhn_poker") == 4_500  # 4000 episodes x 2.25 / 2 seats
-    assert selfplay.psro_budget("liars_dice") == 6_700  # the value its 10M-step runs started with
+    assert selfplay.psro_budget("leduc_poker") == 8_100  # x 4.0625 / 2: what its runs started with
+    assert selfplay.psro_budget("liars_dice") == 6_700  # x 3.3618 / 2: what its 10M-step runs started with
 
 
 def test_a_game_without_a_default_budget_asks_for_one(capsys: pytest.CaptureFixture[str]) -> None:
