@@ -1,5 +1,6 @@
 """Contract cases of the PSRO family (see run_cases.py): PSRO, SelfPlay, FictitiousPlay, XDO, JPSRO, P2SRO,
-and PSRO with a DQN oracle (a Ctrl-C inside the oracle's task must be undone too)."""
+and PSRO and XDO with a DQN oracle (a Ctrl-C inside the oracle's task must be undone too: the oracle's rounds
+take no snapshot of their own there, the run's holds theirs)."""
 
 from __future__ import annotations
 
@@ -34,4 +35,5 @@ CASES = {
     "JPSRO": Case("kuhn_poker", _seeded(pb.JPSRO), "stop_gapp"),
     "P2SRO": Case("kuhn_poker", _with_dqn(pb.P2SRO, active=2, refresh_every=1, backend="local"), "refresh_evry"),
     "PSRO-DQN": Case("kuhn_poker", _with_dqn(pb.PSRO), "eval_episods"),
+    "XDO-DQN": Case("kuhn_poker", _with_dqn(pb.XDO), "check_evry"),
 }

@@ -495,3 +495,22 @@ def test_item1_rl_learner_is_restored_too(monkeypatch):
         run.step()
     assert learner.tasks_done == tasks and len(learner.records) == n_records and learner.task is None
     assert learner.rng.bit_generator.state == rng and run.population.sizes == (1, 1)
+
+
+def test_item1_the_oracles_rounds_inside_a_psro_step_share_the_runs_snapshot(monkeypatch):
+    """PSRO's snapshot holds its oracle's, so the oracle's rounds inside `PSRO.step` take none of their own (each
+    would copy the networks, Adam's moments and the replay); a round stepped outside still takes its own."""
+    pytest.importorskip("torch")
+    game = pb.load_game("kuhn_poker")
+    learner = pb.DQN(game, seed=0, budget=64, steps_per_round=16, num_envs=8, hidden=(8,), learning_starts=0)
+    run = pb.PSRO(game, learner=learner)
+    taken = []
+    original = type(learner).snapshot
+    monkeypatch.setattr(type(learner), "snapshot", lambda self: taken.append(self.task) or original(self))
+    rounds = len(learner.records)
+    run.step()
+    assert len(learner.records) - rounds == 8  # two best responses of four rounds each, under one snapshot
+    assert taken == [None]  # the run's, before any task opened
+    learner.start(0, run.population.mixture(run.meta_strategy))
+    learner.step()  # a round of the learner's own is all-or-nothing by itself again
+    assert len(taken) == 2 and taken[1] is learner.task

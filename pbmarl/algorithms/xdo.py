@@ -73,7 +73,7 @@ from pbmarl.population import Population
 from pbmarl.protocols import Oracle, Restorable, respond_all
 from pbmarl.rollout.results import EvalResult
 from pbmarl.runs import Record, Run, RunFolderError, SavedRun, State, shared_row
-from pbmarl.runs.transaction import all_or_nothing
+from pbmarl.runs.transaction import all_or_nothing, covered
 
 SOLVERS = ("cfr+", "lp", "mmd")
 
@@ -259,7 +259,8 @@ class XDO(Run):
         plans = self.plans or tuple(realization_plans(self.tree.infosets[p].legal / np.maximum(
             self.tree.infosets[p].legal.sum(axis=1, keepdims=True), 1), self.tree.infosets[p], self.tree.num_actions)
             for p in range(2))
-        brs = self._best_responses(plans)
+        with covered(self.learner):  # this step's snapshot holds the learner's: its steps need none of their own
+            brs = self._best_responses(plans)
         masks = tuple(self._masks(p) | (brs[p] > 0) for p in range(2))
         oracle = time.perf_counter()
         new_plans, inner, restricted = self._solve(restricted_tree(self.tree, masks))

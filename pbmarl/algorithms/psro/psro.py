@@ -53,7 +53,7 @@ from pbmarl.protocols import (
 )
 from pbmarl.rollout.results import EvalResult
 from pbmarl.runs import Run, RunFolderError, SavedRun, State
-from pbmarl.runs.transaction import all_or_nothing
+from pbmarl.runs.transaction import all_or_nothing, covered
 
 # kept under their old names for the drivers that build their parts the same way (League, NFSP)
 _exact_capable, _make_evaluator, _make_oracle = exact_capable, make_evaluator, make_oracle
@@ -211,7 +211,8 @@ class PSRO(Run):
         times: dict[str, float] = {}
         t0 = time.perf_counter()
         targets = list(self.selector.select(self.rng))
-        answers = self._best_responses(targets)
+        with covered(self.learner):  # this step's snapshot holds the learner's: its steps need none of their own
+            answers = self._best_responses(targets)
         ids = []
         for target, answer in zip(targets, answers):
             ids.append(self.population.add(target.player, answer.policy, name=f"br{iteration}-{target.player}{target.label}",
