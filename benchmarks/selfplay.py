@@ -317,13 +317,27 @@ def neural(out: Writer, game: str, method: str, seed: int, steps: int, every: in
                     return
 
 
+def make_nfsp(game: str, seed: int, options: dict[str, Any] | None = None) -> Any:
+    """The comparison's NFSP run: `NFSP_LIARS_DICE`, with `options` replacing its values."""
+    return pb.NFSP(game, seed=seed, **{**NFSP_LIARS_DICE, **(options or {})})
+
+
+def make_psro(game: str, seed: int, options: dict[str, Any] | None = None) -> Any:
+    """The comparison's PSRO run: PSRO-Nash over a sampled payoff table with the tuned DQN oracle (`PSRO_DQN`, its
+    budget from `psro_budget`), with `options` replacing the oracle's values."""
+    budget = (options or {}).get("budget") or psro_budget(game)
+    learner = pb.DQN(game, seed=seed, **{**PSRO_DQN, "budget": budget, **(options or {})})
+    return pb.PSRO(game, solver="nash", learner=learner, evaluator="rollout", seed=seed,
+                   eval_episodes=PSRO_SIMS_PER_ENTRY, measure=False, stop_exploitability=None)
+
+
 def nfsp(out: Writer, game: str, seed: int, steps: int, every: int, slices: Slices | None = None,
          options: dict[str, Any] | None = None) -> None:
     """NFSP with the tuned liar's dice options; exact exploitability of the average policies."""
     from pbmarl.evaluation.exact import exploitability
 
     run_slice = Slice(out, slices or Slices(None), game, "nfsp", seed, steps, every)
-    started = run_slice.start(lambda: pb.NFSP(game, seed=seed, **{**NFSP_LIARS_DICE, **(options or {})}))
+    started = run_slice.start(lambda: make_nfsp(game, seed, options))
     if started is None:
         return
     run, next_eval = started
@@ -339,14 +353,8 @@ def psro(out: Writer, game: str, seed: int, steps: int, every: int, slices: Slic
     is then measured once, and the run ends after the iteration that reaches ``steps`` (as theirs does).
     `options` replace the oracle's (`PSRO_DQN`).
     """
-    def build() -> Any:
-        budget = (options or {}).get("budget") or psro_budget(game)
-        learner = pb.DQN(game, seed=seed, **{**PSRO_DQN, "budget": budget, **(options or {})})  # type: ignore[arg-type]
-        return pb.PSRO(game, solver="nash", learner=learner, evaluator="rollout", seed=seed,
-                       eval_episodes=PSRO_SIMS_PER_ENTRY, measure=False, stop_exploitability=None)
-
     run_slice = Slice(out, slices or Slices(None), game, "psro", seed, steps, every)
-    started = run_slice.start(build)
+    started = run_slice.start(lambda: make_psro(game, seed, options))
     if started is None:
         return
     run, next_eval = started

@@ -209,6 +209,14 @@ SPECS: dict[str, Spec] = {
                    "at random times and between the files of one save, tampered run folders, the bad-input list, "
                    "the exact engine's memory guard and two-worker PPO.", "none (each probe checks a rule)",
                    ["probe", "trials", "ok", "failed", "details"], ["probe"]),
+    "step_speed": Spec("What one env step of the comparison's NFSP and PSRO costs", "benchmarks/step_speed.py",
+                       "CPU and wall milliseconds per env step of the self-play comparison's NFSP and PSRO on liar's "
+                       "dice, fresh or from a saved run, alternating an older pbmarl tree (the baseline) with the "
+                       "checkout in the same command; each row hashes the run's history and state after the steps, so "
+                       "a speed-up is seen to change no number. Rows before the PSRO ones ran as nfsp_speed.py.",
+                       "the same run under an older pbmarl (the row's side and pbmarl columns)",
+                       ["method", "game", "side", "start", "steps", "env_steps", "cpu_ms_per_step", "wall_ms_per_step",
+                        "history_hash", "state_hash", "load_avg"], ["method", "game", "start", "side"]),
     "selfplay_throughput": Spec("PPO self-play throughput against the IIG benchmark's code",
                                 "benchmarks/selfplay_throughput.py",
                                 "Env steps per second of pbmarl's PPOSelfPlay with the tuned liar's dice setting, at "
