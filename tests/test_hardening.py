@@ -497,20 +497,31 @@ def test_item1_rl_learner_is_restored_too(monkeypatch):
     assert learner.rng.bit_generator.state == rng and run.population.sizes == (1, 1)
 
 
-def test_item1_the_oracles_rounds_inside_a_psro_step_share_the_runs_snapshot(monkeypatch):
-    """PSRO's snapshot holds its oracle's, so the oracle's rounds inside `PSRO.step` take none of their own (each
-    would copy the networks, Adam's moments and the replay); a round stepped outside still takes its own."""
+
+@pytest.mark.parametrize("name", ["PSRO-DQN", "XDO-DQN", "P2SRO", "League[dqn]"])
+def test_item1_learner_rounds_inside_a_step_share_the_runs_snapshot(name, monkeypatch):
+    """A run whose snapshot holds its learners' (PSRO, XDO, P2SRO, League) steps them without a snapshot of their
+    own each round (each would copy the networks, Adam's moments and the replay); a round stepped outside the run
+    takes its own again."""
     pytest.importorskip("torch")
-    game = pb.load_game("kuhn_poker")
-    learner = pb.DQN(game, seed=0, budget=64, steps_per_round=16, num_envs=8, hidden=(8,), learning_starts=0)
-    run = pb.PSRO(game, learner=learner)
+    from run_cases import CASES
+
+    run = CASES[name].build("kuhn_poker")
+    learner = run.learners["main"] if name.startswith("League") else run.learner
+    cls = type(learner)
     taken = []
-    original = type(learner).snapshot
-    monkeypatch.setattr(type(learner), "snapshot", lambda self: taken.append(self.task) or original(self))
+    original = cls.snapshot
+    monkeypatch.setattr(cls, "snapshot", lambda self: taken.append(self) or original(self))
+    run.snapshot()
+    held = len(taken)
+    assert held >= 1
     rounds = len(learner.records)
+    taken.clear()
     run.step()
-    assert len(learner.records) - rounds == 8  # two best responses of four rounds each, under one snapshot
-    assert taken == [None]  # the run's, before any task opened
-    learner.start(0, run.population.mixture(run.meta_strategy))
-    learner.step()  # a round of the learner's own is all-or-nothing by itself again
-    assert len(taken) == 2 and taken[1] is learner.task
+    assert len(learner.records) > rounds + 1  # the learner trained several rounds in the step
+    assert len(taken) == held  # and only the run's own snapshot copied it
+    if learner.task is None:
+        learner.start(0, [None, pb.RandomPolicy(learner.game)])
+    taken.clear()
+    learner.step()
+    assert taken == [learner]

@@ -11,9 +11,9 @@ torch's process-wide settings are part of that: an interrupt inside ``torch.no_g
 changed, so the guard also puts back torch's grad mode and thread count (when torch is loaded;
 it is never imported here).
 
-A run whose own snapshot already holds a part's (PSRO holds its oracle's) can run that part's steps
-inside ``covered(part)``: they then take no snapshot of their own, since the run's puts the part back
-on any exception. A DQN best response steps its learner a few hundred times per PSRO iteration, and
+A run whose own snapshot already holds a part's (PSRO, XDO, P2SRO and League hold their learners')
+runs the part's steps inside ``covered(part)``: they then take no snapshot of their own, since the
+run's puts the part back on any exception. A DQN best response steps its learner a few hundred times per PSRO iteration, and
 each of those snapshots copies the networks, the optimiser and the replay buffer.
 
 Example:

@@ -59,7 +59,7 @@ from pbmarl.protocols import Checkpointed, Oracle, Restorable
 from pbmarl.rollout.results import EvalResult
 from pbmarl.runs import Run, SavedRun, State
 from pbmarl.runs.folder import refused_as
-from pbmarl.runs.transaction import all_or_nothing
+from pbmarl.runs.transaction import all_or_nothing, covered
 
 
 class League(Run):
@@ -143,7 +143,8 @@ class League(Run):
         for name in [m.name for m in list(self.members.values()) if not m.historical]:
             opponent, branch = self.matchmaker.match(name, self.rng)
             t0 = time.perf_counter()
-            steps = self._train(name, opponent)
+            with covered(self.learners[name]):  # this step's snapshot holds its state: its rounds need no copy
+                steps = self._train(name, opponent)
             t1 = time.perf_counter()
             rate = self._play(name, opponent)
             seconds["train"] += t1 - t0

@@ -45,7 +45,7 @@ from pbmarl.policies.mixture import Mixture
 from pbmarl.population import Population
 from pbmarl.protocols import Restorable, Specified
 from pbmarl.runs import RunFolderError, SavedRun, State
-from pbmarl.runs.transaction import all_or_nothing
+from pbmarl.runs.transaction import all_or_nothing, covered
 
 
 @dataclass(frozen=True)
@@ -152,6 +152,24 @@ class P2SRO(PSRO):
         iteration = len(self.records)
         t0 = time.perf_counter()
         episodes = self._level_episodes()
+        with covered(*self._level_learners()):  # this step's snapshot holds theirs: their rounds need none of their own
+            self._train_until_a_freeze(iteration)
+        low = self.levels[0]
+        rung = self.manager.freeze(low.index)  # refused unless it is the lowest active rung
+        if rung != self.population.sizes[0]:
+            raise RuntimeError(f"the manager froze rung {rung} but the population has {self.population.sizes[0]} "
+                               "fixed members: the ladder and the table disagree")
+        ids = [self.population.add(p, low.policies[p], name=f"br{iteration}-{p}", iteration=iteration,
+                                   origin=self.learner.name, br_value=low.values[p])
+               for p in range(self.game.num_players)]
+        self.levels.pop(0)
+        self.levels.append(low.reset(self.manager.claim(), self._initial()))
+        self._episodes += self._level_episodes() - episodes
+        seconds = {"oracle": time.perf_counter() - t0}
+        return self._finish_iteration(iteration, seconds, tuple(ids), tuple(low.values))
+
+    def _train_until_a_freeze(self, iteration: int) -> None:
+        """Refresh periods until the lowest active level is done, each recorded in `level_records`."""
         while not self.levels[0].done:  # a level whose training ended while higher up freezes at once
             if self.config.backend == "ray":  # all levels at once, against this period's targets
                 for j, level in enumerate(self.levels):
@@ -167,25 +185,15 @@ class P2SRO(PSRO):
                 "period": len(self.level_records), "iteration": iteration, "frozen": low.done,
                 "levels": [lv.index for lv in self.levels], "trained": [sum(lv.trained) for lv in self.levels],
                 "cycles": [lv.cycles for lv in self.levels], "env_steps": self._env_steps})
-        low = self.levels[0]
-        rung = self.manager.freeze(low.index)  # refused unless it is the lowest active rung
-        if rung != self.population.sizes[0]:
-            raise RuntimeError(f"the manager froze rung {rung} but the population has {self.population.sizes[0]} "
-                               "fixed members: the ladder and the table disagree")
-        ids = [self.population.add(p, low.policies[p], name=f"br{iteration}-{p}", iteration=iteration,
-                                   origin=self.learner.name, br_value=low.values[p])
-               for p in range(self.game.num_players)]
-        self.levels.pop(0)
-        self.levels.append(low.reset(self.manager.claim(), self._initial()))
-        self._episodes += self._level_episodes() - episodes
-        seconds = {"oracle": time.perf_counter() - t0}
-        return self._finish_iteration(iteration, seconds, tuple(ids), tuple(low.values))
+
+    def _level_learners(self) -> list[Any]:
+        """The in-process levels' learners, each once (`snapshot` holds every one's state)."""
+        return list({id(lv.learner): lv.learner for lv in self.levels if isinstance(lv, Level)}.values())
 
     def _level_episodes(self) -> int:
         """Episodes the in-process levels' learners have played (a frozen level's learner moves up: the set
         of learners stays the same across a step)."""
-        learners = {id(lv.learner): lv.learner for lv in self.levels if isinstance(lv, Level)}
-        return sum(oracle_episodes(learner) for learner in learners.values())
+        return sum(oracle_episodes(learner) for learner in self._level_learners())
 
     def snapshot(self) -> object:
         # remote learners (backend="ray") are not rolled back: only the driver's side is
