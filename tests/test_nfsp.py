@@ -7,7 +7,8 @@ import pytest
 import torch
 from scipy import stats
 
-from pbmarl.algorithms.nfsp import NFSP, NFSPConfig
+from pbmarl.algorithms.nfsp import NFSP
+from pbmarl.algorithms.nfsp_config import NFSPConfig
 from pbmarl.learners.common.reservoir import ReservoirBuffer
 
 TINY = dict(episodes_per_step=150, min_buffer=64, batch_size=32, learn_every=16, hidden=(16,))

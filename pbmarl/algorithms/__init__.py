@@ -1,8 +1,8 @@
 """The outer loops (drivers): PSRO and its relatives, composed of solvers, learners and evaluators.
 
 Families in folders: `psro/` (PSRO, P2SRO, ParallelOracle, targets), `league/` (League, PFSP,
-win rates); single drivers `nfsp.py`, `xdo.py`, `jpsro.py`, `mmd.py`; self-play baselines in
-`selfplay/`; multi-agent teams in `teams/` (MARL, its records, team games, the group oracle and its
+win rates); single drivers `nfsp.py` (its options and record in `nfsp_config.py`), `xdo.py`,
+`jpsro.py`, `mmd.py`; self-play baselines in `selfplay/`; multi-agent teams in `teams/` (MARL, its records, team games, the group oracle and its
 parameter-server rounds). Names beyond the drivers (configs, records, helpers) load on first
 access, so ``pb.algorithms.LeagueConfig`` does not import torch until it is used.
 """
@@ -31,7 +31,7 @@ _LAZY: dict[str, str] = {
     "WinRateTable": "pbmarl.algorithms.league.win_rates",
     "pfsp": "pbmarl.algorithms.league.pfsp",
     "NFSP": "pbmarl.algorithms.nfsp",
-    "NFSPConfig": "pbmarl.algorithms.nfsp",
+    "NFSPConfig": "pbmarl.algorithms.nfsp_config",
     "MARL": "pbmarl.algorithms.teams.marl",
     "MARLRecord": "pbmarl.algorithms.teams.marl",
     "GroupOracle": "pbmarl.algorithms.teams.oracle",
