@@ -67,13 +67,17 @@ def test_a_run_inside_a_run_leaves_the_outer_freeze_in_place():
     assert gc.get_freeze_count() == 0
 
 
-def test_objects_someone_else_froze_stay_frozen():
+def test_objects_someone_else_froze_stay_frozen(monkeypatch):
     gc.freeze()
     before = gc.get_freeze_count()
+    calls = []
+    for name in ("freeze", "unfreeze"):
+        monkeypatch.setattr(gc, name, lambda name=name, f=getattr(gc, name): calls.append(name) or f())
     run = Ticker()
     run.run(2, progress=False)
-    assert run.frozen == [before, before]  # not frozen again (nothing new moved in) and not unfrozen
-    assert gc.get_freeze_count() == before
+    assert calls == []  # not frozen again (nothing new moved in) and not unfrozen
+    # frozen objects that reference counting frees meanwhile (another thread's, pytest-xdist's) leave the count
+    assert all(before - 1000 < n <= before for n in [*run.frozen, gc.get_freeze_count()])
 
 
 def test_runs_in_two_threads_share_one_freeze_that_ends_with_the_last():
