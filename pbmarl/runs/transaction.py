@@ -13,8 +13,9 @@ it is never imported here).
 
 A run whose own snapshot already holds a part's (PSRO, XDO, P2SRO and League hold their learners')
 runs the part's steps inside ``covered(part)``: they then take no snapshot of their own, since the
-run's puts the part back on any exception. A DQN best response steps its learner a few hundred times per PSRO iteration, and
-each of those snapshots copies the networks, the optimiser and the replay buffer.
+run's puts the part back on any exception. A DQN best response steps its learner a few hundred
+times per PSRO iteration, and each of those snapshots would copy the networks, the optimiser and
+the replay buffer.
 
 Example:
     >>> class Counter:
