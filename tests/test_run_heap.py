@@ -71,8 +71,18 @@ def test_objects_someone_else_froze_stay_frozen(monkeypatch):
     gc.freeze()
     before = gc.get_freeze_count()
     calls = []
+
+    def counting(name):
+        original = getattr(gc, name)
+
+        def call():
+            calls.append(name)
+            return original()
+
+        return call
+
     for name in ("freeze", "unfreeze"):
-        monkeypatch.setattr(gc, name, lambda name=name, f=getattr(gc, name): calls.append(name) or f())
+        monkeypatch.setattr(gc, name, counting(name))
     run = Ticker()
     run.run(2, progress=False)
     assert calls == []  # not frozen again (nothing new moved in) and not unfrozen
