@@ -207,6 +207,10 @@ def test_compare_matches_rliable_and_orders_methods() -> None:
     assert comp.table.loc[("g", "a"), "iqm"] == pytest.approx(point["a"][0])
     assert comp.table.loc[("g", "a"), "iqm_low"] <= comp.table.loc[("g", "a"), "iqm"] <= comp.table.loc[("g", "a"), "iqm_high"]
     assert comp.improvement.loc[("g", "a", "c"), "probability"] == 1.0  # lower exploitability is better
+    # one game is one task: the median is the median run (rliable's aggregate_median would repeat the mean)
+    assert comp.table.loc[("g", "a"), "median"] == pytest.approx(np.median(a))
+    assert np.median(a) != pytest.approx(a.mean())
+    assert comp.table.loc[("g", "a"), "median_low"] <= np.median(a) <= comp.table.loc[("g", "a"), "median_high"]
     early = pb.compare(results, metric="exploitability", env_steps=350, reps=100, poi_reps=10)
     assert (early.table["mean"] > comp.table["mean"]).all()  # at 300 env steps, before the end
     assert comp.improvement.loc[("g", "c", "a"), "probability"] == 0.0

@@ -7,9 +7,10 @@ value recorded at or before a budget of ``env_steps=``, ``wall_time=`` or ``iter
 with unequal numbers of runs on a game are refused, as marl-eval refuses them, unless
 ``allow_unequal=True``.
 
-The three aggregates are rliable's: the mean and the IQM (25% trimmed mean) pool every run, and the
-median is the median across games of each game's mean score (`metrics.aggregate_median`), so with
-one game per table it equals the mean.
+Each game is compared on its own (one task), so the mean, the median and the IQM (25% trimmed mean) are
+taken over that game's runs, with rliable's stratified bootstrap for the intervals. The median is the
+median run, not rliable's `aggregate_median` (the median across tasks of each task's mean score), which
+with one task would only repeat the mean.
 
 Example:
     >>> import pandas as pd
@@ -137,7 +138,7 @@ def compare(results: pd.DataFrame, metric: str = "exploitability", *, at: str = 
                              "allow_unequal=True to compare them anyway")
 
     def aggregates(s: np.ndarray) -> np.ndarray:
-        return np.array([metrics.aggregate_mean(s), metrics.aggregate_median(s), metrics.aggregate_iqm(s)])
+        return np.array([metrics.aggregate_mean(s), np.median(s), metrics.aggregate_iqm(s)])
 
     rows, pairs = [], []
     for game, by_method in data.items():
