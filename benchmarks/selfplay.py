@@ -322,11 +322,16 @@ def make_nfsp(game: str, seed: int, options: dict[str, Any] | None = None) -> An
     return pb.NFSP(game, seed=seed, **{**NFSP_LIARS_DICE, **(options or {})})
 
 
-def make_psro(game: str, seed: int, options: dict[str, Any] | None = None) -> Any:
+def make_psro(game: str, seed: int, options: dict[str, Any] | None = None, *, parallel: str | None = None) -> Any:
     """The comparison's PSRO run: PSRO-Nash over a sampled payoff table with the tuned DQN oracle (`PSRO_DQN`, its
-    budget from `psro_budget`), with `options` replacing the oracle's values."""
+    budget from `psro_budget`), with `options` replacing the oracle's values; `parallel` (``"local"`` or
+    ``"ray"``): the oracle inside a `ParallelOracle` of that backend, one copy per player (not the comparison's)."""
     budget = (options or {}).get("budget") or psro_budget(game)
     learner = pb.DQN(game, seed=seed, **{**PSRO_DQN, "budget": budget, **(options or {})})
+    if parallel is not None:
+        from pbmarl.algorithms.psro.parallel_oracle import ParallelOracle
+
+        learner = ParallelOracle(learner, backend=parallel)
     return pb.PSRO(game, solver="nash", learner=learner, evaluator="rollout", seed=seed,
                    eval_episodes=PSRO_SIMS_PER_ENTRY, measure=False, stop_exploitability=None)
 

@@ -12,6 +12,10 @@ PSRO: the payoff table, the meta-strategy and both random states), so a speed-up
 
     python benchmarks/step_speed.py --baseline /tmp/nfsp_old --repeats 4 --steps 4 --episodes 1000
     python benchmarks/step_speed.py --method psro --baseline /tmp/psro_old --steps 2 --repeats 2
+    python benchmarks/step_speed.py --method psro-parallel --baseline /tmp/psro_old --steps 2 --repeats 2
+
+``psro-parallel`` is the same PSRO with its DQN oracle inside a ``ParallelOracle(backend="local")``: one copy per
+player, answering in turn in this process.
 
 A fresh NFSP run costs less than a late one: its Adam moments have not yet decayed into the subnormal range
 (`pbmarl.torchutil.flush_denormals`). ``--from RUN`` measures steps of a saved run instead (a folder of
@@ -51,12 +55,12 @@ from selfplay import make_nfsp, make_psro
 method, game, episodes, steps, start = sys.argv[2], sys.argv[3], int(sys.argv[4]), int(sys.argv[5]), sys.argv[6]
 if start != "fresh":
     run = pb.load_run(start)
-    if type(run).__name__.lower() != method:
+    if type(run).__name__.lower() != method.split("-")[0]:
         sys.exit(f"--from {start} holds a {type(run).__name__} run, not --method {method}")
 elif method == "nfsp":
     run = make_nfsp(game, 0, {"episodes_per_step": episodes})
 else:
-    run = make_psro(game, 0)
+    run = make_psro(game, 0, parallel="local" if method == "psro-parallel" else None)
 before = run.records[-1].env_steps if run.records else 0
 cpu, wall = time.process_time(), time.perf_counter()
 for _ in range(steps):
@@ -76,7 +80,8 @@ if method == "nfsp":
 else:
     state.update(np.ascontiguousarray(run.table.values).tobytes())
     state.update(repr([np.asarray(m).tolist() for m in run.meta_strategy]).encode())
-    state.update(repr(run.learner.rng.bit_generator.state).encode())
+    for learner in getattr(run.learner, "_local", None) or [run.learner]:
+        state.update(repr(learner.rng.bit_generator.state).encode())
 state.update(repr(run.rng.bit_generator.state).encode())
 n = run.records[-1].env_steps - before
 print(json.dumps({"pbmarl": pb.__file__, "episodes_per_step": getattr(run.config, "episodes_per_step", ""),
@@ -104,7 +109,8 @@ def main() -> None:
     from _rows import Stamp, append, load_avg
 
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--method", choices=("nfsp", "psro"), default="nfsp", help="the run to time (default nfsp)")
+    parser.add_argument("--method", choices=("nfsp", "psro", "psro-parallel"), default="nfsp",
+                        help="the run to time (default nfsp; psro-parallel: PSRO's oracle in a local ParallelOracle)")
     parser.add_argument("--game", default="liars_dice", help="an OpenSpiel game name (default liars_dice)")
     parser.add_argument("--episodes", type=int, default=1000,
                         help="NFSP's episodes a step (NFSP_LIARS_DICE's 1000); PSRO's step is one iteration")

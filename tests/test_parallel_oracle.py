@@ -96,20 +96,49 @@ def test_a_resumed_run_equals_an_uninterrupted_one(tmp_path, in_process_ray, bac
     assert resumed.history[COLS].equals(whole.history[COLS])
 
 
-def test_an_interrupted_step_leaves_run_and_copies_as_they_were(ctrl_c, in_process_ray):
+def _copies(oracle):
+    return oracle._local if oracle.backend == "local" else [a.actor._obj.learner for a in oracle._actors]
+
+
+@pytest.mark.parametrize(("backend", "where", "at"), [("ray", "respond", 1), ("ray", "_round", 2),
+                                                     ("local", "_round", 2)])
+def test_an_interrupted_step_leaves_run_and_copies_as_they_were(ctrl_c, in_process_ray, backend, where, at):
+    """Player 1's copy is interrupted after player 0's has trained: as it starts, or inside its second round (its
+    rounds take no snapshot of their own there: the run's holds theirs)."""
     game = pb.load_game("kuhn_poker")
-    whole = _psro(game, ParallelOracle(_dqn(game), backend="ray"))
+    whole = _psro(game, ParallelOracle(_dqn(game), backend=backend))
     whole.run(2, progress=False)
-    oracle = ParallelOracle(_dqn(game), backend="ray")
+    oracle = ParallelOracle(_dqn(game), backend=backend)
     run = _psro(game, oracle)
     run.step()
-    ctrl_c(oracle._actors[1].actor._obj.learner, "respond")  # player 1's copy, after player 0's has trained
+    ctrl_c(_copies(oracle)[1], where, at=at)
     before = run.history.copy()
     with pytest.raises(KeyboardInterrupt):
         run.step()
-    assert run.history.equals(before) and [a.actor._obj.learner.tasks_done for a in oracle._actors] == [1, 1]
+    assert run.history.equals(before) and [copy.tasks_done for copy in _copies(oracle)] == [1, 1]
     run.step()  # both copies start again from where they were: the same answers as without the interruption
     assert run.history[COLS].equals(whole.history[COLS])
+
+
+@pytest.mark.parametrize("backend", ["local", "ray"])
+def test_the_copies_rounds_inside_a_run_share_its_snapshot(monkeypatch, in_process_ray, backend):
+    """Inside a PSRO step the run's snapshot holds each copy's, so a copy's rounds take none of their own (each
+    would copy the networks, Adam's moments and the replay); answered outside a run, they take their own again."""
+    game = pb.load_game("kuhn_poker")
+    oracle = ParallelOracle(_dqn(game), backend=backend)
+    run = _psro(game, oracle)
+    copies = _copies(oracle)
+    taken = []
+    original = type(copies[0]).snapshot
+    monkeypatch.setattr(type(copies[0]), "snapshot", lambda self: taken.append(self) or original(self))
+    rounds = [len(copy.records) for copy in copies]
+    run.step()
+    assert all(len(copy.records) > n + 1 for copy, n in zip(copies, rounds))  # several rounds each
+    assert sorted(map(id, taken)) == sorted(map(id, copies))  # one snapshot each: the run's
+    taken.clear()
+    rounds = [len(copy.records) for copy in copies]
+    oracle.respond_all([(0, [None, run.population[1][0]]), (1, [run.population[0][0], None])])
+    assert len(taken) == sum(len(copy.records) - n for copy, n in zip(copies, rounds))  # one a round
 
 
 @pytest.mark.ray

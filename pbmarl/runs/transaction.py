@@ -60,7 +60,7 @@ def all_or_nothing(method: Callable[Concatenate[S, P], R]) -> Callable[Concatena
 
     @functools.wraps(method)
     def wrapper(self: S, /, *args: P.args, **kwargs: P.kwargs) -> R:
-        if any(part is self for part in _COVERED.get()):
+        if is_covered(self):
             return method(self, *args, **kwargs)
         torch_state = _torch_settings()
         state = self.snapshot()
@@ -114,6 +114,12 @@ def covered(*parts: object) -> Iterator[None]:
         yield
     finally:
         _COVERED.reset(token)
+
+
+def is_covered(part: object) -> bool:
+    """Whether this thread is inside a `covered` block over `part`: a part that holds others (an oracle that
+    holds one learner copy per player) covers them in turn while it is covered itself."""
+    return any(p is part for p in _COVERED.get())
 
 
 def _torch_settings() -> tuple[bool, int] | None:

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping, Sequence
+from contextlib import nullcontext
 from pathlib import Path
 from typing import Any
 
@@ -35,6 +36,7 @@ from pbmarl.hosting.shipping import Packed, Shipment, TargetShipper, unpack
 from pbmarl.policies.base import Policy
 from pbmarl.policies.mixture import Mixture
 from pbmarl.protocols import BestResponse, Opponents, Oracle, Specified
+from pbmarl.runs.transaction import covered, is_covered
 
 #: where a copy's state lives inside the folder `ParallelOracle.save` writes
 PLAYER_FOLDER = "player-{}"
@@ -53,10 +55,13 @@ class OracleWorker:
         self.snapshots: dict[int, object] = {}
 
     def respond(self, player: int, shipments: list[Shipment], packed: list[Packed],
-                seats: list[bool]) -> BestResponse:
+                seats: list[bool], held: bool = False) -> BestResponse:
+        """`held`: the caller holds this actor's last snapshot and restores it on any error (the oracle is
+        covered there), so the learner's rounds take no snapshot of their own."""
         mixtures = iter(unpack(self.held, self.game, shipments, packed))
         opponents = [next(mixtures) if present else None for present in seats]
-        return self.learner.respond(player, opponents)
+        with covered(self.learner) if held and self.snapshots else nullcontext():
+            return self.learner.respond(player, opponents)
 
     def snapshot(self, token: int) -> None:
         self.snapshots = {token: self.learner.snapshot()}  # only the latest is ever restored
@@ -159,8 +164,10 @@ class ParallelOracle:
         """The answers to every ``(player, opponents)`` request, in order; each player's copy takes its
         requests in order, and different players' copies train at the same time (``backend="ray"``)."""
         requests = [(self.game.check_player(p), opps) for p, opps in requests]
+        held = is_covered(self)  # the caller's snapshot holds the copies': they need none of their own each round
         if self.backend == "local":
-            return [self._local[p].respond(p, opps) for p, opps in requests]
+            with covered(*self._local) if held else nullcontext():
+                return [self._local[p].respond(p, opps) for p, opps in requests]
         self._check_open()
         refs = []
         try:
@@ -169,7 +176,7 @@ class ParallelOracle:
                 mixtures = [o if isinstance(o, Mixture) else Mixture([o]) for s, o in enumerate(opps)
                             if o is not None and s != p]
                 shipments, packed = self._shippers[p].pack(mixtures)
-                refs.append((self._actors[p], self._actors[p].send("respond", p, shipments, packed, seats)))
+                refs.append((self._actors[p], self._actors[p].send("respond", p, shipments, packed, seats, held)))
             return [actor.get(ref) for actor, ref in refs]
         except BaseException:
             for shipper in self._shippers:  # a failed call may have left an actor without what was sent
