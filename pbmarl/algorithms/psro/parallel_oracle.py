@@ -55,12 +55,12 @@ class OracleWorker:
         self.snapshots: dict[int, object] = {}
 
     def respond(self, player: int, shipments: list[Shipment], packed: list[Packed],
-                seats: list[bool], held: bool = False) -> BestResponse:
-        """`held`: the caller holds this actor's last snapshot and restores it on any error (the oracle is
-        covered there), so the learner's rounds take no snapshot of their own."""
+                seats: list[bool], snapshot_held: bool = False) -> BestResponse:
+        """`snapshot_held`: the caller holds this actor's last snapshot and restores it on any error (the oracle
+        is covered there), so the learner's rounds take no snapshot of their own."""
         mixtures = iter(unpack(self.held, self.game, shipments, packed))
         opponents = [next(mixtures) if present else None for present in seats]
-        with covered(self.learner) if held and self.snapshots else nullcontext():
+        with covered(self.learner) if snapshot_held and self.snapshots else nullcontext():
             return self.learner.respond(player, opponents)
 
     def snapshot(self, token: int) -> None:
@@ -164,9 +164,9 @@ class ParallelOracle:
         """The answers to every ``(player, opponents)`` request, in order; each player's copy takes its
         requests in order, and different players' copies train at the same time (``backend="ray"``)."""
         requests = [(self.game.check_player(p), opps) for p, opps in requests]
-        held = is_covered(self)  # the caller's snapshot holds the copies': they need none of their own each round
+        snapshot_held = is_covered(self)  # the caller's snapshot holds the copies': none of their own each round
         if self.backend == "local":
-            with covered(*self._local) if held else nullcontext():
+            with covered(*self._local) if snapshot_held else nullcontext():
                 return [self._local[p].respond(p, opps) for p, opps in requests]
         self._check_open()
         refs = []
@@ -176,7 +176,8 @@ class ParallelOracle:
                 mixtures = [o if isinstance(o, Mixture) else Mixture([o]) for s, o in enumerate(opps)
                             if o is not None and s != p]
                 shipments, packed = self._shippers[p].pack(mixtures)
-                refs.append((self._actors[p], self._actors[p].send("respond", p, shipments, packed, seats, held)))
+                refs.append((self._actors[p], self._actors[p].send("respond", p, shipments, packed, seats,
+                                                                      snapshot_held)))
             return [actor.get(ref) for actor, ref in refs]
         except BaseException:
             for shipper in self._shippers:  # a failed call may have left an actor without what was sent
